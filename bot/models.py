@@ -1,0 +1,165 @@
+"""The domain: what Mnemo stores in MongoDB and passes between adapters, runtime and plugins.
+
+These are pydantic models because they cross boundaries (platform -> runtime, runtime ->
+database). Every id is a UUID string; ids that come from a platform are derived with uuid5 so
+the same platform object always maps to the same id (a redelivered message is a no-op).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
+MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
+
+Platform = Literal["discord", "telegram", "console", "test"]
+RoomKind = Literal["dm", "group"]
+FactType = Literal["fact", "opinion", "status"]
+GoalStatus = Literal["IN_PROGRESS", "DONE", "FAILED"]
+JobStatus = Literal["pending", "running", "done", "failed"]
+
+
+def stable_id(*parts: str) -> str:
+    """A UUID string that is the same for the same parts, on every machine, forever."""
+    return str(uuid.uuid5(MNEMO_NAMESPACE, "\x1f".join(parts)))
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def account_id(platform: str, user_id: str | int) -> str:
+    return stable_id(platform, "account", str(user_id))
+
+
+def room_id(platform: str, chat_id: str | int) -> str:
+    return stable_id(platform, "room", str(chat_id))
+
+
+def world_id(platform: str, world: str | int) -> str:
+    """A guild, a group, or a DM: the scope that learned knowledge never leaves."""
+    return stable_id(platform, "world", str(world))
+
+
+def message_id(platform: str, chat_id: str | int, platform_message_id: str | int) -> str:
+    return stable_id(platform, "message", str(chat_id), str(platform_message_id))
+
+
+def reply_id(message: str, agent: str, part: int = 0) -> str:
+    """The agent's reply to a message: stable, so a retried handle() stores it once."""
+    return stable_id("reply", message, agent, str(part))
+
+
+class Document(BaseModel):
+    """Base for stored models: ignores fields added by newer versions or by MongoDB."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class Attachment(Document):
+    id: str
+    url: str | None = None
+    title: str | None = None
+    content_type: str | None = None
+    size: int | None = None
+
+
+class Content(Document):
+    text: str = ""
+    action: str | None = None
+    source: str | None = None
+    url: str | None = None
+    in_reply_to: str | None = None
+    attachments: list[Attachment] = Field(default_factory=list)
+
+
+class Memory(Document):
+    """One message in a room: from a person, or the agent's own reply."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    room_id: str
+    world_id: str
+    content: Content
+    created_at: datetime = Field(default_factory=utcnow)
+    # Who the message addresses, decided by the adapter that knows the platform.
+    mentions: list[str] = Field(default_factory=list)
+    mentions_agent: bool = False
+    replies_to_agent: bool = False
+
+
+class Account(Document):
+    id: str
+    platform: str
+    platform_id: str
+    name: str
+    username: str | None = None
+    is_bot: bool = False
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class Room(Document):
+    id: str
+    world_id: str
+    platform: str
+    kind: RoomKind
+    name: str | None = None
+    platform_id: str | None = None
+
+
+class Fact(Document):
+    """A claim learned about someone (its subject), scoped to the world it was learned in."""
+
+    id: str = Field(default_factory=new_id)
+    text: str
+    type: FactType = "fact"
+    subject_id: str
+    room_id: str
+    world_id: str
+    agent_id: str
+    source_message_ids: list[str] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+    # Set once the fact's vector is in Chroma; None marks it for re-indexing.
+    indexed_at: datetime | None = None
+
+
+class Objective(Document):
+    description: str
+    completed: bool = False
+
+
+class Goal(Document):
+    id: str = Field(default_factory=new_id)
+    name: str
+    room_id: str
+    world_id: str
+    user_id: str | None = None
+    status: GoalStatus = "IN_PROGRESS"
+    objectives: list[Objective] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class EvaluationJob(Document):
+    """A durable request to run the evaluators for one message, claimed by one worker."""
+
+    id: str
+    room_id: str
+    message_id: str
+    did_respond: bool
+    status: JobStatus = "pending"
+    attempts: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    claimed_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+from bot.characters import Character  # noqa: E402,F401  (listed with the domain models)

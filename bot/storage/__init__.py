@@ -1,0 +1,1 @@
+"""Storage: MongoDB documents (the source of truth) and Chroma vectors (rebuildable)."""
