@@ -1,0 +1,1 @@
+"""Fakes of the remote services, shipped with the package so plugins are tested as they run."""
