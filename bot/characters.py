@@ -1,7 +1,9 @@
 """Characters: personas in elizaOS character JSON.
 
 A file copied from an elizaOS project loads unchanged: camelCase keys, `bio` as a string or a
-list, message examples written with `user` (v0) or `name` (v1), and unknown fields are kept.
+list, message examples written with `user` (v0) or `name` (v1), `knowledge` as strings or
+objects, `plugins` as package names. Fields Mnemo does not use (`modelProvider`, `people`,
+`clientConfig`, `id` ...) are kept in `model_extra`, never rejected, so a file round-trips.
 """
 
 from __future__ import annotations
@@ -10,14 +12,32 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 
 
 class CharacterError(Exception):
     """A character file could not be loaded; the message names the file and the field."""
 
 
+def _as_list(value: Any) -> Any:
+    # elizaOS allows `bio` as one string; the same slip in other list fields is harmless.
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return value
+
+
 class ExampleContent(BaseModel):
+    # v1 adds `actions`, `providers`, `thought`; kept as extras.
     model_config = ConfigDict(extra="allow")
 
     text: str = ""
@@ -27,6 +47,7 @@ class ExampleContent(BaseModel):
 class ExampleMessage(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
+    # v0 writes `user`, v1 writes `name`; both mean the speaker.
     user: str = Field(validation_alias=AliasChoices("user", "name"))
     content: ExampleContent
 
@@ -38,13 +59,7 @@ class Style(BaseModel):
     chat: list[str] = Field(default_factory=list)
     post: list[str] = Field(default_factory=list)
 
-
-def _as_list(value: Any) -> Any:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return value
+    _lists = field_validator("all", "chat", "post", mode="before")(_as_list)
 
 
 class Character(BaseModel):
@@ -61,14 +76,50 @@ class Character(BaseModel):
     post_examples: list[str] = Field(default_factory=list, alias="postExamples")
     topics: list[str] = Field(default_factory=list)
     adjectives: list[str] = Field(default_factory=list)
-    knowledge: list[Any] = Field(default_factory=list)
+    # Strings, or objects such as {"path": ..., "shared": false} / {"directory": ...}.
+    knowledge: list[str | dict[str, Any]] = Field(default_factory=list)
     style: Style = Field(default_factory=Style)
+    # Nested and open (`secrets`, `voice`, `model`, `avatar` ...). `secrets` values become
+    # SecretStr so a logged character never shows an API key.
     settings: dict[str, Any] = Field(default_factory=dict)
     templates: dict[str, str] = Field(default_factory=dict)
+    # Package names ("@elizaos/plugin-bootstrap") in JSON files; Mnemo's own plugins are found
+    # by discovery, so these are informational.
     plugins: list[Any] = Field(default_factory=list)
     clients: list[str] = Field(default_factory=list)
 
-    _lists = field_validator("bio", "lore", "topics", "adjectives", mode="before")(_as_list)
+    _lists = field_validator(
+        "bio",
+        "lore",
+        "topics",
+        "adjectives",
+        "post_examples",
+        "knowledge",
+        "plugins",
+        "clients",
+        mode="before",
+    )(_as_list)
+
+    @field_validator("name")
+    @classmethod
+    def _name_not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be blank")
+        return value.strip()
+
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _hide_secrets(cls, value: Any) -> Any:
+        if value is None:
+            return {}
+        if isinstance(value, dict) and isinstance(value.get("secrets"), dict):
+            secrets = {
+                str(key): secret if isinstance(secret, SecretStr) else SecretStr(str(secret))
+                for key, secret in value["secrets"].items()
+                if secret is not None
+            }
+            return {**value, "secrets": secrets}
+        return value
 
     @property
     def names(self) -> list[str]:
@@ -79,14 +130,31 @@ class Character(BaseModel):
         """A character's own template overrides the built-in one of the same name."""
         return self.templates.get(name) or default
 
+    def secret(self, key: str) -> str | None:
+        """A value from `settings.secrets`, or None."""
+        value = self.settings.get("secrets", {}).get(key)
+        return value.get_secret_value() if isinstance(value, SecretStr) else None
 
-def load_character(path: Path) -> Character:
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    path = ".".join(str(part) for part in loc) or "(top level)"
+    # Pydantic names the first alias; a v1 file calls the speaker `name`.
+    if loc and loc[0] == "messageExamples" and loc[-1] == "user":
+        path += " (or name)"
+    return path
+
+
+def load_character(path: Path | str) -> Character:
+    """Read and validate a character file, or raise CharacterError with one line."""
+    path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        # utf-8-sig: editors on Windows like to start JSON files with a byte-order mark.
+        raw = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise CharacterError(f"character file {path}: not found") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise CharacterError(f"character file {path}: cannot read it ({error})") from None
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise CharacterError(f"character file {path}: cannot read it ({reason})") from None
     except json.JSONDecodeError as error:
         raise CharacterError(
             f"character file {path}: not valid JSON at line {error.lineno}, "
@@ -97,6 +165,10 @@ def load_character(path: Path) -> Character:
     try:
         return Character.model_validate(raw)
     except ValidationError as error:
-        first = error.errors()[0]
-        field = ".".join(str(part) for part in first["loc"]) or "(top level)"
-        raise CharacterError(f"character file {path}: field {field}: {first['msg']}") from None
+        problems = error.errors()
+        first = problems[0]
+        message = str(first["msg"]).removeprefix("Value error, ")
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise CharacterError(
+            f"character file {path}: field {_field_path(first['loc'])}: {message}{more}"
+        ) from None

@@ -2,17 +2,34 @@
 
 Service settings keep their conventional names (`OPENAI_API_KEY`, `MONGODB_URI`, `DISCORD_TOKEN`,
 ...); Mnemo's own knobs are prefixed `MNEMO_`. `.env.example` documents every one.
-A wrong value stops start-up with one line (`ConfigError`), never a traceback.
+A wrong value stops start-up with one line (`ConfigError`), never a traceback, and a secret is
+never echoed back.
+
+Overrides passed in code use the Python field names (`ModelSettings(small_model="x")`,
+`load_settings(model={"small_model": "x"})`). That is done by `_Group.__init__` rather than
+`populate_by_name`, because pydantic-settings would then also read the bare field name from the
+environment: `SMALL_MODEL`, `DATA_DIR`, `MAX_RETRIES` ... names Mnemo never promised to read.
 """
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings.exceptions import SettingsError
+
+# Platforms an admin id may name; kept here (not imported from bot.models) so settings load
+# without the domain package.
+_ADMIN_PLATFORMS = ("discord", "telegram", "console", "test")
+# Field-name fragments whose values are never echoed in an error, even when not a SecretStr
+# (a Telegram webhook URL usually carries the bot token in its path).
+_SENSITIVE_WORDS = ("token", "key", "secret", "password", "uri", "url")
 
 
 class ConfigError(Exception):
@@ -26,7 +43,15 @@ def _config(prefix: str = "") -> SettingsConfigDict:
         env_file_encoding="utf-8",
         extra="ignore",
         case_sensitive=False,
+        # `DISCORD_TOKEN=` (as docker compose and copied templates write it) means "unset",
+        # not "the empty token" - otherwise an empty OPENAI_API_KEY would disable offline mode.
+        env_ignore_empty=True,
     )
+
+
+def _env(*names: str) -> Any:
+    """The environment variable(s) a field reads, first one canonical (shown in errors)."""
+    return AliasChoices(*names)
 
 
 def _split_csv(value: object) -> object:
@@ -35,26 +60,57 @@ def _split_csv(value: object) -> object:
     return value
 
 
-class ModelSettings(BaseSettings):
+def _http_url(value: str | None) -> str | None:
+    if value is None:
+        return None
+    value = value.strip()
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError("expected an http:// or https:// URL")
+    return value
+
+
+def _preferred_alias(info: FieldInfo) -> str | None:
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        first = alias.choices[0]
+        return first if isinstance(first, str) else None
+    return alias if isinstance(alias, str) else None
+
+
+class _Group(BaseSettings):
+    """Base of every settings group: accepts overrides by Python field name."""
+
+    def __init__(self, **values: Any) -> None:
+        fields = type(self).model_fields
+        renamed: dict[str, Any] = {}
+        for key, value in values.items():
+            info = fields.get(key)
+            alias = _preferred_alias(info) if info is not None else None
+            renamed[alias or key] = value
+        super().__init__(**renamed)
+
+
+class ModelSettings(_Group):
     """The OpenAI-compatible endpoint. No key and no base URL selects the offline model."""
 
     model_config = _config()
 
-    openai_api_key: SecretStr | None = None
-    openai_base_url: str | None = None
-    small_model: str = Field("gpt-4o-mini", validation_alias=AliasChoices("MNEMO_SMALL_MODEL"))
-    large_model: str = Field("gpt-4o", validation_alias=AliasChoices("MNEMO_LARGE_MODEL"))
-    timeout_seconds: float = Field(
-        60.0, gt=0, validation_alias=AliasChoices("MNEMO_MODEL_TIMEOUT")
-    )
-    max_retries: int = Field(3, ge=0, le=10, validation_alias=AliasChoices("MNEMO_MODEL_RETRIES"))
+    openai_api_key: SecretStr | None = Field(None, validation_alias=_env("OPENAI_API_KEY"))
+    openai_base_url: str | None = Field(None, validation_alias=_env("OPENAI_BASE_URL"))
+    small_model: str = Field("gpt-4o-mini", validation_alias=_env("MNEMO_SMALL_MODEL"))
+    large_model: str = Field("gpt-4o", validation_alias=_env("MNEMO_LARGE_MODEL"))
+    timeout_seconds: float = Field(60.0, gt=0, validation_alias=_env("MNEMO_MODEL_TIMEOUT"))
+    max_retries: int = Field(3, ge=0, le=10, validation_alias=_env("MNEMO_MODEL_RETRIES"))
+
+    _url = field_validator("openai_base_url")(_http_url)
 
     @property
     def offline(self) -> bool:
         return self.openai_api_key is None and not self.openai_base_url
 
 
-class EmbeddingSettings(BaseSettings):
+class EmbeddingSettings(_Group):
     """`local` runs all-MiniLM-L6-v2 with onnxruntime; any other name is an OpenAI model."""
 
     model_config = _config("MNEMO_EMBEDDING_")
@@ -65,44 +121,112 @@ class EmbeddingSettings(BaseSettings):
     batch_size: int = Field(64, ge=1, le=2048)
 
 
-class StorageSettings(BaseSettings):
+class StorageSettings(_Group):
     model_config = _config()
 
-    mongodb_uri: SecretStr | None = None
-    mongodb_database: str = Field("mnemo", validation_alias=AliasChoices("MNEMO_MONGODB_DATABASE"))
-    chroma_host: str | None = None
-    chroma_port: int = Field(8000, ge=1, le=65535)
-    data_dir: Path = Field(Path("data"), validation_alias=AliasChoices("MNEMO_DATA_DIR"))
+    # No URI starts the bundled server; a URI may carry a password, hence SecretStr.
+    mongodb_uri: SecretStr | None = Field(None, validation_alias=_env("MONGODB_URI"))
+    mongodb_database: str = Field("mnemo", validation_alias=_env("MNEMO_MONGODB_DATABASE"))
+    # No host uses an embedded PersistentClient under data_dir.
+    chroma_host: str | None = Field(None, validation_alias=_env("CHROMA_HOST"))
+    chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("CHROMA_PORT"))
+    data_dir: Path = Field(Path("data"), validation_alias=_env("MNEMO_DATA_DIR"))
 
 
-class PlatformSettings(BaseSettings):
+class PlatformSettings(_Group):
     model_config = _config()
 
-    discord_token: SecretStr | None = None
-    telegram_token: SecretStr | None = None
+    # elizaOS's names are accepted too, so an elizaOS `.env` works as it is.
+    discord_token: SecretStr | None = Field(
+        None, validation_alias=_env("DISCORD_TOKEN", "DISCORD_API_TOKEN")
+    )
+    telegram_token: SecretStr | None = Field(
+        None, validation_alias=_env("TELEGRAM_TOKEN", "TELEGRAM_BOT_TOKEN")
+    )
     # Platform user ids ("discord:123", "telegram:456", or a bare id) allowed the admin commands.
     admin_ids: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, validation_alias=AliasChoices("MNEMO_ADMIN_IDS")
+        default_factory=list, validation_alias=_env("MNEMO_ADMIN_IDS")
+    )
+    # Set: Telegram pushes updates to this public URL (behind a load balancer) instead of
+    # being polled; several processes can then share one bot.
+    telegram_webhook_url: str | None = Field(
+        None, validation_alias=_env("MNEMO_TELEGRAM_WEBHOOK_URL")
+    )
+    telegram_webhook_port: int = Field(
+        8443, ge=1, le=65535, validation_alias=_env("MNEMO_TELEGRAM_WEBHOOK_PORT")
+    )
+    # Administrators of a Telegram group may use the admin commands in that group.
+    telegram_group_admins: bool = Field(False, validation_alias=_env("MNEMO_TELEGRAM_GROUP_ADMINS"))
+    # Global slash-command sync takes up to an hour to reach every guild, so the default syncs
+    # per guild (instant) and global sync is opt-in.
+    discord_global_sync: bool = Field(False, validation_alias=_env("MNEMO_DISCORD_GLOBAL_SYNC"))
+    # Replies per user per minute; 0 turns the limit off.
+    rate_limit_per_minute: int = Field(
+        6, ge=0, le=10_000, validation_alias=_env("MNEMO_RATE_LIMIT_PER_MINUTE")
     )
 
     _split = field_validator("admin_ids", mode="before")(_split_csv)
+    _url = field_validator("telegram_webhook_url")(_http_url)
+
+    @field_validator("admin_ids")
+    @classmethod
+    def _check_admin_ids(cls, ids: list[str]) -> list[str]:
+        # A typo in the platform would silently lock the admin out, so it is an error.
+        normalized: list[str] = []
+        for raw in ids:
+            platform, sep, user = raw.strip().partition(":")
+            if sep:
+                if platform.lower() not in _ADMIN_PLATFORMS or not user.strip():
+                    raise ValueError(
+                        f"{raw.strip()!r} is not an id like 123, discord:123 or telegram:456"
+                    )
+                value = f"{platform.lower()}:{user.strip()}"
+            else:
+                value = platform
+            if value not in normalized:
+                normalized.append(value)
+        return normalized
 
 
-class RuntimeSettings(BaseSettings):
+class RuntimeSettings(_Group):
     model_config = _config("MNEMO_")
 
+    # A path, or a bare name such as `archivist` for characters/archivist.json.
     character: Path = Path("characters/mnemo.json")
     # `llm`: one SMALL-model call picks which validated evaluators run (the spec).
     # `all`: every validated evaluator runs, no call.
     evaluator_selection: Literal["llm", "all"] = "llm"
     evaluator_timeout: float = Field(120.0, gt=0)
+    # Messages of a room shown to the model (and to evaluators) as the recent conversation.
     conversation_length: int = Field(32, ge=2, le=1000)
-    # Extra plugin folders and plugin names to leave out (comma separated).
+    # Pending evaluations of a room whose conversation went quiet are run after this long,
+    # so what was said last is learned even if nobody speaks again.
+    evaluation_idle_flush_minutes: float = Field(10.0, gt=0)
+    # The plugin folder, and plugin names to leave out (comma separated).
     plugins_dir: Path = Path("plugins")
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     _split = field_validator("disabled_plugins", mode="before")(_split_csv)
+
+    @field_validator("character", mode="before")
+    @classmethod
+    def _character_by_name(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() and "/" not in value and "\\" not in value:
+            name = value.strip()
+            if not Path(name).suffix:
+                return Path("characters") / f"{name}.json"
+        return value
+
+    @field_validator("evaluator_selection", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -116,38 +240,99 @@ class Settings:
     runtime: RuntimeSettings
 
 
-def _env_name_for(cls: type[BaseSettings], field: str) -> str:
-    info = cls.model_fields.get(field)
-    alias = info.validation_alias if info is not None else None
-    if isinstance(alias, AliasChoices):
-        return str(alias.choices[0])
-    return f"{cls.model_config.get('env_prefix', '')}{field}"
-
-
-def load_settings(
-    env_file: Path | None = Path(".env"), **overrides: dict[str, object]
-) -> Settings:
-    """Read every settings group; raise `ConfigError` with one line on the first bad value."""
-    groups: dict[str, BaseSettings] = {}
-    classes: dict[str, type[BaseSettings]] = {
+def _groups() -> dict[str, type[_Group]]:
+    return {
         "model": ModelSettings,
         "embedding": EmbeddingSettings,
         "storage": StorageSettings,
         "platforms": PlatformSettings,
         "runtime": RuntimeSettings,
     }
+
+
+def env_names(cls: type[BaseSettings], field: str) -> list[str]:
+    """Every environment variable that sets `field` of `cls`, the canonical one first."""
+    info = cls.model_fields[field]
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        return [str(choice).upper() for choice in alias.choices if isinstance(choice, str)]
+    if isinstance(alias, str):
+        return [alias.upper()]
+    return [f"{cls.model_config.get('env_prefix', '')}{field}".upper()]
+
+
+def environment_variables() -> list[str]:
+    """The canonical name of every setting Mnemo reads, in `.env.example` order."""
+    return [env_names(cls, field)[0] for cls in _groups().values() for field in cls.model_fields]
+
+
+def _field_for(cls: type[BaseSettings], key: str) -> str | None:
+    """The field an error location names: pydantic reports the alias the value came in by."""
+    for field in cls.model_fields:
+        if key.lower() == field.lower() or key.upper() in env_names(cls, field):
+            return field
+    return None
+
+
+def _is_secret(cls: type[BaseSettings], field: str | None) -> bool:
+    if field is None:
+        return True
+    annotation = cls.model_fields[field].annotation
+    if annotation is SecretStr or SecretStr in typing.get_args(annotation):
+        return True
+    return any(word in field.lower() for word in _SENSITIVE_WORDS)
+
+
+def describe_error(cls: type[BaseSettings], error: ValidationError) -> str:
+    """One line naming the environment variable, what it expects and (unless secret) the value.
+
+    Public so plugin settings (bot.plugins) report errors the same way.
+    """
+    problems = error.errors()
+    first = problems[0]
+    key = str(first["loc"][0]) if first.get("loc") else ""
+    field = _field_for(cls, key) if key else None
+    if field is not None:
+        # pydantic-settings reports the first alias whichever one was set, so name them all.
+        names = env_names(cls, field)
+        name = names[0] + (f" (or {', '.join(names[1:])})" if len(names) > 1 else "")
+    else:
+        name = key.upper() or cls.__name__
+    message = str(first["msg"]).removeprefix("Value error, ")
+    given = first.get("input")
+    shown = "" if _is_secret(cls, field) else _short(given)
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"setting {name}: {message}{shown}{more}"
+
+
+def _short(value: object) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return ""
+    text = str(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    return f" (got {text!r})"
+
+
+def load_settings(env_file: Path | None = Path(".env"), **overrides: dict[str, object]) -> Settings:
+    """Read every settings group; raise `ConfigError` with one line on the first bad value.
+
+    `env_file=None` reads the environment only; `overrides` maps a group (`model`, `embedding`,
+    `storage`, `platforms`, `runtime`) to field values that win over the environment.
+    """
+    classes = _groups()
+    unknown = sorted(set(overrides) - set(classes))
+    if unknown:
+        raise TypeError(f"load_settings: unknown settings group(s) {', '.join(unknown)}")
+    groups: dict[str, BaseSettings] = {}
     for key, cls in classes.items():
         try:
-            groups[key] = cls(_env_file=env_file, **overrides.get(key, {}))  # type: ignore[arg-type, call-arg]
+            groups[key] = cls(_env_file=env_file, **overrides.get(key, {}))
         except ValidationError as error:
-            first = error.errors()[0]
-            field = str(first["loc"][0]) if first.get("loc") else "?"
-            given = first.get("input")
-            # Never echo a secret back, even a malformed one.
-            secret = any(word in field for word in ("token", "key", "uri"))
-            shown = None if secret else given
-            given_text = f" (got {shown!r})" if isinstance(shown, str | int | float) else ""
-            raise ConfigError(
-                f"setting {_env_name_for(cls, field).upper()}: {first['msg']}{given_text}"
-            ) from None
+            raise ConfigError(describe_error(cls, error)) from None
+        except SettingsError as error:
+            # Raised before validation, e.g. a value pydantic-settings could not decode; its
+            # message names the field and the source, never the value.
+            raise ConfigError(f"setting {cls.__name__}: {error}") from None
+        except (OSError, UnicodeDecodeError) as error:
+            raise ConfigError(f"settings file {env_file}: cannot read it ({error})") from None
     return Settings(**groups)  # type: ignore[arg-type]

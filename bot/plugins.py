@@ -1,25 +1,40 @@
 """Plugins: evaluators, providers and actions, and how they are found.
 
-A plugin is a module or package in `plugins/` (names starting with `_` are skipped) or an
+A plugin is a module or package in `plugins/` (names starting with `_` or `.` are skipped) or an
 installed package exposing the `mnemo.plugins` entry point; either way it exposes
-`plugin = Plugin(...)`. A plugin that fails to import, lacks `plugin`, or repeats a name stops
-start-up with its name and the reason (`PluginError`).
+`plugin = Plugin(...)`. A plugin that fails to import, lacks `plugin`, is malformed, repeats a
+name, or has a bad setting stops start-up with its name and the reason (`PluginError`).
+
+A folder's plugins are imported as submodules of one package per folder, so a plugin package
+can import its own parts relatively (`from .prompts import X`) and a module can share a
+`_helpers.py` (`from . import _helpers`). The package is the folder's own importable name when
+it has one (`plugins` at the repository root: `plugins.facts` is then one module, however it is
+imported); any other folder gets a private name derived from its path, so two folders never
+clash in `sys.modules`. Absolute imports of a plugin's own modules only work in the first case.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.machinery
 import importlib.util
+import inspect
+import keyword
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_settings import BaseSettings
+from pydantic_settings.exceptions import SettingsError
 
+from bot.config import describe_error
 from bot.models import Content, Memory
 
 if TYPE_CHECKING:
@@ -119,12 +134,93 @@ class PluginError(Exception):
     """A plugin cannot be loaded; the message names the plugin and the reason."""
 
 
+def _kind_name(value: object) -> str:
+    """`None`, `a dict`, `an int`: for messages saying what was found instead."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"an {name}" if name[:1].lower() in "aeiou" else f"a {name}"
+
+
+def _check_callable(owner: str, what: str, value: object, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not callable(value):
+        raise PluginError(f"{owner}: {what} is {_kind_name(value)}, not an async function")
+    # A plain `def` would only fail at the first message ("object is not awaitable"); catch
+    # it now. Other callables (partials, objects with an async __call__) are trusted.
+    if inspect.isfunction(value) and not inspect.iscoroutinefunction(value):
+        raise PluginError(f"{owner}: {what} must be declared with `async def`")
+
+
+def _check_parts(plugin: Plugin, where: str) -> None:
+    """Malformed plugins fail at start-up with a reason, not at the first message."""
+    owner = f"plugin {plugin.name} ({where})"
+    kinds: tuple[tuple[str, Sequence[Any], type], ...] = (
+        ("evaluators", plugin.evaluators, Evaluator),
+        ("providers", plugin.providers, Provider),
+        ("actions", plugin.actions, Action),
+    )
+    for attribute, parts, expected in kinds:
+        if isinstance(parts, str | bytes) or not isinstance(parts, Sequence):
+            raise PluginError(f"{owner}: {attribute} must be a list, not {_kind_name(parts)}")
+        for index, part in enumerate(parts):
+            if not isinstance(part, expected):
+                raise PluginError(
+                    f"{owner}: {attribute}[{index}] is {_kind_name(part)}, not {expected.__name__}"
+                )
+            if not isinstance(part.name, str) or not part.name.strip():
+                raise PluginError(f"{owner}: {attribute}[{index}] has no name")
+            label = f"{expected.__name__.lower()} {part.name!r}"
+            if isinstance(part, Evaluator | Action):
+                _check_callable(owner, f"{label} validate", part.validate)
+                _check_callable(
+                    owner, f"{label} handler", part.handler, optional=isinstance(part, Evaluator)
+                )
+            else:
+                _check_callable(owner, f"{label} get", part.get)
+    _check_callable(owner, "setup", plugin.setup, optional=True)
+    _check_callable(owner, "teardown", plugin.teardown, optional=True)
+    model = plugin.settings_model
+    if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise PluginError(
+            f"{owner}: settings_model must be a pydantic(-settings) model class, "
+            f"not {getattr(model, '__name__', None) or _kind_name(model)}"
+        )
+
+
+def _read_settings(plugin: Plugin, where: str, env_file: Path | None) -> Any:
+    model = plugin.settings_model
+    if model is None:
+        return None
+    owner = f"plugin {plugin.name} ({where})"
+    try:
+        if issubclass(model, BaseSettings):
+            # Only pass a file when told to: `_env_file=None` would switch the model's own
+            # `.env` off rather than leave it alone.
+            return model(_env_file=env_file) if env_file is not None else model()
+        return model()
+    except ValidationError as error:
+        if issubclass(model, BaseSettings):
+            # Same wording as Mnemo's own settings: the env variable, never a secret value.
+            raise PluginError(f"{owner}: {describe_error(model, error)}") from None
+        first = error.errors()[0]
+        where_in = ".".join(str(part) for part in first["loc"]) or model.__name__
+        raise PluginError(f"{owner}: setting {where_in}: {first['msg']}") from None
+    except SettingsError as error:
+        raise PluginError(f"{owner}: settings: {error}") from None
+    except Exception as error:
+        raise PluginError(f"{owner}: settings: {type(error).__name__}: {error}") from error
+
+
 @dataclass
 class Registry:
     """Every loaded plugin's parts, in registration order, with each plugin's settings."""
 
     plugins: list[Plugin] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    # Plugin name -> where it came from (file, folder or entry point), for messages.
+    sources: dict[str, str] = field(default_factory=dict)
 
     @property
     def evaluators(self) -> list[Evaluator]:
@@ -139,8 +235,9 @@ class Registry:
         return [a for p in self.plugins for a in p.actions]
 
     def plugin_of(self, part: Evaluator | Provider | Action) -> Plugin:
+        # Identity, not equality: two frozen dataclasses with equal fields are still two parts.
         for plugin in self.plugins:
-            if part in (*plugin.evaluators, *plugin.providers, *plugin.actions):
+            if any(part is own for own in (*plugin.evaluators, *plugin.providers, *plugin.actions)):
                 return plugin
         raise KeyError(part.name)
 
@@ -156,44 +253,75 @@ class Registry:
                 return action
         return None
 
-    def add(self, plugin: Plugin, source: str) -> None:
-        """Register a plugin; names of plugins and of their parts must be unique."""
+    def add(self, plugin: Plugin, source: str, *, env_file: Path | None = None) -> None:
+        """Register a plugin, or raise PluginError and leave the registry as it was.
+
+        `source` says where the plugin came from (a path, an entry point) for messages.
+
+        Names of plugins and of their evaluators, providers and actions must be unique,
+        ignoring case: the model names evaluators and actions back to us in any case.
+        """
         if not isinstance(plugin, Plugin):
-            raise PluginError(f"plugin {source}: `plugin` is a {type(plugin).__name__}, not Plugin")
-        if any(p.name == plugin.name for p in self.plugins):
-            raise PluginError(f"plugin {source}: the name {plugin.name!r} is already taken")
+            raise PluginError(f"plugin {source}: `plugin` is {_kind_name(plugin)}, not a Plugin")
+        if not isinstance(plugin.name, str) or not plugin.name.strip():
+            raise PluginError(f"plugin {source}: the Plugin has no name")
+        where = source
+        for other in self.plugins:
+            if other.name.casefold() == plugin.name.casefold():
+                raise PluginError(
+                    f"plugin {plugin.name} ({where}): the name {plugin.name!r} is already "
+                    f"taken by the plugin from {self.sources.get(other.name, other.name)}"
+                )
+        _check_parts(plugin, where)
         for kind, existing, new in (
             ("evaluator", self.evaluators, plugin.evaluators),
             ("provider", self.providers, plugin.providers),
             ("action", self.actions, plugin.actions),
         ):
-            taken = {part.name for part in existing}
+            taken = {part.name.casefold(): self.plugin_of(part).name for part in existing}
             for part in new:
-                if part.name in taken:
+                owner = taken.get(part.name.casefold())
+                if owner is not None:
+                    by = "itself" if owner == plugin.name else f"plugin {owner}"
                     raise PluginError(
-                        f"plugin {plugin.name}: {kind} {part.name!r} repeats a name "
-                        "another plugin registered"
+                        f"plugin {plugin.name} ({where}): {kind} {part.name!r} repeats a name "
+                        f"already registered by {by}"
                     )
-                taken.add(part.name)
+                taken[part.name.casefold()] = plugin.name
+        settings = _read_settings(plugin, where, env_file)
         if plugin.settings_model is not None:
-            try:
-                self.settings[plugin.name] = plugin.settings_model()
-            except ValidationError as error:
-                first = error.errors()[0]
-                where = ".".join(str(x) for x in first["loc"])
-                raise PluginError(
-                    f"plugin {plugin.name}: setting {where}: {first['msg']}"
-                ) from None
+            self.settings[plugin.name] = settings
+        self.sources[plugin.name] = where
         self.plugins.append(plugin)
 
 
-def _import_from_folder(path: Path, package_root: Path) -> Any:
-    """Import `plugins/<name>` (module or package) as `plugins.<name>`."""
-    root = str(package_root.parent.resolve())
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    module_name = f"{package_root.name}.{path.stem if path.is_file() else path.name}"
-    return importlib.import_module(module_name)
+def _folder_package(folder: Path) -> tuple[str, bool]:
+    """The package a folder's plugins import under, and whether it is the folder's own name."""
+    resolved = folder.resolve()
+    name = resolved.name
+    if name.isidentifier() and not keyword.iskeyword(name):
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            spec = None
+        locations = spec.submodule_search_locations if spec is not None else None
+        if locations and any(Path(place).resolve() == resolved for place in locations):
+            return name, True
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:16]
+    return f"_mnemo_plugins_{digest}", False
+
+
+def _ensure_private_package(package: str, folder: Path) -> None:
+    """Register an empty package whose submodules are the folder's files and folders."""
+    # Drop what an earlier discover() imported from this folder: a discovery reflects the
+    # folder as it is now (tests rewrite plugin files between runs).
+    for module_name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        del sys.modules[module_name]
+    spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+    spec.submodule_search_locations = [str(folder.resolve())]
+    module = importlib.util.module_from_spec(spec)
+    module.__doc__ = f"Mnemo plugins from {folder}"
+    sys.modules[package] = module
 
 
 def plugin_sources(folder: Path) -> list[Path]:
@@ -201,46 +329,107 @@ def plugin_sources(folder: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     found = []
-    for entry in sorted(folder.iterdir()):
+    for entry in sorted(folder.iterdir(), key=lambda path: path.name):
         if entry.name.startswith(("_", ".")):
             continue
-        if (entry.is_dir() and (entry / "__init__.py").exists()) or (
-            entry.is_file() and entry.suffix == ".py"
-        ):
+        if entry.is_dir():
+            if (entry / "__init__.py").is_file():
+                found.append(entry)
+            elif any(entry.glob("*.py")):
+                log.warning("plugin folder %s has no __init__.py; not loaded", entry)
+        elif entry.is_file() and entry.suffix == ".py":
             found.append(entry)
     return found
 
 
-def discover(
-    folder: Path, *, disabled: Iterable[str] = (), use_entry_points: bool = True
-) -> Registry:
-    """Load every plugin from the folder and from installed packages, or raise PluginError."""
-    registry = Registry()
-    skip = set(disabled)
-    for source in plugin_sources(folder):
-        name = source.stem if source.is_file() else source.name
-        if name in skip:
+def _source_name(source: Path) -> str:
+    return source.stem if source.is_file() else source.name
+
+
+def _import_plugin(source: Path, package: str) -> Plugin:
+    name = _source_name(source)
+    if not name.isidentifier() or keyword.iskeyword(name):
+        raise PluginError(
+            f"plugin {name} ({source}): {name!r} is not a valid Python module name "
+            "(use letters, digits and underscores)"
+        )
+    try:
+        module = importlib.import_module(f"{package}.{name}")
+    except (Exception, SystemExit) as error:
+        # SyntaxError is an Exception; its text carries the file and line.
+        raise PluginError(
+            f"plugin {name} ({source}): failed to import: {type(error).__name__}: {error}"
+        ) from error
+    if not hasattr(module, "plugin"):
+        raise PluginError(f"plugin {name} ({source}): defines no `plugin = Plugin(...)`")
+    return module.plugin
+
+
+def _entry_point_plugins(skip: set[str]) -> list[tuple[str, Any]]:
+    """Plugins installed as packages, sorted by entry-point name."""
+    seen: set[tuple[str, str]] = set()
+    found: list[tuple[str, Any]] = []
+    # The same distribution can be visible twice (an editable install plus a stray
+    # *.egg-info in the working directory); one entry point is one plugin.
+    entries = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value))
+    for entry in entries:
+        if (entry.name, entry.value) in seen or entry.name.casefold() in skip:
             continue
+        seen.add((entry.name, entry.value))
+        where = f"entry point {entry.name} = {entry.value}"
         try:
-            module = _import_from_folder(source, folder)
-        except Exception as error:
+            loaded = entry.load()
+        except (Exception, SystemExit) as error:
             raise PluginError(
-                f"plugin {name}: failed to import: {type(error).__name__}: {error}"
+                f"plugin {entry.name} ({where}): failed to import: {type(error).__name__}: {error}"
             ) from error
-        if not hasattr(module, "plugin"):
-            raise PluginError(f"plugin {name}: {source} defines no `plugin = Plugin(...)`")
-        if module.plugin.name in skip:
-            continue
-        registry.add(module.plugin, name)
-    if use_entry_points:
-        for entry in entry_points(group=ENTRY_POINT_GROUP):
-            if entry.name in skip:
-                continue
-            try:
-                plugin = entry.load()
-            except Exception as error:
+        if isinstance(loaded, ModuleType):
+            if not hasattr(loaded, "plugin"):
                 raise PluginError(
-                    f"plugin {entry.name}: failed to import: {type(error).__name__}: {error}"
-                ) from error
-            registry.add(plugin, entry.name)
+                    f"plugin {entry.name} ({where}): defines no `plugin = Plugin(...)`"
+                )
+            loaded = loaded.plugin
+        found.append((where, loaded))
+    return found
+
+
+def discover(
+    folder: Path,
+    *,
+    disabled: Iterable[str] = (),
+    use_entry_points: bool = True,
+    env_file: Path | None = None,
+) -> Registry:
+    """Load every plugin from the folder and from installed packages, or raise PluginError.
+
+    Folder plugins register first, in name order, then entry-point plugins in name order.
+    `disabled` names plugins (module or Plugin names, any case) to leave out. `env_file`, when
+    given, is also read by plugins' settings models (as `load_settings` reads it).
+    """
+    registry = Registry()
+    skip = {name.strip().casefold() for name in disabled if name.strip()}
+    if folder.exists() and not folder.is_dir():
+        raise PluginError(f"plugins folder {folder}: not a folder")
+    if not folder.is_dir():
+        log.warning("plugins folder %s not found; no folder plugins loaded", folder)
+    # Files written a moment ago (tests, hot edits) are invisible to the import system's
+    # cached directory listings until this.
+    importlib.invalidate_caches()
+    sources = [s for s in plugin_sources(folder) if _source_name(s).casefold() not in skip]
+    if sources:
+        package, own_name = _folder_package(folder)
+        if not own_name:
+            _ensure_private_package(package, folder)
+        for source in sources:
+            plugin = _import_plugin(source, package)
+            if isinstance(plugin, Plugin) and plugin.name.casefold() in skip:
+                continue
+            registry.add(plugin, str(source), env_file=env_file)
+    if use_entry_points:
+        for where, plugin in _entry_point_plugins(skip):
+            if isinstance(plugin, Plugin) and plugin.name.casefold() in skip:
+                continue
+            registry.add(plugin, where, env_file=env_file)
+    for plugin in registry.plugins:
+        log.info("plugin %s loaded from %s", plugin.name, registry.sources[plugin.name])
     return registry
