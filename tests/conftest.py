@@ -3,10 +3,16 @@ the real ONNX embedding model (from ../shared in CI, or MNEMO_TEST_MODEL_DIR).""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+
+from bot.storage.embedded import EmbeddedMongo
+from bot.storage.mongo import MongoStore
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -19,5 +25,42 @@ def model_dir() -> Path:
     candidates.append(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx")
     for candidate in candidates:
         if (candidate / "model.onnx").exists():
+            # The harness (bot.testing.harness) reads the same variable.
+            os.environ["MNEMO_TEST_MODEL_DIR"] = str(candidate)
             return candidate
     pytest.skip("embedding model not found: set MNEMO_TEST_MODEL_DIR to the ONNX folder")
+
+
+@pytest.fixture(scope="session")
+def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A MongoDB for the whole session: MNEMO_TEST_MONGODB_URI if set, else one bundled
+    nx-27017 server in a temporary folder.
+
+    Started synchronously (asyncio.run) rather than as a session-loop fixture: tests run in
+    function-scoped loops, and the server is a plain child process that outlives any loop.
+    """
+    configured = os.environ.get("MNEMO_TEST_MONGODB_URI")
+    if configured:
+        yield configured
+        return
+    server = EmbeddedMongo(tmp_path_factory.mktemp("mongo"))
+    asyncio.run(server.start())
+    try:
+        yield server.uri
+    finally:
+        asyncio.run(server.stop())
+
+
+@pytest.fixture
+async def store(mongo_uri: str) -> AsyncIterator[MongoStore]:
+    """A MongoStore on a fresh database (indexes ensured), dropped afterwards.
+
+    The client is created per test, inside the test's own event loop (an AsyncMongoClient
+    belongs to the loop that first uses it)."""
+    mongo = MongoStore.from_uri(mongo_uri, f"mnemo_test_{uuid.uuid4().hex[:12]}")
+    await mongo.ensure_indexes()
+    try:
+        yield mongo
+    finally:
+        await mongo.client.drop_database(mongo.db.name)
+        await mongo.close()
