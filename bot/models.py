@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 # Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
 MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
@@ -21,6 +21,8 @@ RoomKind = Literal["dm", "group"]
 FactType = Literal["fact", "opinion", "status"]
 GoalStatus = Literal["IN_PROGRESS", "DONE", "FAILED"]
 JobStatus = Literal["pending", "running", "done", "failed"]
+# Why evaluators run: after a message, or because the room went quiet with unlearned messages.
+Trigger = Literal["message", "idle"]
 
 
 def stable_id(*parts: str) -> str:
@@ -33,7 +35,15 @@ def new_id() -> str:
 
 
 def utcnow() -> datetime:
-    return datetime.now(UTC)
+    return to_millis(datetime.now(UTC))
+
+
+def to_millis(value: datetime) -> datetime:
+    """BSON keeps milliseconds: truncate first, so a time read back equals the time written
+    and "messages since <time>" windows never drop or repeat a message."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).replace(microsecond=value.microsecond // 1000 * 1000)
 
 
 def account_id(platform: str, user_id: str | int) -> str:
@@ -62,6 +72,11 @@ class Document(BaseModel):
     """Base for stored models: ignores fields added by newer versions or by MongoDB."""
 
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _millisecond_times(cls, value: object) -> object:
+        return to_millis(value) if isinstance(value, datetime) else value
 
 
 class Attachment(Document):
@@ -156,10 +171,15 @@ class EvaluationJob(Document):
     room_id: str
     message_id: str
     did_respond: bool
+    trigger: Trigger = "message"
     status: JobStatus = "pending"
     attempts: int = 0
     created_at: datetime = Field(default_factory=utcnow)
     claimed_at: datetime | None = None
     finished_at: datetime | None = None
     error: str | None = None
+    # Names of the evaluators whose handlers ran to completion.
+    ran: list[str] = Field(default_factory=list)
+
+
 from bot.characters import Character  # noqa: E402,F401  (listed with the domain models)

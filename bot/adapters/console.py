@@ -1,0 +1,181 @@
+"""The console chat: one person, one room, a prompt. Works with piped standard input too.
+
+Standard input is read by a daemon thread so Ctrl-C never waits on a blocked `readline()`.
+Every line is stored before the next is read, so leaving (Ctrl-C, Ctrl-D, /quit) loses nothing
+already said; pending evaluations finish first, or resume on the next start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import logging
+import sys
+import threading
+from typing import TextIO
+
+from bot import admin
+from bot.models import (
+    Account,
+    Content,
+    Memory,
+    Room,
+    account_id,
+    message_id,
+    new_id,
+    room_id,
+    world_id,
+)
+from bot.runtime import AgentRuntime
+
+log = logging.getLogger(__name__)
+
+HELP = """Commands:
+  /help               this help
+  /facts [text]       what I have learned here (optionally containing text)
+  /goals              goals and their objectives
+  /goal NAME: A; B    add a goal with objectives A and B
+  /forget             forget everything about you
+  /quit               leave (Ctrl-D works too)"""
+
+_EOF = None
+
+
+class ConsoleChat:
+    name = "console"
+
+    def __init__(
+        self,
+        runtime: AgentRuntime,
+        *,
+        user_name: str | None = None,
+        stdin: TextIO = sys.stdin,
+        stdout: TextIO = sys.stdout,
+        learn_timeout: float = 120.0,
+    ) -> None:
+        self.runtime = runtime
+        self.stdin = stdin
+        self.stdout = stdout
+        self.interactive = stdin.isatty()
+        self.learn_timeout = learn_timeout
+        name = user_name or _login_name()
+        self.account = Account(
+            id=account_id("console", name), platform="console", platform_id=name, name=name
+        )
+        self.room = Room(
+            id=room_id("console", name),
+            world_id=world_id("console", name),
+            platform="console",
+            kind="dm",
+            name="console",
+        )
+        self._last: Memory | None = None
+
+    def say(self, text: str) -> None:
+        print(text, file=self.stdout, flush=True)
+
+    async def run(self) -> None:
+        await self.runtime.store.upsert_account(self.account)
+        await self.runtime.store.upsert_room(self.room)
+        lines: asyncio.Queue[str | None] = asyncio.Queue()
+        _start_reader(self.stdin, lines, asyncio.get_running_loop())
+        while True:
+            if self.interactive:
+                print("you> ", end="", file=self.stdout, flush=True)
+            line = await lines.get()
+            if line is _EOF:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/"):
+                if not await self.command(text):
+                    break
+                continue
+            await self.chat(text)
+        await self.finish()
+
+    async def chat(self, text: str) -> None:
+        memory = Memory(
+            # A typed line has no platform id to redeliver, so each gets a fresh one.
+            id=message_id("console", self.room.id, new_id()),
+            user_id=self.account.id,
+            agent_id=self.runtime.agent_id,
+            room_id=self.room.id,
+            world_id=self.room.world_id,
+            content=Content(text=text, source="console"),
+        )
+        self._last = memory
+
+        async def send(content: Content) -> None:
+            self.say(f"{self.runtime.character.name}: {content.text}")
+
+        await self.runtime.handle(memory, send)
+
+    async def command(self, text: str) -> bool:
+        """Run a slash command; False means leave."""
+        name, _, argument = text.partition(" ")
+        argument = argument.strip()
+        scope = admin.Scope(self.room.world_id, self.room.id, self.account.id)
+        match name.lower():
+            case "/quit" | "/exit":
+                return False
+            case "/help":
+                self.say(HELP)
+            case "/facts":
+                await self.learn_now()
+                self.say(await admin.list_facts(self.runtime, scope, search=argument or None))
+            case "/goals":
+                await self.learn_now()
+                self.say(await admin.list_goals(self.runtime, scope))
+            case "/goal":
+                spec = admin.parse_goal_spec(argument)
+                if spec is None:
+                    self.say("Usage: /goal NAME: objective one; objective two")
+                else:
+                    goal = await admin.add_goal(
+                        self.runtime, scope, spec[0], spec[1], owner_id=self.account.id
+                    )
+                    self.say("Added goal:\n" + admin.format_goal(goal))
+            case "/forget":
+                await self.runtime.evaluations.join(self.room.id, self.learn_timeout)
+                self.say(await admin.forget_me(self.runtime, scope))
+            case _:
+                self.say(f"Unknown command {name}. Type /help.")
+        return True
+
+    async def learn_now(self) -> None:
+        """Before showing what was learned, learn from what was just said."""
+        if self._last is None:
+            return
+        if not await self.runtime.flush_room(self._last, timeout=self.learn_timeout):
+            self.say("(still learning; this list may be incomplete)")
+
+    async def finish(self) -> None:
+        if not await self.runtime.evaluations.join(self.room.id, self.learn_timeout):
+            log.warning("leaving with evaluations still running; they resume on next start")
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser() or "you"
+    except Exception:
+        return "you"
+
+
+def _start_reader(
+    stream: TextIO, lines: asyncio.Queue[str | None], loop: asyncio.AbstractEventLoop
+) -> None:
+    def pump() -> None:
+        try:
+            for line in stream:
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+        except (OSError, ValueError):
+            log.debug("stdin closed", exc_info=True)
+        finally:
+            # A closed loop means we are exiting anyway.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(lines.put_nowait, _EOF)
+
+    threading.Thread(target=pump, name="console-stdin", daemon=True).start()

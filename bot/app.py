@@ -1,0 +1,128 @@
+"""Builds a running Mnemo from settings: stores, models, plugins and the runtime.
+
+Zero set-up: no MONGODB_URI starts the bundled server, no CHROMA_HOST uses a local
+PersistentClient, no model key selects the offline model. Everything opened here is closed
+in reverse order when the context exits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from bot.characters import Character, load_character
+from bot.config import Settings
+from bot.llm.base import LanguageModel
+from bot.llm.factory import make_model
+from bot.llm.usage import UsageLedger
+from bot.models import stable_id
+from bot.plugins import Registry, discover
+from bot.ratelimit import RateLimiter
+from bot.runtime import AgentRuntime, RuntimeOptions
+from bot.storage.embedded import EmbeddedMongo
+from bot.storage.embeddings import Embedder, make_embedder
+from bot.storage.knowledge import Knowledge
+from bot.storage.mongo import MongoStore
+from bot.storage.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class App:
+    settings: Settings
+    character: Character
+    runtime: AgentRuntime
+    store: MongoStore
+    knowledge: Knowledge
+    model: LanguageModel
+    embedder: Embedder
+    registry: Registry
+    ledger: UsageLedger
+    bundled_mongo: bool
+
+    @property
+    def offline(self) -> bool:
+        return self.settings.model.offline
+
+
+def agent_id_for(character: Character) -> str:
+    return stable_id("agent", character.name)
+
+
+@asynccontextmanager
+async def open_app(
+    settings: Settings,
+    *,
+    model: LanguageModel | None = None,
+    embedder: Embedder | None = None,
+    registry: Registry | None = None,
+) -> AsyncIterator[App]:
+    """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches)."""
+    character = load_character(settings.runtime.character)
+    if registry is None:
+        registry = discover(
+            settings.runtime.plugins_dir, disabled=settings.runtime.disabled_plugins
+        )
+    data_dir = settings.storage.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ledger = UsageLedger()
+    async with AsyncExitStack() as stack:
+        bundled = settings.storage.mongodb_uri is None
+        if bundled:
+            server = await stack.enter_async_context(EmbeddedMongo(data_dir))
+            uri = server.uri
+        else:
+            uri = settings.storage.mongodb_uri.get_secret_value()  # type: ignore[union-attr]
+        store = MongoStore.from_uri(uri, settings.storage.mongodb_database)
+        stack.push_async_callback(store.close)
+        await store.ping()
+        await store.ensure_indexes()
+
+        if settings.storage.chroma_host:
+            vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)
+        else:
+            vectors = VectorIndex.persistent(str(data_dir / "chroma"))
+        stack.push_async_callback(vectors.close)
+        # The index connects lazily; touch it now so a bad CHROMA_HOST fails at start-up.
+        await vectors.count("facts")
+        embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
+        model = model or make_model(settings.model, ledger)
+        stack.push_async_callback(model.close)
+        knowledge = Knowledge(store, vectors, embedder)
+        runtime = AgentRuntime(
+            agent_id=agent_id_for(character),
+            character=character,
+            store=store,
+            knowledge=knowledge,
+            model=model,
+            registry=registry,
+            ledger=ledger,
+            options=RuntimeOptions(
+                conversation_length=settings.runtime.conversation_length,
+                evaluator_selection=settings.runtime.evaluator_selection,
+                evaluator_timeout=settings.runtime.evaluator_timeout,
+            ),
+            rate_limiter=RateLimiter(settings.platforms.rate_limit_per_minute),
+        )
+        for plugin in registry.plugins:
+            if plugin.setup is not None:
+                await plugin.setup(runtime)
+            if plugin.teardown is not None:
+                stack.push_async_callback(plugin.teardown)
+        await runtime.start()
+        stack.push_async_callback(runtime.stop)
+        yield App(
+            settings=settings,
+            character=character,
+            runtime=runtime,
+            store=store,
+            knowledge=knowledge,
+            model=model,
+            embedder=embedder,
+            registry=registry,
+            ledger=ledger,
+            bundled_mongo=bundled,
+        )

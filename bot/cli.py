@@ -1,0 +1,162 @@
+"""`mnemo` command line: run · chat · doctor · bench.
+
+Every expected failure (a bad setting, a broken character or plugin, an unreachable database,
+a missing model) ends with one line on stderr and exit code 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bot.config import ConfigError, Settings, load_settings
+from bot.logs import configure_logging
+
+log = logging.getLogger(__name__)
+
+EXIT_CONFIG = 2
+
+
+def _startup_errors() -> tuple[type[BaseException], ...]:
+    from bot.characters import CharacterError
+    from bot.plugins import PluginError
+    from bot.storage.embedded import EmbeddedMongoError
+    from bot.storage.embeddings import EmbedderError
+    from bot.storage.mongo import StorageUnavailable
+    from bot.storage.vectors import VectorIndexError
+
+    errors: list[type[BaseException]] = [
+        ConfigError,
+        CharacterError,
+        PluginError,
+        EmbeddedMongoError,
+        EmbedderError,
+        StorageUnavailable,
+        VectorIndexError,
+    ]
+    with contextlib.suppress(ImportError):
+        from bot.adapters.startup import PlatformStartupError
+
+        errors.append(PlatformStartupError)
+    return tuple(errors)
+
+
+def _secrets(settings: Settings) -> list[str]:
+    values = [
+        settings.model.openai_api_key,
+        settings.storage.mongodb_uri,
+        settings.platforms.discord_token,
+        settings.platforms.telegram_token,
+    ]
+    return [v.get_secret_value() for v in values if v is not None]
+
+
+def banner(app: object) -> str:
+    from bot.app import App
+
+    assert isinstance(app, App)
+    model = (
+        "offline model (pattern-based, no API key set: set OPENAI_API_KEY for real replies)"
+        if app.offline
+        else f"{app.settings.model.large_model} / {app.settings.model.small_model}"
+    )
+    storage = (
+        f"bundled MongoDB server in {app.settings.storage.data_dir}/mongo"
+        if app.bundled_mongo
+        else "MongoDB at MONGODB_URI"
+    )
+    plugins = ", ".join(p.name for p in app.registry.plugins) or "none"
+    return (
+        f"{app.character.name} — console chat\n"
+        f"  model:   {model}\n"
+        f"  storage: {storage}\n"
+        f"  plugins: {plugins}\n"
+        "Type /help for commands, /quit or Ctrl-D to leave."
+    )
+
+
+async def _chat(settings: Settings) -> None:
+    from bot.adapters.console import ConsoleChat
+    from bot.app import open_app
+
+    async with open_app(settings) as app:
+        print(banner(app), flush=True)
+        await ConsoleChat(app.runtime).run()
+
+
+async def _run(settings: Settings) -> None:
+    from bot.app import open_app
+
+    platforms = settings.platforms
+    if platforms.discord_token is None and platforms.telegram_token is None:
+        print("No DISCORD_TOKEN or TELEGRAM_TOKEN set: starting the console chat.", flush=True)
+        await _chat(settings)
+        return
+    from bot.adapters.startup import run_platforms
+
+    async with open_app(settings) as app:
+        await run_platforms(app)
+
+
+async def _doctor(settings: Settings) -> None:
+    from bot.app import open_app
+
+    async with open_app(settings) as app:
+        [vector] = await app.embedder.embed(["doctor check"])
+        print(f"character:  {app.character.name} ({settings.runtime.character})")
+        print(f"plugins:    {', '.join(p.name for p in app.registry.plugins) or 'none'}")
+        print(f"mongodb:    ok ({'bundled' if app.bundled_mongo else 'MONGODB_URI'})")
+        print(f"embedder:   ok ({app.embedder.name}, {len(vector)} dimensions)")
+        print(f"model:      {'offline' if app.offline else app.model.name}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemo", description="A chat bot that gets to know people."
+    )
+    parser.add_argument("--env-file", type=Path, default=Path(".env"), help="settings file")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("run", help="start every platform with a token, else the console chat")
+    sub.add_parser("chat", help="talk to the bot in this terminal")
+    sub.add_parser("doctor", help="check settings, storage, embedder and model")
+    bench = sub.add_parser("bench", help="run benchmarks (see `mnemo bench --help`)")
+    bench.add_argument("rest", nargs=argparse.REMAINDER)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command = args.command or "run"
+    if command == "bench":
+        from bot.bench.cli import main as bench_main
+
+        return bench_main(args.rest)
+    try:
+        settings = load_settings(args.env_file if args.env_file.exists() else None)
+    except ConfigError as error:
+        print(f"mnemo: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    configure_logging(
+        settings.runtime.log_level,
+        _secrets(settings),
+        log_file=settings.storage.data_dir / "mnemo.log",
+        quiet=command == "chat" or (command == "run" and _no_platforms(settings)),
+    )
+    runner = {"run": _run, "chat": _chat, "doctor": _doctor}[command]
+    try:
+        asyncio.run(runner(settings))
+    except KeyboardInterrupt:
+        print("\nbye", file=sys.stderr)
+    except _startup_errors() as error:
+        print(f"mnemo: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    return 0
+
+
+def _no_platforms(settings: Settings) -> bool:
+    return settings.platforms.discord_token is None and settings.platforms.telegram_token is None

@@ -1,0 +1,117 @@
+"""Built-in prompt templates and the `{{placeholder}}` renderer.
+
+A character's `templates` override these by name (`messageHandlerTemplate`,
+`evaluationTemplate`, `factsTemplate`, `goalsTemplate`), as in elizaOS. The built-ins are
+deliberately lean: every line here is paid for in prompt tokens on every message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.characters import Character
+    from bot.plugins import Action, Evaluator, EvaluatorExample
+
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
+
+MESSAGE_HANDLER_TEMPLATE = """# You are {{agentName}}
+{{bio}}
+{{lore}}
+Traits: {{adjectives}}
+Style: {{style}}
+{{messageExamples}}
+{{providers}}
+# Conversation
+{{recentMessages}}
+
+# Task
+Write {{agentName}}'s next message in reply to {{senderName}}, in character, short and natural.
+{{actions}}Answer with a JSON block only:
+```json
+{"text": "<the reply>", "action": "NONE"}
+```"""
+
+EVALUATION_TEMPLATE = """TASK: Decide which evaluation functions to run on this conversation \
+between {{senderName}} and {{agentName}}.
+
+{{recentMessages}}
+
+Evaluator functions:
+{{evaluators}}
+
+Include the names of the evaluators that are relevant and should be called.
+Available names: {{evaluatorNames}}
+Answer with a JSON array of names only, e.g. ["EVALUATOR_NAME"]."""
+
+BUILTIN_TEMPLATES: Mapping[str, str] = {
+    "messageHandlerTemplate": MESSAGE_HANDLER_TEMPLATE,
+    "evaluationTemplate": EVALUATION_TEMPLATE,
+}
+
+
+def render(template: str, values: Mapping[str, str]) -> str:
+    """Fill `{{key}}` placeholders; unknown keys become empty, and blank runs collapse."""
+    text = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
+
+
+def fill_names(text: str, names: Mapping[str, str]) -> str:
+    """Replace `{{user1}}`-style actor placeholders in examples, leaving other text alone."""
+    return _PLACEHOLDER.sub(lambda m: names.get(m.group(1), m.group(0)), text)
+
+
+def bullet(lines: Iterable[str]) -> str:
+    return "\n".join(f"- {line}" for line in lines if line)
+
+
+def character_values(character: Character, *, max_lore: int = 5, max_examples: int = 2) -> dict:
+    """The character's part of the reply prompt."""
+    examples = []
+    for conversation in character.message_examples[:max_examples]:
+        names = {"user1": "Friend", "user2": "Friend 2", "agentName": character.name}
+        turns = [f"{fill_names(m.user, names)}: {m.content.text}" for m in conversation]
+        examples.append("\n".join(turns))
+    style = [*character.style.all, *character.style.chat]
+    return {
+        "agentName": character.name,
+        "bio": " ".join(character.bio),
+        "lore": bullet(character.lore[:max_lore]),
+        "adjectives": ", ".join(character.adjectives),
+        "style": "; ".join(style),
+        "messageExamples": (
+            "# How " + character.name + " talks\n" + "\n\n".join(examples) if examples else ""
+        ),
+    }
+
+
+def format_actions(actions: Sequence[Action]) -> str:
+    if not actions:
+        return ""
+    lines = [f"- {a.name}: {a.description}" for a in actions]
+    return 'Set "action" to one of these only when it fits, else NONE:\n' + "\n".join(lines) + "\n"
+
+
+def format_example(example: EvaluatorExample, names: Mapping[str, str]) -> str:
+    turns = "\n".join(f"{fill_names(t.user, names)}: {t.text}" for t in example.messages)
+    outcome = fill_names(example.outcome, names)
+    return f"{fill_names(example.context, names)}\n{turns}\nOutcome: {outcome}"
+
+
+_EXAMPLE_NAMES = {"user1": "Alex", "user2": "Sam", "user3": "Riley"}
+
+
+def format_evaluators(evaluators: Sequence[Evaluator], *, examples_each: int = 1) -> str:
+    """Name, description and a worked example per candidate (kept to one to bound tokens)."""
+    blocks = []
+    for evaluator in evaluators:
+        block = f"{evaluator.name}: {evaluator.description}"
+        for example in evaluator.examples[:examples_each]:
+            turns = " / ".join(
+                f"{fill_names(t.user, _EXAMPLE_NAMES)}: {t.text}" for t in example.messages
+            )
+            block += f"\n  e.g. {turns}"
+        blocks.append(block)
+    return "\n".join(blocks)

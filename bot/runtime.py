@@ -1,0 +1,369 @@
+"""AgentRuntime: one message in, a reply out, and learning afterwards.
+
+`handle()` stores the message, decides whether to answer, composes state through providers,
+asks the model for a reply, runs an action the reply names, sends and stores the reply, then
+enqueues an evaluation job. `evaluate()` follows the elizaOS flow (seeds/003) exactly: an
+evaluator's handler runs only if (1) it has a handler, (2) the bot responded or it is
+`always_run`, (3) its `validate()` is true, and (4) the selection step names it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bot.characters import Character
+from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
+from bot.llm.parsing import ReplyDraft, parse_evaluator_selection, parse_reply
+from bot.llm.usage import UsageLedger
+from bot.models import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
+from bot.plugins import Action, Context, Evaluator, Registry
+from bot.prompts import (
+    BUILTIN_TEMPLATES,
+    character_values,
+    format_actions,
+    format_evaluators,
+    render,
+)
+from bot.ratelimit import RateLimiter
+from bot.state import State
+from bot.storage.knowledge import Knowledge
+from bot.storage.mongo import MongoStore
+
+log = logging.getLogger(__name__)
+
+# Adapters pass how to reach the room: send a message, and show "typing…" while thinking.
+Send = Callable[[Content], Awaitable[None]]
+Typing = Callable[[], AbstractAsyncContextManager[Any]]
+
+MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
+RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    conversation_length: int = 32
+    evaluator_selection: Literal["llm", "all"] = "llm"
+    evaluator_timeout: float = 120.0
+    recent_messages: int = 12
+    max_message_chars: int = 4000
+
+
+@dataclass
+class HandleResult:
+    stored: bool
+    responded: bool = False
+    replies: list[Memory] = field(default_factory=list)
+    action: str | None = None
+    job: EvaluationJob | None = None
+
+
+def _no_typing() -> AbstractAsyncContextManager[Any]:
+    return nullcontext()
+
+
+class AgentRuntime:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        character: Character,
+        store: MongoStore,
+        knowledge: Knowledge,
+        model: LanguageModel,
+        registry: Registry,
+        ledger: UsageLedger,
+        options: RuntimeOptions | None = None,
+        rate_limiter: RateLimiter | None = None,
+    ) -> None:
+        from bot.evaluation import EvaluationQueue
+
+        self.agent_id = agent_id
+        self.character = character
+        self.store = store
+        self.knowledge = knowledge
+        self.model = model
+        self.registry = registry
+        self.ledger = ledger
+        self.options = options or RuntimeOptions()
+        self.rate_limiter = rate_limiter
+        self.evaluations = EvaluationQueue(store, self._run_job)
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        await self.evaluations.recover()
+
+    async def stop(self) -> None:
+        await self.evaluations.stop()
+
+    def template(self, name: str, default: str | None = None) -> str:
+        return self.character.template(name, default or BUILTIN_TEMPLATES[name])
+
+    # ------------------------------------------------------------------ handle
+    async def handle(
+        self,
+        memory: Memory,
+        send: Send,
+        *,
+        typing: Typing = _no_typing,
+        account: Account | None = None,
+        room: Room | None = None,
+    ) -> HandleResult:
+        """Process one incoming message. Safe to call twice with the same message."""
+        if account is not None:
+            await self.store.upsert_account(account)
+        if room is not None:
+            await self.store.upsert_room(room)
+        if not await self.store.insert_memory(memory):
+            log.debug("message %s already handled", memory.id)
+            return HandleResult(stored=False)
+        room = room or await self.store.get_room(memory.room_id)
+        result = HandleResult(stored=True)
+        if self.should_respond(memory, room):
+            if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
+                await send(Content(text=RATE_LIMITED_REPLY))
+            else:
+                async with typing():
+                    await self._respond(memory, send, result)
+        result.job = await self.evaluations.enqueue(memory, did_respond=result.responded)
+        return result
+
+    def should_respond(self, memory: Memory, room: Room | None) -> bool:
+        """DMs always; in groups only when mentioned, replied to, or called by name."""
+        if memory.user_id == self.agent_id:
+            return False
+        if room is None or room.kind == "dm":
+            return True
+        if memory.mentions_agent or memory.replies_to_agent:
+            return True
+        text = memory.content.text.casefold()
+        return any(_names_in(name.casefold(), text) for name in self.character.names)
+
+    async def _respond(self, memory: Memory, send: Send, result: HandleResult) -> None:
+        state = await self.compose_state(memory)
+        prompt = render(self.template("messageHandlerTemplate"), state.values)
+        try:
+            raw = await self.model.generate_text(
+                prompt, model_class=ModelClass.LARGE, task=Task.REPLY, state=state
+            )
+        except ModelError as error:
+            log.warning("reply failed for message %s: %s", memory.id, error)
+            await send(Content(text=MODEL_FAILED_REPLY))
+            return
+        draft = parse_reply(raw)
+        replies: list[Memory] = []
+
+        async def say(content: Content) -> None:
+            if not content.text.strip():
+                return
+            reply = Memory(
+                id=reply_id(memory.id, self.agent_id, len(replies)),
+                user_id=self.agent_id,
+                agent_id=self.agent_id,
+                room_id=memory.room_id,
+                world_id=memory.world_id,
+                content=content.model_copy(update={"in_reply_to": memory.id}),
+                created_at=max(utcnow(), memory.created_at),
+            )
+            await send(content)
+            await self.store.insert_memory(reply)
+            replies.append(reply)
+
+        action = await self._chosen_action(draft, memory, state, say)
+        if action is None or not action.suppress_initial_message:
+            await say(Content(text=draft.text, action=draft.action))
+        if action is not None:
+            context = Context(
+                runtime=self,
+                message=memory,
+                state=state,
+                settings=self.registry.settings_for(action),
+                callback=say,
+            )
+            try:
+                await action.handler(context)
+            except Exception:
+                log.exception("action %s failed", action.name)
+                await say(Content(text=f"Sorry, I couldn't finish that ({action.name})."))
+            result.action = action.name
+        result.replies = replies
+        result.responded = bool(replies)
+
+    async def _chosen_action(
+        self, draft: ReplyDraft, memory: Memory, state: State, say: Send
+    ) -> Action | None:
+        action = self.registry.find_action(draft.action)
+        if action is None:
+            if draft.action:
+                log.info("model named unknown action %r; ignoring it", draft.action)
+            return None
+        context = Context(self, memory, state, self.registry.settings_for(action), say)
+        try:
+            return action if await action.validate(context) else None
+        except Exception:
+            log.exception("action %s validate failed", action.name)
+            return None
+
+    # ------------------------------------------------------------------ state
+    async def compose_state(self, memory: Memory, *, data: dict[str, Any] | None = None) -> State:
+        recent, room = await asyncio.gather(
+            self.store.recent_memories(memory.room_id, self.options.recent_messages),
+            self.store.get_room(memory.room_id),
+        )
+        if not any(m.id == memory.id for m in recent):
+            recent = [*recent, memory][-self.options.recent_messages :]
+        people = {m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)
+        actors = await self.store.get_accounts(sorted(people - {self.agent_id}))
+        state = State(
+            message=memory,
+            agent_id=self.agent_id,
+            agent_name=self.character.name,
+            sender=actors.get(memory.user_id),
+            room=room,
+            recent_messages=recent,
+            actors=actors,
+            data=dict(data or {}),
+        )
+        state.data.setdefault("actions", [a.name for a in self.registry.actions])
+        state.values.update(character_values(self.character))
+        state.values.update(
+            senderName=state.name_of(memory.user_id),
+            recentMessages=self.format_messages(state, recent),
+            actors=", ".join(a.name for a in actors.values()),
+            actions=format_actions(self.registry.actions),
+            actionNames=", ".join(a.name for a in self.registry.actions),
+            currentTime=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        sections = await self._run_providers(memory, state)
+        state.values["providers"] = "\n\n".join(s for s in sections if s)
+        return state
+
+    async def _run_providers(self, memory: Memory, state: State) -> list[str]:
+        async def one(provider: Any) -> str:
+            context = Context(self, memory, state, self.registry.settings_for(provider))
+            try:
+                text = await provider.get(context)
+            except Exception:
+                log.exception("provider %s failed", provider.name)
+                return ""
+            state.values[provider.name] = text or ""
+            return text or ""
+
+        return list(await asyncio.gather(*(one(p) for p in self.registry.providers)))
+
+    def format_messages(self, state: State, messages: list[Memory]) -> str:
+        limit = self.options.max_message_chars
+        lines = []
+        for m in messages:
+            text = m.content.text if len(m.content.text) <= limit else m.content.text[:limit] + "…"
+            lines.append(f"{state.name_of(m.user_id)}: {text}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ evaluation
+    async def _run_job(self, job: EvaluationJob) -> list[str]:
+        message = await self.store.get_memory(job.message_id)
+        if message is None:
+            log.info("evaluation %s: message was forgotten; nothing to learn", job.id)
+            return []
+        if message.user_id != self.agent_id and job.trigger == "message":
+            await self.knowledge.index_message(message)
+        state = await self.compose_state(message, data={"trigger": job.trigger})
+        return await self.evaluate(message, state, did_respond=job.did_respond)
+
+    async def evaluate(
+        self, message: Memory, state: State, *, did_respond: bool, callback: Send | None = None
+    ) -> list[str]:
+        """Run the evaluators that pass all four conditions; returns the names that ran."""
+        candidates = await self._validated(message, state, did_respond, callback)
+        if not candidates:
+            return []
+        chosen = await self._select(candidates, state)
+        ran = []
+        for evaluator in chosen:  # one after another, in registration order
+            context = self._context(evaluator, message, state, callback)
+            if evaluator.handler is None:
+                continue
+            try:
+                await asyncio.wait_for(evaluator.handler(context), self.options.evaluator_timeout)
+            except TimeoutError:
+                log.error(
+                    "evaluator %s timed out after %ss",
+                    evaluator.name,
+                    self.options.evaluator_timeout,
+                )
+                continue
+            except Exception:
+                log.exception("evaluator %s failed", evaluator.name)
+                continue
+            ran.append(evaluator.name)
+        return ran
+
+    def _context(
+        self, evaluator: Evaluator, message: Memory, state: State, callback: Send | None
+    ) -> Context:
+        settings = self.registry.settings_for(evaluator)
+        if callback is None:
+            return Context(self, message, state, settings)
+        return Context(self, message, state, settings, callback)
+
+    async def _validated(
+        self, message: Memory, state: State, did_respond: bool, callback: Send | None
+    ) -> list[Evaluator]:
+        async def check(evaluator: Evaluator) -> Evaluator | None:
+            if evaluator.handler is None:  # condition 1
+                return None
+            if not did_respond and not evaluator.always_run:  # condition 2
+                return None
+            context = self._context(evaluator, message, state, callback)
+            try:  # condition 3
+                valid = await asyncio.wait_for(
+                    evaluator.validate(context), self.options.evaluator_timeout
+                )
+            except Exception:
+                log.exception("evaluator %s validate failed", evaluator.name)
+                return None
+            return evaluator if valid else None
+
+        checked = await asyncio.gather(*(check(e) for e in self.registry.evaluators))
+        return [e for e in checked if e is not None]
+
+    async def _select(self, candidates: list[Evaluator], state: State) -> list[Evaluator]:
+        """Condition 4: which validated evaluators run. `all` mode skips the model call."""
+        if self.options.evaluator_selection == "all":
+            return candidates
+        state.data["evaluator_names"] = [e.name for e in candidates]
+        values = {
+            **state.values,
+            "evaluators": format_evaluators(candidates),
+            "evaluatorNames": ", ".join(e.name for e in candidates),
+        }
+        prompt = render(self.template("evaluationTemplate"), values)
+        try:
+            raw = await self.model.generate_text(
+                prompt,
+                model_class=ModelClass.SMALL,
+                task=Task.EVALUATOR_SELECTION,
+                state=state,
+                max_tokens=100,
+            )
+        except ModelError as error:
+            log.warning("evaluator selection failed: %s", error)
+            return []
+        names = parse_evaluator_selection(raw, [(e.name, e.similes) for e in candidates])
+        return [e for e in candidates if e.name in names]
+
+    # ------------------------------------------------------------------ helpers for commands
+    async def flush_room(self, memory: Memory, timeout: float | None = None) -> bool:
+        """Learn now from a room's unlearned messages (as the idle flush would) and wait."""
+        await self.evaluations.enqueue(memory, did_respond=True, trigger="idle")
+        return await self.evaluations.join(memory.room_id, timeout)
+
+
+def _names_in(name: str, text: str) -> bool:
+    """Whole-word match of the bot's name, so "Mnemo" is found in "hey mnemo," not in "mnemonic"."""
+    return re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text) is not None

@@ -1,0 +1,185 @@
+"""A real Mnemo for tests: real MongoDB wire protocol, real Chroma, the real embedder,
+with a scripted model and the plugins you choose.
+
+    async with open_test_app(tmp_path, plugins=[my_plugin], model=ScriptedModel(...)) as app:
+        chat = TestChat(app.runtime)
+        await chat.say("Hi, I'm Sarah")
+
+Plugin authors use this to test an evaluator the way it runs.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from bot.app import App, open_app
+from bot.config import (
+    EmbeddingSettings,
+    ModelSettings,
+    PlatformSettings,
+    RuntimeSettings,
+    Settings,
+    StorageSettings,
+)
+from bot.llm.base import LanguageModel
+from bot.models import (
+    Account,
+    Content,
+    Memory,
+    Room,
+    RoomKind,
+    account_id,
+    message_id,
+    room_id,
+    utcnow,
+    world_id,
+)
+from bot.plugins import Plugin, Registry
+from bot.runtime import AgentRuntime, HandleResult
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_CHARACTER = REPO_ROOT / "characters" / "mnemo.json"
+
+
+def test_settings(
+    data_dir: Path,
+    *,
+    mongodb_uri: str | None = None,
+    model_dir: Path | None = None,
+    character: Path = DEFAULT_CHARACTER,
+    evaluator_selection: str = "llm",
+    conversation_length: int = 32,
+    rate_limit_per_minute: int = 0,
+) -> Settings:
+    """Settings for a test: everything under `data_dir`, nothing read from the environment
+    except MNEMO_TEST_MONGODB_URI / MNEMO_TEST_MODEL_DIR as defaults."""
+    uri = mongodb_uri or os.environ.get("MNEMO_TEST_MONGODB_URI")
+    folder = model_dir or (
+        Path(os.environ["MNEMO_TEST_MODEL_DIR"]) if os.environ.get("MNEMO_TEST_MODEL_DIR") else None
+    )
+    return Settings(
+        model=ModelSettings.model_construct(
+            openai_api_key=None,
+            openai_base_url=None,
+            small_model="small",
+            large_model="large",
+            timeout_seconds=5.0,
+            max_retries=0,
+        ),
+        embedding=EmbeddingSettings.model_construct(model="local", model_dir=folder, batch_size=64),
+        storage=StorageSettings.model_construct(
+            mongodb_uri=None if uri is None else _secret(uri),
+            mongodb_database=f"mnemo_test_{os.getpid()}_{abs(hash(data_dir)) % 10**8}",
+            chroma_host=None,
+            chroma_port=8000,
+            data_dir=data_dir,
+        ),
+        platforms=PlatformSettings.model_construct(
+            discord_token=None,
+            telegram_token=None,
+            admin_ids=[],
+            rate_limit_per_minute=rate_limit_per_minute,
+        ),
+        runtime=RuntimeSettings.model_construct(
+            character=character,
+            evaluator_selection=evaluator_selection,
+            evaluator_timeout=30.0,
+            conversation_length=conversation_length,
+            plugins_dir=data_dir / "no-plugins",
+            disabled_plugins=[],
+            log_level="INFO",
+        ),
+    )
+
+
+def _secret(value: str):
+    from pydantic import SecretStr
+
+    return SecretStr(value)
+
+
+@asynccontextmanager
+async def open_test_app(
+    data_dir: Path,
+    *,
+    plugins: Sequence[Plugin] = (),
+    model: LanguageModel | None = None,
+    settings: Settings | None = None,
+    **setting_overrides: object,
+) -> AsyncIterator[App]:
+    """A running app with exactly `plugins`; the database is dropped afterwards."""
+    registry = Registry()
+    for plugin in plugins:
+        registry.add(plugin, plugin.name)
+    settings = settings or test_settings(data_dir, **setting_overrides)  # type: ignore[arg-type]
+    async with open_app(settings, model=model, registry=registry) as app:
+        try:
+            yield app
+        finally:
+            await app.runtime.evaluations.stop(grace=5)
+            await app.store.client.drop_database(settings.storage.mongodb_database)
+
+
+@dataclass
+class TestChat:
+    """A person talking in a room, as an adapter would present them to the runtime."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    runtime: AgentRuntime
+    name: str = "Sarah"
+    platform: str = "test"
+    chat: str = "chat-1"
+    world: str | None = None
+    kind: RoomKind = "dm"
+    replies: list[str] = field(default_factory=list)
+    _sent: int = 0
+
+    def __post_init__(self) -> None:
+        self.account = Account(
+            id=account_id(self.platform, self.name),
+            platform=self.platform,
+            platform_id=self.name,
+            name=self.name,
+        )
+        self.room = Room(
+            id=room_id(self.platform, self.chat),
+            world_id=world_id(self.platform, self.world or self.chat),
+            platform=self.platform,
+            kind=self.kind,
+            name=self.chat,
+        )
+
+    def message(self, text: str, *, number: int | None = None, **fields: object) -> Memory:
+        if number is None:
+            self._sent += 1
+            number = self._sent
+        return Memory(
+            id=message_id(self.platform, self.chat, f"{self.name}-{number}"),
+            user_id=self.account.id,
+            agent_id=self.runtime.agent_id,
+            room_id=self.room.id,
+            world_id=self.room.world_id,
+            content=Content(text=text, source=self.platform),
+            # Strictly increasing, so order in the room is the order of the script.
+            created_at=utcnow() + timedelta(milliseconds=number),
+            **fields,  # type: ignore[arg-type]
+        )
+
+    async def say(self, text: str, **fields: object) -> HandleResult:
+        return await self.send(self.message(text, **fields))
+
+    async def send(self, memory: Memory) -> HandleResult:
+        async def collect(content: Content) -> None:
+            self.replies.append(content.text)
+
+        return await self.runtime.handle(memory, collect, account=self.account, room=self.room)
+
+    async def settle(self, timeout: float = 60.0) -> None:
+        """Wait until every evaluation of this room has run."""
+        assert await self.runtime.evaluations.join(self.room.id, timeout), "evaluations hung"

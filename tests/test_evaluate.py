@@ -1,0 +1,205 @@
+"""evaluate() exactly as seeds/003 describes: the four conditions, selection, order, isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+
+from bot.llm.base import Task
+from bot.plugins import Context, Evaluator, Plugin
+from bot.testing.harness import TestChat, open_test_app
+from bot.testing.scripted import ScriptedModel
+
+
+@dataclass
+class Probe:
+    """Records which evaluator handlers ran and what validate() saw."""
+
+    ran: list[str] = field(default_factory=list)
+
+    def evaluator(
+        self,
+        name: str,
+        *,
+        has_handler: bool = True,
+        always_run: bool = False,
+        valid: bool = True,
+        similes: tuple[str, ...] = (),
+        fails: bool = False,
+        hangs: bool = False,
+    ) -> Evaluator:
+        async def validate(ctx: Context) -> bool:
+            return valid
+
+        async def handler(ctx: Context) -> None:
+            if hangs:
+                await asyncio.sleep(3600)
+            if fails:
+                raise RuntimeError(f"{name} exploded")
+            self.ran.append(name)
+
+        return Evaluator(
+            name=name,
+            description=f"{name} learns something",
+            handler=handler if has_handler else None,
+            validate=validate,
+            similes=similes,
+            always_run=always_run,
+        )
+
+
+def selection_calls(model: ScriptedModel) -> list:
+    return [c for c in model.calls if c.task == Task.EVALUATOR_SELECTION]
+
+
+# handler, did_respond, always_run, validate, named by the model -> handler runs?
+FOUR_CONDITIONS = [
+    pytest.param(True, True, False, True, True, True, id="all four met"),
+    pytest.param(False, True, False, True, True, False, id="1: no handler"),
+    pytest.param(True, False, False, True, True, False, id="2: did not respond, not always_run"),
+    pytest.param(True, False, True, True, True, True, id="2: did not respond but always_run"),
+    pytest.param(True, True, False, False, True, False, id="3: validate false"),
+    pytest.param(True, True, False, True, False, False, id="4: not named by the model"),
+]
+
+
+@pytest.mark.parametrize(
+    ("has_handler", "did_respond", "always_run", "valid", "named", "runs"), FOUR_CONDITIONS
+)
+async def test_a_handler_runs_only_when_all_four_conditions_hold(
+    tmp_path: Path,
+    model_dir: Path,
+    has_handler: bool,
+    did_respond: bool,
+    always_run: bool,
+    valid: bool,
+    named: bool,
+    runs: bool,
+) -> None:
+    probe = Probe()
+    evaluator = probe.evaluator(
+        "LEARN", has_handler=has_handler, always_run=always_run, valid=valid
+    )
+    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: ['["LEARN"]' if named else "[]"]})
+    async with open_test_app(
+        tmp_path, plugins=[Plugin("p", evaluators=[evaluator])], model=model
+    ) as app:
+        chat = TestChat(app.runtime)
+        message = chat.message("I moved to Lisbon last week.")
+        await app.store.insert_memory(message)
+        state = await app.runtime.compose_state(message)
+        ran = await app.runtime.evaluate(message, state, did_respond=did_respond)
+    assert (ran == ["LEARN"]) is runs
+    assert (probe.ran == ["LEARN"]) is runs
+    # The selection call is made only when some evaluator passed conditions 1-3.
+    passed_validation = has_handler and (did_respond or always_run) and valid
+    assert len(selection_calls(model)) == (1 if passed_validation else 0)
+
+
+async def test_selection_prompt_lists_only_validated_evaluators(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    probe = Probe()
+    plugin = Plugin(
+        "p",
+        evaluators=[
+            probe.evaluator("KEEP_ME"),
+            probe.evaluator("NOT_VALID", valid=False),
+            probe.evaluator("NO_HANDLER", has_handler=False),
+        ],
+    )
+    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: ['["KEEP_ME"]']})
+    async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
+        chat = TestChat(app.runtime)
+        message = chat.message("hello")
+        await app.store.insert_memory(message)
+        state = await app.runtime.compose_state(message)
+        await app.runtime.evaluate(message, state, did_respond=True)
+    [call] = selection_calls(model)
+    assert "KEEP_ME" in call.prompt
+    assert "NOT_VALID" not in call.prompt and "NO_HANDLER" not in call.prompt
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        pytest.param(
+            '```json\n["SECOND", "FIRST"]\n```', ["FIRST", "SECOND"], id="fenced, reordered"
+        ),
+        pytest.param('I would run ["remember_facts"] here.', ["FIRST"], id="simile in prose"),
+        pytest.param('["FIRST", "FIRST", "UNKNOWN"]', ["FIRST"], id="duplicates and unknowns"),
+        pytest.param("no idea", [], id="nothing parseable"),
+    ],
+)
+async def test_selection_parsing_runs_the_named_in_registration_order(
+    tmp_path: Path, model_dir: Path, answer: str, expected: list[str]
+) -> None:
+    probe = Probe()
+    plugin = Plugin(
+        "p",
+        evaluators=[
+            probe.evaluator("FIRST", similes=("REMEMBER_FACTS",)),
+            probe.evaluator("SECOND"),
+        ],
+    )
+    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: [answer]})
+    async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
+        chat = TestChat(app.runtime)
+        message = chat.message("hello")
+        await app.store.insert_memory(message)
+        state = await app.runtime.compose_state(message)
+        ran = await app.runtime.evaluate(message, state, did_respond=True)
+    assert ran == expected
+    assert probe.ran == expected
+
+
+async def test_all_mode_runs_every_validated_evaluator_without_a_model_call(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    probe = Probe()
+    plugin = Plugin(
+        "p",
+        evaluators=[probe.evaluator("A"), probe.evaluator("B", valid=False), probe.evaluator("C")],
+    )
+    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: ["[]"]})
+    async with open_test_app(
+        tmp_path, plugins=[plugin], model=model, evaluator_selection="all"
+    ) as app:
+        chat = TestChat(app.runtime)
+        message = chat.message("hello")
+        await app.store.insert_memory(message)
+        state = await app.runtime.compose_state(message)
+        ran = await app.runtime.evaluate(message, state, did_respond=True)
+    assert ran == ["A", "C"]
+    assert selection_calls(model) == []
+
+
+async def test_a_failing_or_hanging_evaluator_does_not_stop_the_others(
+    tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    probe = Probe()
+    plugin = Plugin(
+        "p",
+        evaluators=[
+            probe.evaluator("BOOM", fails=True),
+            probe.evaluator("SLOW", hangs=True),
+            probe.evaluator("FINE"),
+        ],
+    )
+    async with open_test_app(
+        tmp_path, plugins=[plugin], model=ScriptedModel(), evaluator_selection="all"
+    ) as app:
+        app.runtime.options = replace(app.runtime.options, evaluator_timeout=0.2)
+        chat = TestChat(app.runtime)
+        message = chat.message("hello")
+        await app.store.insert_memory(message)
+        state = await app.runtime.compose_state(message)
+        with caplog.at_level(logging.ERROR):
+            ran = await app.runtime.evaluate(message, state, did_respond=True)
+    assert ran == ["FINE"]
+    assert "BOOM" in caplog.text and "exploded" in caplog.text
+    assert "SLOW timed out" in caplog.text
