@@ -7,10 +7,13 @@ in reverse order when the context exits.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.characters import Character, load_character
 from bot.config import Settings
@@ -21,6 +24,7 @@ from bot.models import stable_id
 from bot.plugins import Registry, discover
 from bot.ratelimit import RateLimiter
 from bot.runtime import AgentRuntime, RuntimeOptions
+from bot.scheduler import build_scheduler
 from bot.storage.embedded import EmbeddedMongo
 from bot.storage.embeddings import Embedder, make_embedder
 from bot.storage.knowledge import Knowledge
@@ -46,6 +50,11 @@ class App:
     @property
     def offline(self) -> bool:
         return self.settings.model.offline
+
+
+async def _shutdown_scheduler(scheduler: AsyncIOScheduler) -> None:
+    scheduler.shutdown(wait=False)
+    await asyncio.sleep(0)  # the shutdown is queued on the loop: let it run
 
 
 def agent_id_for(character: Character) -> str:
@@ -114,6 +123,11 @@ async def open_app(
                 stack.push_async_callback(plugin.teardown)
         await runtime.start()
         stack.push_async_callback(runtime.stop)
+        scheduler = build_scheduler(
+            runtime, idle_minutes=settings.runtime.evaluation_idle_flush_minutes
+        )
+        scheduler.start()
+        stack.push_async_callback(_shutdown_scheduler, scheduler)
         yield App(
             settings=settings,
             character=character,

@@ -97,6 +97,9 @@ def test_settings(
     )
 
 
+test_settings.__test__ = False  # type: ignore[attr-defined]  # a helper, not a pytest test
+
+
 def _secret(value: str):
     from pydantic import SecretStr
 

@@ -1,0 +1,162 @@
+"""The SENTIMENT evaluator: scores the tone of each message a person writes."""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from bot.llm.base import ModelClass, ModelError, evaluator_task
+from bot.llm.parsing import parse_json_object
+from bot.plugins import Context, Evaluator, EvaluatorExample, ExampleTurn
+from bot.prompts import render
+
+from .settings import SentimentSettings
+from .store import record_score
+
+log = logging.getLogger(__name__)
+
+NAME = "SENTIMENT"
+TEMPLATE_NAME = "sentimentTemplate"  # a character's `templates` may override it by this name
+
+SENTIMENT_TEMPLATE = """TASK: Rate the emotional tone of {{senderName}}'s latest message.
+
+# Conversation
+{{recentMessages}}
+
+# Latest message from {{senderName}}
+{{latestMessage}}
+
+Score it from -1 (very negative) through 0 (neutral) to 1 (very positive).
+Label is one of: positive, neutral, negative, mixed.
+Answer with a JSON object only, e.g. {"score": 0.6, "label": "positive"}."""
+
+Label = Literal["positive", "neutral", "negative", "mixed"]
+_LABELS: frozenset[str] = frozenset(("positive", "neutral", "negative", "mixed"))
+
+
+@dataclass(frozen=True)
+class SentimentScore:
+    score: float
+    label: Label
+
+
+class _Answer(BaseModel):
+    """The model's answer as it may come: the score possibly a string, the label anything."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    score: float
+    label: object = None
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def _no_bool(cls, value: object) -> object:
+        # pydantic would read `true` as 1.0, a confident "very positive" nobody said.
+        if isinstance(value, bool):
+            raise ValueError("a boolean is not a score")
+        return value
+
+
+def label_for(score: float) -> Label:
+    if score >= 0.25:
+        return "positive"
+    if score <= -0.25:
+        return "negative"
+    return "neutral"
+
+
+def parse_sentiment(raw: str) -> SentimentScore | None:
+    """Read {"score", "label"} from the model's text; None when there is no usable score.
+
+    Tolerant: fenced or embedded JSON, numeric strings, out-of-range scores (clamped), and
+    a missing or unknown label (derived from the score)."""
+    found = parse_json_object(raw)
+    if found is None:
+        return None
+    try:
+        answer = _Answer.model_validate(found)
+    except ValidationError:
+        return None
+    if not math.isfinite(answer.score):
+        return None
+    score = max(-1.0, min(1.0, answer.score))
+    label = answer.label.strip().lower() if isinstance(answer.label, str) else ""
+    return SentimentScore(score, label if label in _LABELS else label_for(score))  # type: ignore[arg-type]
+
+
+def _settings(ctx: Context) -> SentimentSettings:
+    # Registered through discovery or the test harness, ctx.settings is always set; the
+    # fallback keeps a hand-built Context working too.
+    return ctx.settings if isinstance(ctx.settings, SentimentSettings) else SentimentSettings()
+
+
+async def validate(ctx: Context) -> bool:
+    """A person's message with some text, evaluated for itself (not an idle flush)."""
+    message = ctx.message
+    if message.user_id == ctx.runtime.agent_id:
+        return False
+    # An idle flush re-evaluates a message already scored when it arrived.
+    if ctx.state.data.get("trigger") == "idle":
+        return False
+    return len(message.content.text.strip()) >= _settings(ctx).min_chars
+
+
+async def handler(ctx: Context) -> SentimentScore | None:
+    """Ask the model for the latest message's tone and add it to the author's tally."""
+    settings = _settings(ctx)
+    runtime = ctx.runtime
+    text = ctx.message.content.text.strip()
+    limit = runtime.options.max_message_chars
+    values = {
+        **ctx.state.values,
+        "senderName": ctx.state.name_of(ctx.message.user_id),
+        "latestMessage": text if len(text) <= limit else text[:limit] + "…",
+    }
+    prompt = render(runtime.template(TEMPLATE_NAME, SENTIMENT_TEMPLATE), values)
+    try:
+        raw = await runtime.model.generate_text(
+            prompt,
+            model_class=ModelClass(settings.model_class),
+            task=evaluator_task(NAME),
+            state=ctx.state,
+            max_tokens=40,
+        )
+    except ModelError as error:
+        log.warning("sentiment: no answer for message %s: %s", ctx.message.id, error)
+        return None
+    result = parse_sentiment(raw)
+    if result is None:
+        log.warning("sentiment: unreadable answer for message %s: %.200r", ctx.message.id, raw)
+        return None
+    await record_score(runtime, ctx.message, result.score, result.label)
+    return result
+
+
+sentiment_evaluator = Evaluator(
+    name=NAME,
+    similes=("TONE", "MOOD", "TRACK_SENTIMENT"),
+    description=(
+        "Rates the emotional tone of the latest message (-1 negative to 1 positive) and keeps "
+        "a running sentiment per person and room."
+    ),
+    handler=handler,
+    validate=validate,
+    # Also learn from group messages the bot only overheard (it did not reply to them).
+    always_run=True,
+    examples=(
+        EvaluatorExample(
+            context="A group chat; {{user1}} is happy about a result.",
+            messages=(ExampleTurn("{{user1}}", "We won the match, I'm so happy!"),),
+            outcome='{"score": 0.9, "label": "positive"}',
+        ),
+        EvaluatorExample(
+            context="A group chat; {{user2}} is frustrated.",
+            messages=(ExampleTurn("{{user2}}", "My train is late again, this is awful."),),
+            outcome='{"score": -0.7, "label": "negative"}',
+        ),
+    ),
+)

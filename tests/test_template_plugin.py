@@ -1,0 +1,95 @@
+"""plugins/_template.py works as shipped, and works once copied into a plugins folder."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from bot.llm.base import Task
+from bot.plugins import discover
+from bot.testing.harness import TestChat, open_test_app
+from bot.testing.scripted import ScriptedModel
+
+TEMPLATE = Path(__file__).resolve().parent.parent / "plugins" / "_template.py"
+
+
+def load_template() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("mnemo_plugin_template", TEMPLATE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def template_model() -> ScriptedModel:
+    return ScriptedModel(
+        answers={
+            Task.REPLY: ['{"text": "Good question.", "action": "NONE"}'],
+            Task.EVALUATOR_SELECTION: ['["COUNT_QUESTIONS"]'],
+        }
+    )
+
+
+async def question_count(app, user_id: str) -> int:
+    document = await app.store.db["question_counts"].find_one({"user_id": user_id})
+    return 0 if document is None else document["count"]
+
+
+def test_the_template_is_short_enough_to_read_at_a_glance() -> None:
+    assert len(TEMPLATE.read_text().splitlines()) < 50
+
+
+async def test_the_template_counts_questions_people_ask(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    template = load_template()
+    async with open_test_app(
+        tmp_path,
+        plugins=[template.plugin],
+        model=template_model(),
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+    ) as app:
+        sarah = TestChat(app.runtime, name="Sarah", chat="general", world="guild", kind="group")
+        tom = TestChat(app.runtime, name="Tom", chat="general", world="guild", kind="group")
+        await sarah.say("Mnemo, where is the station?")
+        await sarah.say("Mnemo, I like trains.")  # not a question
+        await sarah.say("Mnemo, what time does it open?")
+        await tom.say("anyone seen my umbrella?")  # overheard: always_run counts it too
+        await tom.say("ok?")  # shorter than min_chars
+        await sarah.settle()
+
+        assert await question_count(app, sarah.account.id) == 2
+        assert await question_count(app, tom.account.id) == 1
+        assert tom.replies == []
+
+
+async def test_a_copy_in_the_plugins_folder_is_discovered_and_runs(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    shutil.copy(TEMPLATE, folder / "_template.py")
+    assert discover(folder, use_entry_points=False).plugins == []  # `_` files are skipped
+    shutil.copy(TEMPLATE, folder / "my_evaluator.py")
+    monkeypatch.setenv("MNEMO_QUESTIONS_MIN_CHARS", "20")
+    registry = discover(folder, use_entry_points=False)
+    assert [p.name for p in registry.plugins] == ["questions"]
+    assert registry.settings["questions"].min_chars == 20
+
+    async with open_test_app(
+        tmp_path / "app",
+        plugins=registry.plugins,
+        model=template_model(),
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+    ) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        await chat.say("where is it?")  # 12 characters: below the configured minimum
+        await chat.say("where is the nearest station?")
+        await chat.settle()
+        assert await question_count(app, chat.account.id) == 1
