@@ -1,0 +1,24 @@
+"""Choose the language model from settings: the OpenAI-compatible client, or the offline one."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from bot.llm.offline import OfflineModel
+from bot.llm.openai_model import OpenAIModel
+
+if TYPE_CHECKING:
+    from bot.config import ModelSettings
+    from bot.llm.base import LanguageModel
+    from bot.llm.usage import UsageLedger
+
+log = logging.getLogger(__name__)
+
+
+def make_model(settings: ModelSettings, ledger: UsageLedger) -> LanguageModel:
+    """The offline model when neither an API key nor a base URL is set, else OpenAIModel."""
+    if settings.offline:
+        log.debug("no OPENAI_API_KEY and no OPENAI_BASE_URL: using the offline model")
+        return OfflineModel(ledger)
+    return OpenAIModel(settings, ledger)

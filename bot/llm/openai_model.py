@@ -1,0 +1,154 @@
+"""The OpenAI-compatible chat model (OpenAI itself, or any server speaking its API)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import openai
+
+from bot.llm.base import ModelClass, ModelError
+
+if TYPE_CHECKING:
+    from bot.config import ModelSettings
+    from bot.llm.usage import UsageLedger
+    from bot.state import State
+
+log = logging.getLogger(__name__)
+
+# Local servers (llama.cpp, Ollama, vLLM) take any key, but the client refuses to start without
+# one; this placeholder is sent only when a base URL is set and no key is.
+_NO_KEY = "not-needed"
+# Server error messages are quoted in ModelError for diagnosis, but kept short.
+_MAX_DETAIL = 160
+
+
+class OpenAIModel:
+    """Chat completions with the SMALL or LARGE model from settings.
+
+    Retries with back-off on 429, 5xx, time-outs and connection errors are the openai client's
+    own (`max_retries`, `timeout` from settings). Whatever still fails becomes a `ModelError`
+    whose message never contains the API key.
+    """
+
+    def __init__(
+        self,
+        settings: ModelSettings,
+        ledger: UsageLedger,
+        *,
+        client: openai.AsyncOpenAI | None = None,
+    ) -> None:
+        self._settings = settings
+        self._ledger = ledger
+        key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+        # Kept only to scrub it from error text a server might echo back.
+        self._secret = key or None
+        # A client passed in belongs to the caller, who configured and will close it.
+        self._owns_client = client is None
+        self._client = client or openai.AsyncOpenAI(
+            api_key=key or _NO_KEY,
+            base_url=settings.openai_base_url or None,
+            timeout=settings.timeout_seconds,
+            max_retries=settings.max_retries,
+        )
+        self.name = f"openai ({settings.small_model} / {settings.large_model})"
+
+    def model_for(self, model_class: ModelClass) -> str:
+        if model_class == ModelClass.SMALL:
+            return self._settings.small_model
+        return self._settings.large_model
+
+    async def generate_text(
+        self,
+        prompt: str,
+        *,
+        model_class: ModelClass,
+        task: str,
+        state: State | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        model = self.model_for(model_class)
+        options: dict[str, Any] = {}
+        if max_tokens is not None:
+            # `max_tokens` rather than `max_completion_tokens`: every compatible server knows it.
+            options["max_tokens"] = max_tokens
+        try:
+            response = await self._client.chat.completions.create(
+                model=model,
+                messages=[{"role": "user", "content": prompt}],
+                **options,
+            )
+        except openai.APITimeoutError:
+            raise self._failure(task, model, "timed out") from None
+        except openai.APIConnectionError:
+            raise self._failure(task, model, "could not connect to the model endpoint") from None
+        except openai.APIStatusError as error:
+            raise self._failure(
+                task, model, f"HTTP {error.status_code}: {self._detail(error)}"
+            ) from None
+        except openai.APIError as error:
+            raise self._failure(task, model, f"bad response: {self._detail(error)}") from None
+        except (ValueError, TypeError):
+            # A 200 whose body is not JSON (JSONDecodeError is a ValueError).
+            raise self._failure(task, model, "the response body is not valid JSON") from None
+        text = self._content(response)
+        if text is None:
+            raise self._failure(task, model, self._why_empty(response))
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        self._ledger.record(task, prompt_tokens, completion_tokens)
+        log.debug(
+            "model call task=%s model=%s prompt_tokens=%d completion_tokens=%d",
+            task,
+            model,
+            prompt_tokens,
+            completion_tokens,
+        )
+        return text
+
+    async def close(self) -> None:
+        if self._owns_client:
+            await self._client.close()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _content(response: object) -> str | None:
+        """The first choice's text, or None when the body lacks it (malformed or refused)."""
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            return None
+        message = getattr(choices[0], "message", None)
+        content = getattr(message, "content", None)
+        return content if isinstance(content, str) else None
+
+    @staticmethod
+    def _why_empty(response: object) -> str:
+        if not hasattr(response, "choices"):
+            return "the response body is not a chat completion"
+        choices = getattr(response, "choices", None)
+        if not isinstance(choices, list):
+            return "the response has no choices"
+        if not choices:
+            return "the response has empty choices"
+        message = getattr(choices[0], "message", None)
+        if getattr(message, "refusal", None):
+            return "the model refused to answer"
+        return "the response message has no content"
+
+    def _detail(self, error: openai.APIError) -> str:
+        # The error body's own message reads better than the client's "Error code: 400 - {...}".
+        body = error.body
+        message = body.get("message") if isinstance(body, dict) else None
+        detail = " ".join(str(message if isinstance(message, str) else error.message).split())
+        if self._secret:
+            detail = detail.replace(self._secret, "***")
+        if len(detail) > _MAX_DETAIL:
+            detail = detail[: _MAX_DETAIL - 1] + "…"
+        return detail
+
+    def _failure(self, task: str, model: str, reason: str) -> ModelError:
+        self._ledger.record_failure(task)
+        log.debug("model call failed task=%s model=%s: %s", task, model, reason)
+        return ModelError(f"model {model} failed ({task}): {reason}")

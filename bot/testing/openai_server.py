@@ -1,0 +1,399 @@
+"""A local OpenAI-compatible HTTP server, so tests and benchmarks run the real `openai` client.
+
+    async with FakeOpenAIServer() as server:
+        server.enqueue(status(429, retry_after=0.001), reply("Hello!"))
+        client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.base_url)
+        ...
+        assert len(server.chat_requests) == 2
+
+Chat completions are answered from a queue of canned outcomes, consumed in order; when the
+queue is empty the responder is called with the request's JSON body (sync or async, returning
+the reply text or an outcome). Embeddings are deterministic unit vectors derived from a hash of
+each input, so equal texts embed equally and different texts almost never do. Every request is
+recorded with its JSON body and headers. Each outcome may carry a `delay` (seconds) before it is
+served, to exercise client time-outs. Streaming is not supported (answered with HTTP 400).
+
+It listens on 127.0.0.1 on a free port and never touches the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import inspect
+import itertools
+import json
+import math
+import random
+import struct
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aiohttp import web
+
+Endpoint = Literal["chat", "embeddings"]
+
+DEFAULT_REPLY = "Hello from the fake OpenAI server."
+DEFAULT_EMBEDDING_DIMENSIONS = 384
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A successful chat completion. `usage=None` leaves the usage field out of the body."""
+
+    text: str | None
+    usage: Usage | Literal["auto"] | None = "auto"
+    finish_reason: str = "stop"
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Status:
+    """An error response with OpenAI's error body, e.g. 429 or 500.
+
+    `retry_after` (seconds) sets the `retry-after-ms` and `retry-after` headers the openai client
+    honours. The client ignores 0 and falls back to its own exponential back-off (0.5 s and up),
+    so tests that want fast retries pass a small positive value such as 0.001.
+    """
+
+    code: int
+    retry_after: float | None = None
+    message: str | None = None
+    delay: float = 0.0
+
+
+@dataclass(frozen=True)
+class Raw:
+    """Any body at all, for malformed responses (non-JSON, JSON without choices, ...)."""
+
+    body: bytes
+    content_type: str = "application/json"
+    code: int = 200
+    delay: float = 0.0
+
+
+Outcome = Reply | Status | Raw
+Responder = Callable[[dict[str, Any]], "str | Outcome | Awaitable[str | Outcome]"]
+
+
+def reply(
+    text: str | None,
+    *,
+    usage: Usage | tuple[int, int] | Literal["auto"] | None = "auto",
+    finish_reason: str = "stop",
+    delay: float = 0.0,
+) -> Reply:
+    """A completion whose message content is `text` (None sends `"content": null`).
+
+    usage: "auto" counts words of the prompt and the reply; a (prompt, completion) pair or a
+    `Usage` is sent as given; None omits the field.
+    """
+    if isinstance(usage, tuple):
+        usage = Usage(*usage)
+    return Reply(text, usage, finish_reason, delay)
+
+
+def status(
+    code: int, *, retry_after: float | None = None, message: str | None = None, delay: float = 0.0
+) -> Status:
+    return Status(code, retry_after, message, delay)
+
+
+def raw(
+    body: bytes | str,
+    content_type: str = "application/json",
+    *,
+    code: int = 200,
+    delay: float = 0.0,
+) -> Raw:
+    return Raw(body.encode() if isinstance(body, str) else body, content_type, code, delay)
+
+
+def last_user_message(request: dict[str, Any]) -> str:
+    """The text of the last user message of a chat request: handy inside responders."""
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+def fake_embedding(text: str, dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS) -> list[float]:
+    """A deterministic unit vector for `text` (the same on every machine and run)."""
+    seed = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big")
+    generator = random.Random(seed)
+    vector = [generator.gauss(0.0, 1.0) for _ in range(dimensions)]
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    return [x / norm for x in vector]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    json: Any
+    # Lower-cased names, so assertions need not guess the client's capitalisation.
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _default_responder(request: dict[str, Any]) -> str:
+    return DEFAULT_REPLY
+
+
+def _count_words(text: str) -> int:
+    return len(text.split())
+
+
+_ERROR_TYPES = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    404: ("invalid_request_error", "not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+def _error_body(code: int, message: str) -> dict[str, Any]:
+    kind, error_code = _ERROR_TYPES.get(code, ("server_error", None))
+    return {"error": {"message": message, "type": kind, "param": None, "code": error_code}}
+
+
+class FakeOpenAIServer:
+    """An OpenAI-compatible server on 127.0.0.1; use as an async context manager."""
+
+    def __init__(
+        self,
+        *,
+        responder: Responder | None = None,
+        embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS,
+    ) -> None:
+        self.responder: Responder = responder or _default_responder
+        self.embedding_dimensions = embedding_dimensions
+        self.requests: list[RecordedRequest] = []
+        self._queues: dict[Endpoint, deque[Outcome]] = {"chat": deque(), "embeddings": deque()}
+        self._ids = itertools.count(1)
+        self._runner: web.AppRunner | None = None
+        self._port: int | None = None
+        # Set on stop, so delayed outcomes end at once instead of holding up the shutdown.
+        self._stopping = asyncio.Event()
+
+    # -- scripting -------------------------------------------------------------------------
+
+    def enqueue(self, *outcomes: Outcome | str, endpoint: Endpoint = "chat") -> None:
+        """Queue outcomes for the next requests to `endpoint`; a str is `reply(str)`.
+
+        Embeddings accept `Status` and `Raw` only: a successful embedding is always computed.
+        """
+        for outcome in outcomes:
+            item = reply(outcome) if isinstance(outcome, str) else outcome
+            if endpoint == "embeddings" and isinstance(item, Reply):
+                raise TypeError("embeddings take Status or Raw outcomes, not Reply")
+            self._queues[endpoint].append(item)
+
+    @property
+    def pending(self) -> int:
+        """Queued chat outcomes not yet served."""
+        return len(self._queues["chat"])
+
+    @property
+    def chat_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/chat/completions")]
+
+    @property
+    def embedding_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.path.endswith("/embeddings")]
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        if self._port is None:
+            raise RuntimeError("FakeOpenAIServer is not running: use `async with`")
+        return f"http://127.0.0.1:{self._port}/v1"
+
+    async def start(self) -> None:
+        self._stopping.clear()
+        app = web.Application()
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_get("/v1/models", self._models)
+        app.router.add_route("*", "/{tail:.*}", self._not_found)
+        # No access log: tests assert on logs, and request lines are noise there.
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = self._runner.addresses[0][1]
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+            self._port = None
+
+    async def __aenter__(self) -> FakeOpenAIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # -- handlers --------------------------------------------------------------------------
+
+    async def _record(self, request: web.Request) -> Any:
+        body = await request.read()
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            payload = None
+        self.requests.append(
+            RecordedRequest(
+                method=request.method,
+                path=request.path,
+                json=payload,
+                headers={k.lower(): v for k, v in request.headers.items()},
+            )
+        )
+        return payload
+
+    async def _next_outcome(self, endpoint: Endpoint, payload: dict[str, Any]) -> Outcome | None:
+        queue = self._queues[endpoint]
+        if queue:
+            return queue.popleft()
+        if endpoint == "embeddings":
+            return None
+        answer = self.responder(payload)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return reply(answer) if isinstance(answer, str) else answer
+
+    async def _delay(self, outcome: Outcome) -> None:
+        if outcome.delay > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), outcome.delay)
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        payload = await self._record(request)
+        if not isinstance(payload, dict):
+            return self._error(400, "request body must be a JSON object")
+        if payload.get("stream"):
+            return self._error(400, "streaming is not supported by FakeOpenAIServer")
+        outcome = await self._next_outcome("chat", payload)
+        assert outcome is not None
+        await self._delay(outcome)
+        if not isinstance(outcome, Reply):
+            return self._special(outcome)
+        messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
+        prompt = " ".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        usage = outcome.usage
+        if usage == "auto":
+            usage = Usage(_count_words(prompt), _count_words(outcome.text or ""))
+        body: dict[str, Any] = {
+            "id": f"chatcmpl-fake{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": payload.get("model", "fake-model"),
+            "system_fingerprint": "fp_fake",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": outcome.text, "refusal": None},
+                    "logprobs": None,
+                    "finish_reason": outcome.finish_reason,
+                }
+            ],
+        }
+        if isinstance(usage, Usage):
+            body["usage"] = {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+            }
+        return web.json_response(body)
+
+    async def _embeddings(self, request: web.Request) -> web.StreamResponse:
+        payload = await self._record(request)
+        if not isinstance(payload, dict) or "input" not in payload:
+            return self._error(400, "'input' is required")
+        outcome = await self._next_outcome("embeddings", payload)
+        if outcome is not None:
+            await self._delay(outcome)
+            return self._special(outcome)
+        inputs = payload["input"]
+        if isinstance(inputs, str) or (inputs and isinstance(inputs[0], int)):
+            inputs = [inputs]
+        dimensions = int(payload.get("dimensions") or self.embedding_dimensions)
+        as_base64 = payload.get("encoding_format") == "base64"
+        data = []
+        tokens = 0
+        for index, item in enumerate(inputs):
+            # Token-id inputs are embedded by their JSON text: still deterministic.
+            text = item if isinstance(item, str) else json.dumps(item)
+            tokens += _count_words(text)
+            vector = fake_embedding(text, dimensions)
+            embedding: list[float] | str = vector
+            if as_base64:
+                embedding = base64.b64encode(struct.pack(f"<{dimensions}f", *vector)).decode()
+            data.append({"object": "embedding", "index": index, "embedding": embedding})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": payload.get("model", "fake-embedding"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    async def _models(self, request: web.Request) -> web.StreamResponse:
+        await self._record(request)
+        created = int(time.time())
+        names = ("fake-small", "fake-large", "fake-embedding")
+        return web.json_response(
+            {
+                "object": "list",
+                "data": [
+                    {"id": n, "object": "model", "created": created, "owned_by": "fake"}
+                    for n in names
+                ],
+            }
+        )
+
+    async def _not_found(self, request: web.Request) -> web.StreamResponse:
+        await self._record(request)
+        return self._error(404, f"unknown route {request.method} {request.path}")
+
+    def _special(self, outcome: Status | Raw) -> web.StreamResponse:
+        if isinstance(outcome, Raw):
+            return web.Response(
+                body=outcome.body,
+                status=outcome.code,
+                content_type=None,
+                headers={"Content-Type": outcome.content_type},
+            )
+        headers: dict[str, str] = {}
+        if outcome.retry_after is not None:
+            headers["retry-after-ms"] = str(round(outcome.retry_after * 1000, 3))
+            headers["retry-after"] = str(math.ceil(outcome.retry_after))
+        message = outcome.message or f"fake error {outcome.code}"
+        return self._error(outcome.code, message, headers)
+
+    @staticmethod
+    def _error(
+        code: int, message: str, headers: dict[str, str] | None = None
+    ) -> web.StreamResponse:
+        return web.json_response(_error_body(code, message), status=code, headers=headers)
