@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import openai
 import pytest
 
 from bot.config import EmbeddingSettings, ModelSettings
@@ -15,9 +16,11 @@ from bot.storage.embeddings import (
     Embedder,
     EmbedderError,
     OnnxEmbedder,
+    OpenAIEmbedder,
     locate_model_dir,
     make_embedder,
 )
+from bot.testing.openai_server import FakeOpenAIServer, fake_embedding
 
 
 @pytest.fixture(scope="module")
@@ -209,5 +212,16 @@ def test_make_embedder_remote_without_endpoint_fails_with_one_line(
         make_embedder(settings, ModelSettings(_env_file=None), None)  # type: ignore[call-arg]
 
 
-@pytest.mark.skip(reason="needs the fake OpenAI-compatible server another engineer is building")
-async def test_openai_embedder_against_fake_server() -> None: ...
+async def test_openai_embedder_against_fake_server_keeps_order_and_counts_calls() -> None:
+    ledger = UsageLedger()
+    async with FakeOpenAIServer(embedding_dimensions=16) as server:
+        client = openai.AsyncOpenAI(api_key="sk-test", base_url=server.base_url, max_retries=0)
+        embedder = OpenAIEmbedder(client, "text-embedding-3-small", ledger, batch_size=2)
+        texts = ["alpha", "beta", "gamma", "alpha"]
+        vectors = await embedder.embed(texts)
+        await client.close()
+        requests = server.embedding_requests
+    # Order is preserved across batches, and equal texts get equal vectors.
+    assert vectors == [fake_embedding(t, 16) for t in texts]
+    assert len(requests) == 2
+    assert ledger.embedding_calls == 1 and ledger.embedded_texts == 4
