@@ -1,0 +1,61 @@
+"""The `facts` provider: what Mnemo knows about the people in the message, for the prompt.
+
+elizaOS embeds the message and then ignores the embedding (it lists recent facts). Here the
+facts about the speaker and the people they mention are ranked by similarity to the message,
+falling back to the most recent ones when nothing is relevant, and only facts learned in the
+message's own world are ever returned.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bot.plugins import Context, Provider
+
+from .evaluator import settings_of
+
+log = logging.getLogger(__name__)
+
+
+async def get_facts(ctx: Context) -> str:
+    settings = settings_of(ctx)
+    message = ctx.message
+    if settings.relevant_facts <= 0:
+        return ""
+    subjects = list(dict.fromkeys([message.user_id, *message.mentions]))
+    facts = await ctx.runtime.knowledge.search_facts(
+        message.content.text,
+        subject_ids=subjects,
+        world_id=message.world_id,
+        limit=settings.relevant_facts,
+    )
+    # Scope is the one promise that must never break, whatever the index returns.
+    facts = [f for f in facts if f.world_id == message.world_id and f.subject_id in subjects]
+    ctx.state.facts = facts
+    if not facts:
+        return ""
+    names = await _names(ctx, {f.subject_id for f in facts})
+    blocks = []
+    for subject in subjects:
+        about = [f for f in facts if f.subject_id == subject]
+        if about:
+            lines = "\n".join(f"- {fact.text}" for fact in about)
+            blocks.append(f"Facts about {names.get(subject, 'someone')}:\n{lines}")
+    return "\n\n".join(blocks)
+
+
+async def _names(ctx: Context, ids: set[str]) -> dict[str, str]:
+    state = ctx.state
+    names = {i: state.name_of(i) for i in ids if i in state.actors or i == state.agent_id}
+    missing = sorted(ids - set(names))
+    if missing:
+        accounts = await ctx.runtime.store.get_accounts(missing)
+        names.update({i: a.name for i, a in accounts.items()})
+    return names
+
+
+facts_provider = Provider(
+    name="facts",
+    get=get_facts,
+    description="Facts about the speaker and the people they mention, most relevant first.",
+)

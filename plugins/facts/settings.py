@@ -1,0 +1,41 @@
+"""The facts plugin's settings, read from `MNEMO_FACTS_*` environment variables (and `.env`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from bot.models import FactType
+
+
+class FactsSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MNEMO_FACTS_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+        env_ignore_empty=True,
+    )
+
+    # Which claim types are worth remembering. elizaOS keeps only "fact": opinions and
+    # statuses change too fast to be worth storing by default.
+    keep_types: Annotated[list[FactType], NoDecode] = Field(default_factory=lambda: ["fact"])
+    # Cosine distance under which a new claim counts as a paraphrase of a stored one.
+    near_duplicate_distance: float = Field(default=0.12, ge=0.0, le=2.0)
+    # The most messages one extraction reads (bounds the prompt after a long silence).
+    max_messages: int = Field(default=64, ge=1, le=1000)
+    # How many facts about the people in the conversation the provider puts in the prompt.
+    relevant_facts: int = Field(default=8, ge=0, le=100)
+    # How many known facts the extraction prompt shows, so the model can tell what is new.
+    known_facts: int = Field(default=40, ge=0, le=500)
+
+    @field_validator("keep_types", mode="before")
+    @classmethod
+    def _comma_separated(cls, value: object) -> object:
+        # `MNEMO_FACTS_KEEP_TYPES=fact,status` as well as a list in code.
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value

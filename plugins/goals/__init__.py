@@ -1,0 +1,27 @@
+"""Goals: Mnemo follows the goals people set (the UPDATE_GOAL evaluator), shows them in the
+prompt (the `goals` provider), and starts tracking one when someone states it (CREATE_GOAL)."""
+
+from __future__ import annotations
+
+from bot.plugins import Plugin
+
+from .action import create_goal_action, draft_from_text
+from .evaluator import NAME, goal_evaluator
+from .provider import goals_provider
+
+__all__ = [
+    "NAME",
+    "create_goal_action",
+    "draft_from_text",
+    "goal_evaluator",
+    "goals_provider",
+    "plugin",
+]
+
+plugin = Plugin(
+    name="goals",
+    description="Tracks people's goals and their objectives through the conversation.",
+    evaluators=[goal_evaluator],
+    providers=[goals_provider],
+    actions=[create_goal_action],
+)

@@ -1,0 +1,187 @@
+"""CREATE_GOAL: the model chose to start tracking a goal the user stated for themselves."""
+
+from __future__ import annotations
+
+import logging
+import re
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from bot.admin import add_goal, parse_goal_spec, scope_of
+from bot.llm.base import ModelClass, ModelError
+from bot.llm.parsing import parse_json_object
+from bot.models import Content, Goal
+from bot.plugins import Action, Context, ExampleTurn
+from bot.prompts import render
+
+from .merge import normalise
+
+log = logging.getLogger(__name__)
+
+NAME = "CREATE_GOAL"
+TASK = "action:CREATE_GOAL"
+TEMPLATE_NAME = "createGoalTemplate"
+MAX_NAME = 200
+MAX_OBJECTIVES = 20
+UNCLEAR_REPLY = 'I couldn\'t tell what the goal is. Could you say it as "My goal is to …"?'
+
+CREATE_GOAL_TEMPLATE = """TASK: {{senderName}} stated a goal for themselves. Write it down as a goal to track.
+
+# Conversation
+{{recentMessages}}
+
+# The message stating the goal
+{{senderName}}: {{message}}
+
+# INSTRUCTIONS
+- name: the goal itself, short, as {{senderName}} would say it (e.g. "Run a marathon").
+- objectives: the concrete steps {{senderName}} named, in order; an empty list if none.
+
+Answer with a JSON object only:
+```json
+{"name": "<the goal>", "objectives": ["<step>", "<step>"]}
+```"""  # noqa: E501
+
+# Ways people state a goal; what follows is the goal. Checked in this order.
+_GOAL_PHRASES = re.compile(
+    r"(?:\bmy\s+(?:new\s+)?goal\s+is\s+(?:to\s+)?"
+    r"|\bi\s+want\s+to\s+|\bi'?d\s+like\s+to\s+|\bi\s+would\s+like\s+to\s+"
+    r"|\bi'?m\s+going\s+to\s+|\bi\s+am\s+going\s+to\s+|\bi'?m\s+gonna\s+"
+    r"|\bi\s+plan\s+to\s+|\bi'?m\s+planning\s+to\s+"
+    r"|\bhelp\s+me\s+(?:to\s+)?)"
+    r"(?P<goal>[^.!?\n]+(?::[^\n]*)?)",
+    re.IGNORECASE,
+)
+# Words after "help me" that ask for something other than a goal.
+_NOT_GOALS = frozenset({"with", "out", "understand", "know", "remember", "find"})
+
+
+class GoalDraft(BaseModel):
+    """The goal to create: from the model's answer (untrusted) or the message text."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=True)
+
+    name: str
+    objectives: list[str] = []
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        value = value.strip().rstrip(".!").strip()
+        if not value:
+            raise ValueError("empty goal name")
+        return (value[0].upper() + value[1:])[:MAX_NAME]
+
+    @field_validator("objectives", mode="before")
+    @classmethod
+    def _objectives(cls, value: object) -> object:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ValueError("objectives must be a list")
+        seen: set[str] = set()
+        kept = []
+        for item in value:
+            # {"description": ...} objects are what the goal evaluator's format looks like.
+            text = item.get("description") if isinstance(item, dict) else item
+            if not isinstance(text, str) or not normalise(text) or normalise(text) in seen:
+                continue
+            seen.add(normalise(text))
+            text = text.strip()
+            kept.append(text[0].upper() + text[1:])
+        return kept[:MAX_OBJECTIVES]
+
+
+def draft_from_text(text: str) -> GoalDraft | None:
+    """The goal in "my goal is to X", "I want to X", "I'm going to X", "help me X"; X may
+    list objectives after a colon, separated by semicolons."""
+    for match in _GOAL_PHRASES.finditer(text):
+        phrase = match.group("goal").strip()
+        first = phrase.split(maxsplit=1)[0].casefold() if phrase else ""
+        if not phrase or first in _NOT_GOALS:
+            continue
+        spec = parse_goal_spec(phrase)
+        if spec is None:
+            continue
+        name, objectives = spec
+        try:
+            return GoalDraft(name=name, objectives=objectives)
+        except ValidationError:
+            continue
+    return None
+
+
+async def _draft_from_model(ctx: Context) -> GoalDraft | None:
+    values = {**ctx.state.values, "message": ctx.message.content.text}
+    prompt = render(ctx.runtime.template(TEMPLATE_NAME, CREATE_GOAL_TEMPLATE), values)
+    try:
+        raw = await ctx.runtime.model.generate_text(
+            prompt, model_class=ModelClass.SMALL, task=TASK, state=ctx.state
+        )
+    except ModelError as error:
+        log.warning("CREATE_GOAL: model failed (%s); reading the message instead", error)
+        return None
+    answer = parse_json_object(raw)
+    if answer is None:
+        log.info("CREATE_GOAL: no JSON object in the answer; reading the message instead")
+        return None
+    try:
+        return GoalDraft.model_validate(answer)
+    except ValidationError as error:
+        log.warning("CREATE_GOAL: malformed answer (%s); reading the message instead", error)
+        return None
+
+
+async def validate(ctx: Context) -> bool:
+    return ctx.message.user_id != ctx.runtime.agent_id and bool(ctx.message.content.text.strip())
+
+
+async def handle(ctx: Context) -> Goal | None:
+    message = ctx.message
+    draft = await _draft_from_model(ctx) or draft_from_text(message.content.text)
+    if draft is None:
+        await ctx.callback(Content(text=UNCLEAR_REPLY))
+        return None
+    existing = await ctx.runtime.store.goals_in_room(message.room_id, only_in_progress=True)
+    for goal in existing:
+        # Saying the same goal twice should not leave two copies to track.
+        if goal.user_id == message.user_id and normalise(goal.name) == normalise(draft.name):
+            await ctx.callback(Content(text=f"I'm already keeping track of that: {goal.name}."))
+            return goal
+    goal = await add_goal(
+        ctx.runtime, scope_of(message), draft.name, draft.objectives, owner_id=message.user_id
+    )
+    steps = "".join(f"\n- {o.description}" for o in goal.objectives)
+    await ctx.callback(Content(text=f"Goal saved: {goal.name}.{steps}".rstrip()))
+    return goal
+
+
+create_goal_action = Action(
+    name=NAME,
+    similes=("ADD_GOAL", "SET_GOAL", "NEW_GOAL", "TRACK_GOAL", "START_GOAL"),
+    description=(
+        'Start tracking a goal the user states for themselves ("my goal is to…", "I want '
+        'to…"), with the steps they name, so its progress can be followed.'
+    ),
+    handler=handle,
+    validate=validate,
+    examples=(
+        (
+            ExampleTurn("{{user1}}", "My goal is to run a marathon this year"),
+            ExampleTurn("{{agentName}}", "That's a big one! I'll keep track of it with you.", NAME),
+        ),
+        (
+            ExampleTurn(
+                "{{user1}}",
+                "I want to learn Portuguese before my trip: finish the beginner course; "
+                "have a ten-minute conversation",
+            ),
+            ExampleTurn("{{agentName}}", "Boa sorte! Noted, with both steps.", NAME),
+        ),
+        (
+            ExampleTurn("{{user1}}", "Can you help me read twelve books this year?"),
+            ExampleTurn("{{agentName}}", "Happily. One a month it is.", NAME),
+        ),
+    ),
+    suppress_initial_message=False,
+)

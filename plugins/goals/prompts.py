@@ -1,0 +1,192 @@
+"""The goal update prompt (the seed's template and examples) and how goals are shown."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from bot.models import Goal
+from bot.plugins import EvaluatorExample, ExampleTurn
+from bot.state import State
+
+TEMPLATE_NAME = "goalsTemplate"
+
+GOALS_TEMPLATE = """TASK: Update Goal
+Analyze the conversation and update the status of the goals based on the new information provided.
+
+# INSTRUCTIONS
+
+- Review the conversation and identify any progress towards the objectives of the current goals.
+- Update the objectives if they have been completed or if there is new information about them.
+- Update the status of the goal to 'DONE' if all objectives are completed.
+- If no progress is made, do not change the status of the goal.
+
+# START OF ACTUAL TASK INFORMATION
+
+{{goals}}
+{{recentMessages}}
+
+TASK: Analyze the conversation and update the status of the goals based on the new information provided. Respond with a JSON array of goals to update.
+- Each item must include the goal ID, as well as the fields in the goal to update.
+- For updating objectives, include the entire objectives array including unchanged fields.
+- Only include goals which need to be updated.
+- Goal status options are 'IN_PROGRESS', 'DONE' and 'FAILED'. If the goal is active it should always be 'IN_PROGRESS'.
+- If the goal has been successfully completed, set status to DONE. If the goal cannot be completed, set status to FAILED.
+- If those goal is still in progress, do not include the status field.
+
+Response format should be:
+```json
+[
+  {
+    "id": <goal uuid>, // required
+    "status": "IN_PROGRESS" | "DONE" | "FAILED", // optional
+    "objectives": [ // optional
+      { "description": "Objective description", "completed": true | false },
+      { "description": "Objective description", "completed": true | false }
+    ] // NOTE: If updating objectives, include the entire objectives array including unchanged fields.
+  }
+]
+```"""  # noqa: E501 - the seed's template, line for line
+
+# The seed's four examples, unchanged except the fourth outcome's missing closing brace.
+EXAMPLES: tuple[EvaluatorExample, ...] = (
+    EvaluatorExample(
+        context="""Actors in the scene:
+  {{user1}}: An avid reader and member of a book club.
+  {{user2}}: The organizer of the book club.
+
+  Goals:
+  - Name: Finish reading "War and Peace"
+    id: 12345-67890-12345-67890
+    Status: IN_PROGRESS
+    Objectives:
+      - Read up to chapter 20 by the end of the month
+      - Discuss the first part in the next meeting""",
+        messages=(
+            ExampleTurn("{{user1}}", "I've just finished chapter 20 of 'War and Peace'"),
+            ExampleTurn("{{user2}}", "Were you able to grasp the complexities of the characters"),
+            ExampleTurn("{{user1}}", "Yep. I've prepared some notes for our discussion"),
+        ),
+        outcome="""[
+        {
+          "id": "12345-67890-12345-67890",
+          "status": "DONE",
+          "objectives": [
+            { "description": "Read up to chapter 20 by the end of the month", "completed": true },
+            { "description": "Prepare notes for the next discussion", "completed": true }
+          ]
+        }
+      ]""",
+    ),
+    EvaluatorExample(
+        context="""Actors in the scene:
+  {{user1}}: A fitness enthusiast working towards a marathon.
+  {{user2}}: A personal trainer.
+
+  Goals:
+  - Name: Complete a marathon
+    id: 23456-78901-23456-78901
+    Status: IN_PROGRESS
+    Objectives:
+      - Increase running distance to 30 miles a week
+      - Complete a half-marathon as practice""",
+        messages=(
+            ExampleTurn("{{user1}}", "I managed to run 30 miles this week"),
+            ExampleTurn(
+                "{{user2}}",
+                "Impressive progress! How do you feel about the half-marathon next month?",
+            ),
+            ExampleTurn("{{user1}}", "I feel confident. The training is paying off."),
+        ),
+        outcome="""[
+        {
+          "id": "23456-78901-23456-78901",
+          "objectives": [
+            { "description": "Increase running distance to 30 miles a week", "completed": true },
+            { "description": "Complete a half-marathon as practice", "completed": false }
+          ]
+        }
+      ]""",
+    ),
+    EvaluatorExample(
+        context="""Actors in the scene:
+  {{user1}}: A student working on a final year project.
+  {{user2}}: The project supervisor.
+
+  Goals:
+  - Name: Finish the final year project
+    id: 34567-89012-34567-89012
+    Status: IN_PROGRESS
+    Objectives:
+      - Submit the first draft of the thesis
+      - Complete the project prototype""",
+        messages=(
+            ExampleTurn("{{user1}}", "I've submitted the first draft of my thesis."),
+            ExampleTurn("{{user2}}", "Well done. How is the prototype coming along?"),
+            ExampleTurn(
+                "{{user1}}", "It's almost done. I just need to finalize the testing phase."
+            ),
+        ),
+        outcome="""[
+        {
+          "id": "34567-89012-34567-89012",
+          "objectives": [
+            { "description": "Submit the first draft of the thesis", "completed": true },
+            { "description": "Complete the project prototype", "completed": false }
+          ]
+        }
+      ]""",
+    ),
+    EvaluatorExample(
+        context="""Actors in the scene:
+        {{user1}}: A project manager working on a software development project.
+        {{user2}}: A software developer in the project team.
+
+        Goals:
+        - Name: Launch the new software version
+          id: 45678-90123-45678-90123
+          Status: IN_PROGRESS
+          Objectives:
+            - Complete the coding for the new features
+            - Perform comprehensive testing of the software""",
+        messages=(
+            ExampleTurn("{{user1}}", "How's the progress on the new features?"),
+            ExampleTurn(
+                "{{user2}}",
+                "We've encountered some unexpected challenges and are currently troubleshooting.",
+            ),
+            ExampleTurn("{{user1}}", "Let's move on and cancel the task."),
+        ),
+        outcome="""[
+        {
+          "id": "45678-90123-45678-90123",
+          "status": "FAILED"
+        }
+      ]""",
+    ),
+)
+
+
+def format_goals(goals: Sequence[Goal], state: State) -> str:
+    """The goals as the template's examples show them, each objective in the reply's shape
+    so the model can copy descriptions back exactly."""
+    if not goals:
+        return "Goals: none"
+    lines = ["Goals:"]
+    for goal in goals:
+        lines.append(f"- Name: {goal.name}")
+        lines.append(f"  id: {goal.id}")
+        if goal.user_id:
+            lines.append(f"  Owner: {state.name_of(goal.user_id)}")
+        lines.append(f"  Status: {goal.status}")
+        if goal.objectives:
+            lines.append("  Objectives:")
+            for objective in goal.objectives:
+                shown = {"description": objective.description, "completed": objective.completed}
+                lines.append(f"    - {json.dumps(shown, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def progress(goal: Goal) -> str:
+    done = sum(o.completed for o in goal.objectives)
+    return f"{done}/{len(goal.objectives)} objectives done" if goal.objectives else "no objectives"

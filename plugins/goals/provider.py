@@ -1,0 +1,28 @@
+"""The `goals` provider: the room's goals in progress, for the reply prompt."""
+
+from __future__ import annotations
+
+from bot.plugins import Context, Provider
+
+from .prompts import progress
+
+
+async def get_goals(ctx: Context) -> str:
+    goals = await ctx.runtime.store.goals_in_room(ctx.message.room_id, only_in_progress=True)
+    ctx.state.goals = goals
+    if not goals:
+        return ""
+    lines = ["Goals in progress here:"]
+    for goal in goals:
+        known = goal.user_id is not None and goal.user_id in ctx.state.actors
+        owner = f" ({ctx.state.name_of(goal.user_id)}'s)" if known and goal.user_id else ""
+        lines.append(f"- {goal.name}{owner}: {progress(goal)}")
+        lines += [f"  [{'x' if o.completed else ' '}] {o.description}" for o in goal.objectives]
+    return "\n".join(lines)
+
+
+goals_provider = Provider(
+    name="goals",
+    get=get_goals,
+    description="The goals being worked on in this conversation, with their objectives.",
+)

@@ -1,0 +1,274 @@
+"""The goals plugin run the way it runs in the bot: real MongoDB, Chroma and embedder, only the
+model scripted (with the seed's example outcomes where they fit)."""
+
+from __future__ import annotations
+
+import json
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+from bot.admin import Scope, add_goal
+from bot.app import App
+from bot.llm.base import Task
+from bot.models import Goal
+from bot.testing.harness import TestChat, open_test_app
+from bot.testing.scripted import ScriptedModel
+from plugins.goals import plugin
+
+UPDATE = "evaluator:UPDATE_GOAL"
+CREATE = "action:CREATE_GOAL"
+REPLY = '{"text": "Noted.", "action": "NONE"}'
+READING = ["Read chapters 1-3", "Take chapter notes", "Share thoughts in book club"]
+
+
+def scripted(
+    *, updates: list[str] | None = None, replies: tuple[str, ...] = (REPLY,), create: str = "[]"
+) -> ScriptedModel:
+    """Without `updates`, a test adds them once it knows its goals' ids (`add_answers`)."""
+    answers = {
+        Task.REPLY: list(replies),
+        Task.EVALUATOR_SELECTION: ['["UPDATE_GOAL"]'],
+        CREATE: [create],
+    }
+    if updates is not None:
+        answers[UPDATE] = updates
+    return ScriptedModel(answers=answers)
+
+
+def updates(*items: dict[str, Any]) -> str:
+    return "```json\n" + json.dumps(list(items), indent=2) + "\n```"
+
+
+def objectives(*done: tuple[str, bool]) -> list[dict[str, Any]]:
+    return [{"description": text, "completed": flag} for text, flag in done]
+
+
+def app_for(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, model: ScriptedModel
+) -> AbstractAsyncContextManager[App]:
+    return open_test_app(
+        tmp_path, plugins=[plugin], model=model, mongodb_uri=mongo_uri, model_dir=model_dir
+    )
+
+
+async def goal_for(app: App, chat: TestChat, name: str, steps: list[str]) -> Goal:
+    scope = Scope(world_id=chat.room.world_id, room_id=chat.room.id, user_id=chat.account.id)
+    return await add_goal(app.runtime, scope, name, steps, owner_id=chat.account.id)
+
+
+async def say(chat: TestChat, text: str) -> None:
+    await chat.say(text)
+    await chat.settle()
+
+
+async def reload(app: App, goal: Goal) -> Goal:
+    found = await app.store.get_goal(goal.id)
+    assert found is not None
+    return found
+
+
+def state_of(goal: Goal) -> list[tuple[str, bool]]:
+    return [(o.description, o.completed) for o in goal.objectives]
+
+
+# -- UPDATE_GOAL -----------------------------------------------------------------------------
+
+
+async def test_progress_is_merged_by_objective_without_duplicates(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted()
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        goal = await goal_for(app, chat, "Complete reading assignment", READING)
+        model.add_answers(
+            UPDATE,
+            updates(
+                {
+                    "id": goal.id,
+                    # The model says DONE, but one objective is still open.
+                    "status": "DONE",
+                    "objectives": objectives(
+                        ("read chapters 1-3.", True),  # case and full stop differ
+                        ("  Take   chapter notes ", True),  # spacing differs
+                        ("Share thoughts in book club", False),
+                        ("Buy the next book", True),  # not an objective of this goal
+                    ),
+                }
+            ),
+        )
+        await say(chat, "I finished the first three chapters and made notes last night")
+        updated = await reload(app, goal)
+
+    assert state_of(updated) == [
+        ("Read chapters 1-3", True),
+        ("Take chapter notes", True),
+        ("Share thoughts in book club", False),
+    ]
+    assert updated.status == "IN_PROGRESS"
+    assert updated.updated_at > goal.updated_at
+    [call] = model.calls_for(UPDATE)
+    assert f"id: {goal.id}" in call.prompt and "Status: IN_PROGRESS" in call.prompt
+    assert '{"description": "Take chapter notes", "completed": false}' in call.prompt
+    assert "Sarah: I finished the first three chapters" in call.prompt
+
+
+async def test_a_goal_whose_objectives_are_all_done_is_done_and_leaves_the_prompt(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted()
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        goal = await goal_for(app, chat, "Complete a marathon", ["Run 30 miles a week"])
+        # The seed's second example: objectives only, no status.
+        model.add_answers(
+            UPDATE,
+            updates({"id": goal.id, "objectives": objectives(("Run 30 miles a week", True))}),
+        )
+        await say(chat, "I managed to run 30 miles this week")
+        done = await reload(app, goal)
+        await say(chat, "Feeling great today")
+
+    assert done.status == "DONE"
+    first_reply, second_reply = (c.prompt for c in model.calls_for(Task.REPLY))
+    assert "Complete a marathon" in first_reply and "[ ] Run 30 miles a week" in first_reply
+    assert "Complete a marathon" not in second_reply
+    # No goal in progress: validate is false, the model is not asked again.
+    assert len(model.calls_for(UPDATE)) == 1
+
+
+async def test_the_model_can_fail_a_goal(tmp_path: Path, mongo_uri: str, model_dir: Path) -> None:
+    model = scripted()
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        goal = await goal_for(
+            app,
+            chat,
+            "Launch the new software version",
+            ["Complete the coding for the new features", "Perform comprehensive testing"],
+        )
+        # The seed's fourth example.
+        model.add_answers(UPDATE, updates({"id": goal.id, "status": "FAILED"}))
+        await say(chat, "Let's move on and cancel the task.")
+        failed = await reload(app, goal)
+
+    assert failed.status == "FAILED"
+    assert state_of(failed) == state_of(goal)
+
+
+async def test_updates_for_unknown_goals_or_with_a_bad_status_are_ignored(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted()
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        elsewhere = TestChat(app.runtime, name="Tom", chat="other-room")
+        mine = await goal_for(app, chat, "Complete reading assignment", READING)
+        theirs = await goal_for(app, elsewhere, "Learn the guitar", ["Play a G chord"])
+        all_done = objectives(*((text, True) for text in READING))
+        model.add_answers(
+            UPDATE,
+            updates(
+                {"id": theirs.id, "status": "FAILED"},  # a real goal, but another room's
+                {"id": "12345-67890-12345-67890", "status": "DONE"},  # made up
+                {"id": mine.id, "status": "FINISHED", "objectives": all_done},  # bad status
+                {"id": mine.id, "status": 7, "objectives": all_done},
+                {"status": "DONE"},  # no id
+                {"id": mine.id, "objectives": objectives(("Read chapters 1-3", True))},  # valid
+            ),
+        )
+        await say(chat, "Done with chapters one to three!")
+        mine_after, theirs_after = await reload(app, mine), await reload(app, theirs)
+
+    assert state_of(mine_after) == [
+        ("Read chapters 1-3", True),
+        ("Take chapter notes", False),
+        ("Share thoughts in book club", False),
+    ]
+    assert mine_after.status == "IN_PROGRESS"
+    assert theirs_after == theirs
+
+
+async def test_goals_are_not_judged_by_the_idle_flush(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted(updates=["[]"])
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        await goal_for(app, chat, "Complete reading assignment", READING)
+        message = chat.message("Read chapter one")
+        await chat.send(message)
+        await chat.settle()
+        assert len(model.calls_for(UPDATE)) == 1
+        assert await app.runtime.flush_room(message, timeout=30)
+
+    assert len(model.calls_for(UPDATE)) == 1
+
+
+# -- CREATE_GOAL -----------------------------------------------------------------------------
+
+
+async def test_a_goal_the_user_states_is_created_through_the_reply_action(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted(
+        updates=["[]"],
+        replies=('{"text": "Love it!", "action": "CREATE_GOAL"}', REPLY),
+        create=json.dumps(
+            {
+                "name": "Run a marathon",
+                "objectives": [
+                    "Run 30 miles a week",
+                    "Run a half-marathon",
+                    "run 30 miles a week.",
+                ],
+            }
+        ),
+    )
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah", chat="running", world="club", kind="group")
+        await say(chat, "Mnemo, my goal is to run a marathon next spring")
+        [goal] = await app.store.goals_in_world(chat.room.world_id)
+        await say(chat, "Mnemo, how am I doing?")
+
+    assert goal.name == "Run a marathon"
+    assert state_of(goal) == [("Run 30 miles a week", False), ("Run a half-marathon", False)]
+    assert (goal.user_id, goal.room_id, goal.world_id, goal.status) == (
+        chat.account.id,
+        chat.room.id,
+        chat.room.world_id,
+        "IN_PROGRESS",
+    )
+    # The model's text is sent, then the confirmation.
+    assert chat.replies[0] == "Love it!"
+    assert "Run a marathon" in chat.replies[1] and "Run a half-marathon" in chat.replies[1]
+    [create_call] = model.calls_for(CREATE)
+    assert "my goal is to run a marathon next spring" in create_call.prompt
+    assert "Run a marathon (Sarah's)" in model.calls_for(Task.REPLY)[1].prompt
+
+
+async def test_without_a_usable_model_answer_the_goal_is_read_from_the_message(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # "[]" is what the offline model answers a task it does not know.
+    action = '{"text": "Boa sorte!", "action": "create_goal"}'
+    model = scripted(updates=["[]"], replies=(action, action, REPLY))
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        await say(
+            chat,
+            "I want to learn Portuguese: finish the beginner course; order dinner in Portuguese",
+        )
+        await say(chat, "I want to learn Portuguese!")
+        goals = await app.store.goals_in_world(chat.room.world_id)
+
+    [goal] = goals  # said twice, tracked once
+    assert goal.name == "Learn Portuguese"
+    assert state_of(goal) == [
+        ("Finish the beginner course", False),
+        ("Order dinner in Portuguese", False),
+    ]
+    assert goal.user_id == chat.account.id
+    assert "Goal saved: Learn Portuguese" in chat.replies[1]
+    assert "already keeping track" in chat.replies[-1]
