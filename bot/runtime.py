@@ -15,6 +15,7 @@ import re
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any, Literal
 
 from bot.characters import Character
@@ -168,7 +169,10 @@ class AgentRuntime:
                 room_id=memory.room_id,
                 world_id=memory.world_id,
                 content=content.model_copy(update={"in_reply_to": memory.id}),
-                created_at=max(utcnow(), memory.created_at),
+                # Strictly after the message, even when the platform's clock runs ahead of ours.
+                created_at=max(
+                    utcnow(), memory.created_at + timedelta(milliseconds=1 + len(replies))
+                ),
             )
             await send(content)
             await self.store.insert_memory(reply)

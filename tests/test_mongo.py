@@ -133,6 +133,16 @@ async def test_memories_since_windows(store: MongoStore) -> None:
     assert await store.memories_since(ROOM, at[5]) == []
 
 
+async def test_windows_are_exact_to_the_millisecond(store: MongoStore) -> None:
+    # Messages in the same second: a window cut between them must neither drop nor repeat one
+    # (the bundled server compares stored dates only to the second).
+    at = [T0 + timedelta(milliseconds=10 * n) for n in range(4)]
+    for n in range(4):
+        await store.insert_memory(memory(n, at=at[n]))
+    assert texts(await store.memories_since(ROOM, at[1], until=at[2])) == ["message 2"]
+    assert texts(await store.recent_memories(ROOM, 10, before=at[2])) == ["message 0", "message 1"]
+
+
 async def test_delete_memories_of_one_person_in_one_world(store: MongoStore) -> None:
     await store.insert_memory(memory(1))
     await store.insert_memory(memory(2, user=BOB))

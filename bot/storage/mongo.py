@@ -48,7 +48,7 @@ _INDEXES: dict[str, list[IndexModel]] = {
         # an index's fields, never an `_id` tie-break, so MongoDB walks the index instead of
         # sorting a room's whole history (equal keys come back in insertion order there; nx
         # cannot index `_id` inside a compound index at all).
-        IndexModel([("room_id", ASCENDING), ("created_at", ASCENDING)], name="room_created"),
+        IndexModel([("room_id", ASCENDING), ("created_ms", ASCENDING)], name="room_created_ms"),
         IndexModel([("user_id", ASCENDING), ("world_id", ASCENDING)], name="user_world"),
     ],
     "facts": [
@@ -65,8 +65,8 @@ _INDEXES: dict[str, list[IndexModel]] = {
     ],
     "evaluations": [
         IndexModel(
-            [("room_id", ASCENDING), ("status", ASCENDING), ("created_at", ASCENDING)],
-            name="room_status_created",
+            [("room_id", ASCENDING), ("status", ASCENDING), ("created_ms", ASCENDING)],
+            name="room_status_created_ms",
         ),
         IndexModel([("status", ASCENDING)], name="status"),
     ],
@@ -152,8 +152,12 @@ class MongoStore:
     # memories -----------------------------------------------------------------------------
     async def insert_memory(self, memory: Memory) -> bool:
         """Store a message; False when a memory with this id exists already (redelivery)."""
+        document = _dump(memory)
+        # Times are queried as integer milliseconds: nx-27017 compares dates only to the
+        # second, and an integer compares exactly on every server.
+        document["created_ms"] = _millis(memory.created_at)
         try:
-            await self.db.memories.insert_one(_dump(memory))
+            await self.db.memories.insert_one(document)
         except DuplicateKeyError:
             return False
         return True
@@ -171,7 +175,7 @@ class MongoStore:
         """The room's last `limit` messages (created before `before` if given), oldest first."""
         query: dict[str, Any] = {"room_id": room_id}
         if before is not None:
-            query["created_at"] = {"$lt": before}
+            query["created_ms"] = {"$lt": _millis(before)}
         return await self._last_in_room(query, limit)
 
     async def memories_since(
@@ -183,14 +187,14 @@ class MongoStore:
         limit: int = 200,
     ) -> list[Memory]:
         """Messages with after < created_at <= until, oldest first (the last `limit` of them)."""
-        window: dict[str, datetime] = {}
+        window: dict[str, int] = {}
         if after is not None:
-            window["$gt"] = after
+            window["$gt"] = _millis(after)
         if until is not None:
-            window["$lte"] = until
+            window["$lte"] = _millis(until)
         query: dict[str, Any] = {"room_id": room_id}
         if window:
-            query["created_at"] = window
+            query["created_ms"] = window
         return await self._last_in_room(query, limit)
 
     async def count_memories(self, room_id: str) -> int:
@@ -345,8 +349,10 @@ class MongoStore:
     # evaluation jobs (the durable queue) ----------------------------------------------------
     async def enqueue_job(self, job: EvaluationJob) -> bool:
         """Insert a pending job; False if one with this id exists (same message twice)."""
+        document = _dump(job)
+        document["created_ms"] = _millis(job.created_at)
         try:
-            await self.db.evaluations.insert_one(_dump(job))
+            await self.db.evaluations.insert_one(document)
         except DuplicateKeyError:
             return False
         return True
@@ -363,7 +369,7 @@ class MongoStore:
         document = await self.db.evaluations.find_one_and_update(
             {"room_id": room_id, "status": "pending"},
             {"$set": {"status": "running", "claimed_at": utcnow()}, "$inc": {"attempts": 1}},
-            sort=[("created_at", ASCENDING)],
+            sort=[("created_ms", ASCENDING)],
             return_document=ReturnDocument.AFTER,
         )
         return _load_one(EvaluationJob, document)
@@ -419,10 +425,10 @@ class MongoStore:
         (a room never marked counts), the longest idle first."""
         _check_mark_key(mark)
         cutoff = _utc(idle_since)
-        # On MongoDB, $sort on the (room_id, created_at) index + $group/$first is a distinct
+        # On MongoDB, $sort on the (room_id, created_ms) index + $group/$first is a distinct
         # scan: one index probe per room, not a read of every message.
         pipeline: list[dict[str, Any]] = [
-            {"$sort": {"room_id": DESCENDING, "created_at": DESCENDING}},
+            {"$sort": {"room_id": DESCENDING, "created_ms": DESCENDING}},
             {"$group": {"_id": "$room_id", "last": {"$first": "$created_at"}}},
         ]
         newest: dict[str, datetime] = {}
@@ -446,7 +452,7 @@ class MongoStore:
     async def _last_in_room(self, query: dict[str, Any], limit: int) -> list[Memory]:
         if limit <= 0:  # PyMongo reads limit(0) as "no limit"
             return []
-        cursor = self.db.memories.find(query).sort("created_at", DESCENDING).limit(limit)
+        cursor = self.db.memories.find(query).sort("created_ms", DESCENDING).limit(limit)
         return _load_all(Memory, reversed(await cursor.to_list()))
 
     async def _goals(self, query: dict[str, Any], limit: int) -> list[Goal]:
@@ -535,6 +541,10 @@ def _as_utc(value: object) -> datetime | None:
         return _utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
     except ValueError:
         return None
+
+
+def _millis(value: datetime) -> int:
+    return int(_utc(value).timestamp() * 1000)
 
 
 def _utc(value: datetime) -> datetime:

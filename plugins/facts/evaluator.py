@@ -16,7 +16,6 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from datetime import timedelta
 
 from bot.llm.base import ModelClass, ModelError, evaluator_task
 from bot.models import Account, Fact, Memory
@@ -33,8 +32,6 @@ log = logging.getLogger(__name__)
 NAME = "GET_FACTS"
 # Room mark: created_at of the newest message facts were extracted from.
 MARK = "facts_extracted_at"
-_RANGE_MARGIN = timedelta(seconds=2)
-_MARGIN_MESSAGES = 32
 
 
 def settings_of(ctx: Context) -> FactsSettings:
@@ -52,17 +49,9 @@ async def pending_messages(ctx: Context, settings: FactsSettings) -> list[Memory
     store = ctx.runtime.store
     mark = await store.get_room_mark(ctx.message.room_id, MARK)
     until = ctx.message.created_at
-    # The bundled nx-27017 server compares dates in range queries to the whole second, which
-    # would drop or repeat messages sent in the same second as the mark. Ask for a margin on
-    # both sides and cut exactly here; on a real MongoDB the margin only costs a few rows.
-    wide = await store.memories_since(
-        ctx.message.room_id,
-        None if mark is None else mark - _RANGE_MARGIN,
-        until=until + _RANGE_MARGIN,
-        limit=settings.max_messages + _MARGIN_MESSAGES,
+    return await store.memories_since(
+        ctx.message.room_id, mark, until=until, limit=settings.max_messages
     )
-    exact = [m for m in wide if (mark is None or m.created_at > mark) and m.created_at <= until]
-    return exact[-settings.max_messages :]
 
 
 def _has_user_messages(ctx: Context, messages: Sequence[Memory]) -> bool:

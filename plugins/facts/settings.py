@@ -24,7 +24,10 @@ class FactsSettings(BaseSettings):
     # statuses change too fast to be worth storing by default.
     keep_types: Annotated[list[FactType], NoDecode] = Field(default_factory=lambda: ["fact"])
     # Cosine distance under which a new claim counts as a paraphrase of a stored one.
-    near_duplicate_distance: float = Field(default=0.12, ge=0.0, le=2.0)
+    # Measured with MiniLM: "lives in Lisbon" / "is living in Lisbon" 0.02 (same fact), but
+    # "has two kids" / "has three kids" 0.045 and "lives" / "works in Lisbon" 0.088 (different
+    # facts). Low, so an update is never swallowed; exact repeats are caught by text anyway.
+    near_duplicate_distance: float = Field(default=0.04, ge=0.0, le=2.0)
     # The most messages one extraction reads (bounds the prompt after a long silence).
     max_messages: int = Field(default=64, ge=1, le=1000)
     # How many facts about the people in the conversation the provider puts in the prompt.
