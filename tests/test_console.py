@@ -1,0 +1,80 @@
+"""The console chat end to end: `mnemo chat` driven by a script through standard input,
+with zero set-up (bundled MongoDB, local Chroma, offline model)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def mnemo(
+    args: list[str], stdin: str, data_dir: Path, model_dir: Path, **env: str
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMO_", "OPENAI_"))}
+    clean.update(
+        MNEMO_DATA_DIR=str(data_dir),
+        MNEMO_EMBEDDING_MODEL_DIR=str(model_dir),
+        **env,
+    )
+    for name in ("MONGODB_URI", "DISCORD_TOKEN", "TELEGRAM_TOKEN", "CHROMA_HOST"):
+        clean.pop(name, None)
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "--env-file", str(data_dir / "none.env"), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=clean,
+        timeout=240,
+    )
+
+
+def test_a_piped_session_learns_facts_and_remembers_them_after_a_restart(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    script = (
+        "Hi, my name is Sarah and I live in Seattle.\n"
+        "I work as a nurse at the children's hospital.\n"
+        "/facts\n"
+        "/quit\n"
+    )
+    first = mnemo(["chat"], script, tmp_path, model_dir)
+    assert first.returncode == 0, first.stderr
+    assert "offline model" in first.stdout  # the banner is honest about the fallback
+    facts_listing = first.stdout.split("Facts (")[1]
+    assert "Seattle" in facts_listing and "nurse" in facts_listing
+    assert "Traceback" not in first.stderr
+
+    # Everything said survives a restart: the second session recalls it.
+    second = mnemo(["chat"], "what do you remember about me?\n", tmp_path, model_dir)
+    assert second.returncode == 0, second.stderr
+    assert "Seattle" in second.stdout
+
+
+def test_goals_can_be_added_and_listed_from_the_console(tmp_path: Path, model_dir: Path) -> None:
+    script = "/goal Run a marathon: run 30 miles a week; finish a half marathon\n/goals\n"
+    result = mnemo(["chat"], script, tmp_path, model_dir)
+    assert result.returncode == 0, result.stderr
+    listing = result.stdout.split("Added goal:")[1]
+    assert "Run a marathon [IN_PROGRESS] 0/2" in listing
+    assert "finish a half marathon" in listing
+
+
+def test_a_bad_setting_stops_start_up_with_one_line(tmp_path: Path, model_dir: Path) -> None:
+    result = mnemo(["chat"], "", tmp_path, model_dir, MNEMO_CONVERSATION_LENGTH="many")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "MNEMO_CONVERSATION_LENGTH" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_character_file_is_named(tmp_path: Path, model_dir: Path) -> None:
+    result = mnemo(["chat"], "", tmp_path, model_dir, MNEMO_CHARACTER="characters/nobody.json")
+    assert result.returncode == 2
+    assert "characters/nobody.json" in result.stderr
+    assert "Traceback" not in result.stderr
