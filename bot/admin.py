@@ -75,8 +75,7 @@ async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> 
     prefix = fact_prefix.strip().strip("`")
     if len(prefix) < 4:
         return "Give at least the first 4 characters of the fact id shown in /facts."
-    facts, _ = await runtime.store.list_facts(scope.world_id, limit=10_000)
-    matches = [f for f in facts if f.id.startswith(prefix)]
+    matches = await runtime.store.facts_with_id_prefix(scope.world_id, prefix)
     if not matches:
         return f"No fact with id {prefix} here."
     if len(matches) > 1:

@@ -468,3 +468,14 @@ async def test_dead_database_is_a_clear_error_without_the_password(
     message = str(caught.value)
     assert f"127.0.0.1:{unused_tcp_port}" in message
     assert "s3cr" not in message and "t-pw" not in message
+
+
+async def test_fact_id_prefix_lookup_stays_in_its_world(store: MongoStore) -> None:
+    mine = fact("Alice likes tea")
+    theirs = fact("Alice likes coffee", world=OTHER_WORLD)
+    await store.insert_fact(mine)
+    await store.insert_fact(theirs)
+    assert [f.id for f in await store.facts_with_id_prefix(WORLD, mine.id[:8])] == [mine.id]
+    assert await store.facts_with_id_prefix(WORLD, theirs.id[:8]) == []
+    assert await store.facts_with_id_prefix(WORLD, ".*") == []  # never a regex from a user
+    assert await store.count_memories_in_world(WORLD) == 0

@@ -200,6 +200,9 @@ class MongoStore:
     async def count_memories(self, room_id: str) -> int:
         return await self.db.memories.count_documents({"room_id": room_id})
 
+    async def count_memories_in_world(self, world_id: str) -> int:
+        return await self.db.memories.count_documents({"world_id": world_id})
+
     async def delete_memories(self, *, user_id: str, world_id: str) -> int:
         result = await self.db.memories.delete_many({"user_id": user_id, "world_id": world_id})
         return result.deleted_count
@@ -305,6 +308,15 @@ class MongoStore:
             self.db.facts.find(query).sort("created_at", DESCENDING).skip(max(skip, 0)).limit(limit)
         )
         return _load_all(Fact, await cursor.to_list()), total
+
+    async def facts_with_id_prefix(
+        self, world_id: str, prefix: str, *, limit: int = 5
+    ) -> list[Fact]:
+        """Facts of a world whose id starts with `prefix` (the short ids listings show)."""
+        if not re.fullmatch(r"[0-9a-fA-F-]{1,36}", prefix):
+            return []
+        query = {"world_id": world_id, "_id": {"$regex": f"^{re.escape(prefix.lower())}"}}
+        return _load_all(Fact, await self.db.facts.find(query).limit(limit).to_list())
 
     async def delete_fact(self, fact_id: str, *, world_id: str) -> bool:
         # The world in the filter: an admin of one server cannot delete another's facts by id.
