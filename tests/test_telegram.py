@@ -1,0 +1,577 @@
+"""The Telegram adapter end to end: real python-telegram-bot against a local fake Bot API,
+a real runtime (MongoDB wire protocol, Chroma, the ONNX embedder) and a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.adapters.startup import PlatformStartupError
+from bot.adapters.telegram import BAD_TOKEN, FORGET_PROMPT, TelegramAdapter
+from bot.app import App
+from bot.config import PlatformSettings
+from bot.llm.base import Task
+from bot.models import Fact, account_id, message_id, room_id, world_id
+from bot.plugins import Context, Evaluator, Plugin
+from bot.runtime import RATE_LIMITED_REPLY
+from bot.state import State
+from bot.testing.harness import open_test_app
+from bot.testing.scripted import ScriptedModel
+from bot.testing.telegram_server import FakeChat, FakeTelegramServer, FakeUser, SentMessage
+
+# --------------------------------------------------------------------------- set-up
+
+
+def echo(prompt: str, task: str, state: State | None) -> str:
+    """Replies say which message they answer, so a test can tell replies apart."""
+    assert state is not None
+    return f"You said: {state.message.content.text}"
+
+
+async def remember(ctx: Context) -> None:
+    """A tiny evaluator: every message becomes a fact about its sender, in its world."""
+    message = ctx.message
+    fact = Fact(
+        text=f"said {message.content.text}",
+        subject_id=message.user_id,
+        room_id=message.room_id,
+        world_id=message.world_id,
+        agent_id=ctx.runtime.agent_id,
+        source_message_ids=[message.id],
+    )
+    await ctx.runtime.knowledge.add_facts([fact], near_duplicate_distance=0.0)
+
+
+REMEMBER = Plugin(
+    name="remember",
+    evaluators=[
+        Evaluator(
+            name="REMEMBER", description="store what was said", handler=remember, always_run=True
+        )
+    ],
+)
+
+
+@dataclass
+class Bot:
+    app: App
+    adapter: TelegramAdapter
+    server: FakeTelegramServer
+    model: ScriptedModel
+
+    async def said(
+        self, chat: FakeChat, user: FakeUser, text: str, **options: object
+    ) -> SentMessage:
+        """Push a message and return the bot's next message in that chat."""
+        before = len([m for m in self.server.sent if m.chat_id == chat.id])
+        self.server.push_message(chat, user, text, **options)  # type: ignore[arg-type]
+        sent = await self.server.wait_for_sent(before + 1, chat_id=chat.id)
+        return sent[before]
+
+    async def settle(self, chat: FakeChat) -> None:
+        """Wait until the bot fetched every update and learned from every message in `chat`."""
+        await self.server.drained()
+        await self.adapter.wait_idle()
+        assert await self.app.runtime.evaluations.join(room_id("telegram", chat.id), 30)
+
+
+# Starts the bot with options (plugins, admin ids, ...) for the length of an `async with`.
+OpenBot = Callable[..., AbstractAsyncContextManager[Bot]]
+
+
+def settings_for(
+    server: FakeTelegramServer,
+    *,
+    token: str | None = None,
+    admin_ids: Sequence[str] = (),
+    group_admins: bool = False,
+) -> PlatformSettings:
+    return PlatformSettings(
+        _env_file=None,
+        telegram_token=SecretStr(token or server.token),
+        telegram_webhook_url=None,
+        admin_ids=list(admin_ids),
+        telegram_group_admins=group_admins,
+    )
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeTelegramServer]:
+    async with FakeTelegramServer() as fake:
+        yield fake
+
+
+@pytest.fixture
+def open_bot(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, server: FakeTelegramServer
+) -> OpenBot:
+    @asynccontextmanager
+    async def start(
+        *,
+        plugins: Sequence[Plugin] = (),
+        admin_ids: Sequence[str] = (),
+        group_admins: bool = False,
+        rate_limit: int = 0,
+        model: ScriptedModel | None = None,
+    ) -> AsyncIterator[Bot]:
+        model = model or ScriptedModel(echo)
+        async with open_test_app(
+            tmp_path,
+            plugins=plugins,
+            model=model,
+            mongodb_uri=mongo_uri,
+            model_dir=model_dir,
+            evaluator_selection="all",
+            rate_limit_per_minute=rate_limit,
+        ) as app:
+            adapter = TelegramAdapter(
+                settings_for(server, admin_ids=admin_ids, group_admins=group_admins),
+                base_url=server.base_url,
+                poll_timeout=1,
+                typing_interval=0.2,
+            )
+            await adapter.start(app.runtime)
+            try:
+                yield Bot(app, adapter, server, model)
+            finally:
+                await adapter.stop()
+
+    return start
+
+
+# --------------------------------------------------------------------------- conversation
+
+
+async def test_a_direct_message_is_answered_with_typing_shown(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah", username="sarah")
+    dm = server.private_chat(sarah)
+    async with open_bot() as bot:
+        reply = await bot.said(dm, sarah, "hello there")
+
+        assert reply.text == "You said: hello there"
+        assert reply.reply_to_message_id is None  # a DM needs no quote
+        typing = [c for c in server.calls_to("sendChatAction") if c.params["chat_id"] == dm.id]
+        assert typing and typing[0].params["action"] == "typing"
+        stored = await bot.app.store.get_memory(message_id("telegram", dm.id, 1))
+        assert stored is not None and stored.content.text == "hello there"
+        account = (await bot.app.store.get_accounts([account_id("telegram", sarah.id)]))[
+            account_id("telegram", sarah.id)
+        ]
+        assert (account.name, account.username) == ("Sarah", "sarah")
+
+
+async def test_typing_is_shown_until_a_slow_reply_is_ready(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    async def slow_echo(prompt: str, task: str, state: State | None) -> str:
+        await asyncio.sleep(0.7)
+        return echo(prompt, task, state)
+
+    sarah = server.user("Sarah")
+    dm = server.private_chat(sarah)
+    async with open_bot(model=ScriptedModel(slow_echo)) as bot:  # typing renewed every 0.2 s
+        await bot.said(dm, sarah, "think hard")
+        typing_calls = len(server.calls_to("sendChatAction"))
+        await asyncio.sleep(0.5)
+
+        assert typing_calls >= 3
+        # ... and it stops once the reply is sent.
+        assert len(server.calls_to("sendChatAction")) == typing_calls
+
+
+async def test_a_group_message_not_addressed_is_stored_but_not_answered(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah")
+    group = server.group("Book club")
+    async with open_bot() as bot:
+        chatter = server.push_message(group, sarah, "lovely weather today")
+        # Messages of a chat are handled in order: once this is answered, the first was seen.
+        reply = await bot.said(group, sarah, "@mnemo_bot are you there?")
+
+        assert [m.text for m in server.sent] == ["You said: @mnemo_bot are you there?"]
+        assert reply.reply_to_message_id == 2  # in a group, the reply quotes the message
+        stored = await bot.app.store.get_memory(
+            message_id("telegram", group.id, chatter["message_id"])
+        )
+        assert stored is not None and stored.content.text == "lovely weather today"
+        assert [c.task for c in bot.model.calls] == [Task.REPLY]
+
+
+async def test_mention_reply_to_the_bot_and_its_name_are_answered(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah, tom = server.user("Sarah"), server.user("Tom")
+    group = server.group("Book club")
+    async with open_bot() as bot:
+        mentioned = await bot.said(group, sarah, "hi @MNEMO_BOT, how are you")
+        replied = await bot.said(group, tom, "tell me more", reply_to=mentioned)
+        named = await bot.said(group, sarah, "Mnemo, what do you think?")
+        # A reply to another person, and a word that only contains the name, are not for it.
+        to_person = server.push_message(group, tom, "I agree", reply_to=1)
+        server.push_message(group, sarah, "mnemonics are fun")
+        await bot.settle(group)
+
+        assert mentioned.text == "You said: hi @MNEMO_BOT, how are you"
+        assert replied.text == "You said: tell me more"
+        assert named.text == "You said: Mnemo, what do you think?"
+        assert len(server.sent) == 3
+        stored = await bot.app.store.get_memory(
+            message_id("telegram", group.id, to_person["message_id"])
+        )
+        assert stored is not None and not stored.replies_to_agent
+
+
+async def test_bots_edits_channel_posts_and_service_messages_are_ignored(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah")
+    other_bot = server.user("Helper", username="helper_bot", is_bot=True)
+    group = server.group("Book club")
+    channel = server.channel("News")
+    async with open_bot() as bot:
+        original = server.push_message(group, sarah, "first version")
+        server.push_edit(original, "@mnemo_bot second version")
+        server.push_message(group, other_bot, "@mnemo_bot I am a bot")
+        server.push_message(group, FakeUser(server.bot.id, "Mnemo", "mnemo_bot", True), "Mnemo")
+        server.push_service(group, sarah, new_chat_members=[server.user("Newcomer")])
+        server.push_service(group, sarah, new_chat_title="Mnemo fans")
+        server.push_service(group, sarah, pinned_message=original)
+        server.push_message(channel, None, "@mnemo_bot breaking news")
+        await bot.said(group, sarah, "@mnemo_bot only this")
+        await bot.settle(group)
+
+        assert [m.text for m in server.sent] == ["You said: @mnemo_bot only this"]
+        stored = await bot.app.store.recent_memories(room_id("telegram", group.id), 20)
+        assert [m.content.text for m in stored] == [
+            "first version",
+            "@mnemo_bot only this",
+            "You said: @mnemo_bot only this",
+        ]
+        assert await bot.app.store.count_memories(room_id("telegram", channel.id)) == 0
+
+
+async def test_a_redelivered_update_is_answered_once(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah")
+    dm = server.private_chat(sarah)
+    async with open_bot() as bot:
+        message = server.push_message(dm, sarah, "once")
+        await server.wait_for_sent(1)
+        server.push_update({"message": message})
+        await bot.said(dm, sarah, "twice")
+
+        assert [m.text for m in server.sent] == ["You said: once", "You said: twice"]
+
+
+async def test_attachments_and_mentions_of_people_are_recorded(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah", username="sarah")
+    tom = server.user("Tom", username="tom")
+    ann = server.user("Ann")  # no username: mentioned by a text mention
+    group = server.group("Book club")
+    async with open_bot() as bot:
+        server.push_message(group, tom, "hello all")
+        server.push_message(group, sarah, "@mnemo_bot look", photo=True)
+        server.push_message(
+            group,
+            sarah,
+            caption="@mnemo_bot the minutes",
+            document={
+                "file_name": "minutes.pdf",
+                "mime_type": "application/pdf",
+                "file_size": 5120,
+            },
+        )
+        await bot.said(group, sarah, "@mnemo_bot ask @tom and Ann", text_mentions=[("Ann", ann)])
+        await bot.settle(group)
+
+        photo, document, mention = [
+            await bot.app.store.get_memory(message_id("telegram", group.id, n)) for n in (2, 3, 4)
+        ]
+        assert photo is not None and document is not None and mention is not None
+        [image] = photo.content.attachments
+        assert (image.id, image.content_type, image.size) == ("photo-large", "image/jpeg", 98_000)
+        [pdf] = document.content.attachments
+        assert (pdf.title, pdf.content_type, pdf.size) == ("minutes.pdf", "application/pdf", 5120)
+        assert document.content.text == "@mnemo_bot the minutes"
+        assert mention.mentions_agent
+        assert mention.mentions == [account_id("telegram", tom.id), account_id("telegram", ann.id)]
+
+
+async def test_a_long_reply_arrives_in_parts_within_the_limit(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah")
+    dm = server.private_chat(sarah)
+    long_reply = " ".join(f"Sentence {i} of a very long answer." for i in range(200))
+    assert len(long_reply) > 6000
+    model = ScriptedModel(answers={Task.REPLY: [long_reply]})
+    async with open_bot(model=model):
+        server.push_message(dm, sarah, "tell me everything")
+        parts = await server.wait_for_sent(2)
+        await server.drained()
+
+        assert len(server.sent) == 2
+        assert all(len(part.text) <= 4096 for part in parts)
+        assert " ".join(part.text for part in parts) == long_reply
+
+
+async def test_the_rate_limit_answers_politely_without_asking_the_model(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah")
+    dm = server.private_chat(sarah)
+    async with open_bot(rate_limit=1) as bot:
+        first = await bot.said(dm, sarah, "one")
+        second = await bot.said(dm, sarah, "two")
+
+        assert first.text == "You said: one"
+        assert second.text == RATE_LIMITED_REPLY
+        assert len(bot.model.calls_for(Task.REPLY)) == 1
+
+
+# --------------------------------------------------------------------------- user commands
+
+
+async def test_me_shows_what_was_learned_about_me_here(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah, tom = server.user("Sarah"), server.user("Tom")
+    dm = server.private_chat(sarah)
+    async with open_bot(plugins=[REMEMBER]) as bot:
+        await bot.said(dm, sarah, "I love green tea")
+        answer = await bot.said(dm, sarah, "/me")
+        stranger = await bot.said(server.private_chat(tom), tom, "/me")
+
+        assert "said I love green tea" in answer.text
+        assert stranger.text == "I haven't learned anything about you here yet."
+
+
+async def test_forgetme_asks_first_then_forgets_in_mongodb_and_chroma(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah, tom = server.user("Sarah"), server.user("Tom")
+    group = server.group("Book club")
+    async with open_bot(plugins=[REMEMBER]) as bot:
+        await bot.said(group, sarah, "@mnemo_bot I live in Lyon")
+        server.push_message(group, tom, "I live in Oslo")
+        await bot.settle(group)
+        world = world_id("telegram", group.id)
+        facts, _ = await bot.app.store.list_facts(
+            world, subject_id=account_id("telegram", sarah.id)
+        )
+        assert [f.text for f in facts] == ["said @mnemo_bot I live in Lyon"]
+        assert await bot.app.knowledge.vectors.existing_ids("facts", [facts[0].id])
+
+        prompt = await bot.said(group, sarah, "/forgetme")
+        assert prompt.text == FORGET_PROMPT
+        buttons = prompt.reply_markup["inline_keyboard"][0]  # type: ignore[index]
+        yes = next(b["callback_data"] for b in buttons if b["text"].startswith("Yes"))
+        # Tom cannot press Sarah's button.
+        server.push_callback(tom, prompt, yes)
+        await server.wait_for_calls("answerCallbackQuery", 1)
+        assert await bot.app.store.count_memories(room_id("telegram", group.id)) > 0
+        server.push_callback(sarah, prompt, yes)
+        [edit] = await server.wait_for_calls("editMessageText", 1)
+
+        assert edit.params["text"].startswith("Done: I forgot 1 facts about you and 1 of your")
+        sarah_id = account_id("telegram", sarah.id)
+        assert (await bot.app.store.list_facts(world, subject_id=sarah_id))[1] == 0
+        assert not await bot.app.knowledge.vectors.existing_ids("facts", [facts[0].id])
+        said = message_id("telegram", group.id, 1)
+        assert await bot.app.store.get_memory(said) is None
+        assert not await bot.app.knowledge.vectors.existing_ids("messages", [said])
+        # Tom is remembered still.
+        tom_facts, _ = await bot.app.store.list_facts(
+            world, subject_id=account_id("telegram", tom.id)
+        )
+        assert [f.text for f in tom_facts] == ["said I live in Oslo"]
+
+
+async def test_forgetme_yes_forgets_without_a_button(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah")
+    dm = server.private_chat(sarah)
+    async with open_bot(plugins=[REMEMBER]) as bot:
+        await bot.said(dm, sarah, "I have a cat")
+        answer = await bot.said(dm, sarah, "/forgetme yes")
+        after = await bot.said(dm, sarah, "/me")
+
+        assert answer.text.startswith("Done: I forgot 1 facts")
+        assert after.text == "I haven't learned anything about you here yet."
+
+
+# --------------------------------------------------------------------------- admin commands
+
+ADMIN_ONLY = ["/facts", "/facts @sarah", "/forget abcd1234", "/goals", "/goal Read: a; b", "/stats"]
+
+
+async def test_admin_commands_refuse_others_and_show_no_data(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah, boss = server.user("Sarah", username="sarah"), server.user("Boss")
+    group = server.group("Book club")
+    async with open_bot(plugins=[REMEMBER], admin_ids=[f"telegram:{boss.id}"]) as bot:
+        await bot.said(group, sarah, "@mnemo_bot my secret is 42")
+        await bot.settle(group)
+        for command in ADMIN_ONLY:
+            answer = await bot.said(group, sarah, command)
+
+            assert answer.text == f"Sorry, {command.split()[0]} is only for admins."
+        world = world_id("telegram", group.id)
+        assert (await bot.app.store.list_facts(world))[1] == 1
+        assert await bot.app.store.goals_in_world(world) == []
+
+
+async def test_admin_commands_work_for_a_configured_admin(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah, tom = server.user("Sarah", username="sarah"), server.user("Tom", username="tom")
+    boss = server.user("Boss")
+    group = server.group("Book club")
+    # A bare id works as well as telegram:<id>.
+    async with open_bot(plugins=[REMEMBER], admin_ids=[str(boss.id)]) as bot:
+        await bot.said(group, sarah, "@mnemo_bot I run marathons")
+        server.push_message(group, tom, "I collect stamps")
+        await bot.settle(group)
+
+        listing = await bot.said(group, boss, "/facts")
+        assert "said @mnemo_bot I run marathons — about Sarah" in listing.text
+        assert "said I collect stamps — about Tom" in listing.text
+        only_tom = await bot.said(group, boss, "/facts @tom")
+        assert "stamps" in only_tom.text and "marathons" not in only_tom.text
+        searched = await bot.said(group, boss, "/facts marathon")
+        assert "marathons" in searched.text and "stamps" not in searched.text
+        unknown = await bot.said(group, boss, "/facts @nobody")
+        assert unknown.text == "I don't know @nobody here yet."
+
+        added = await bot.said(group, boss, "/goal Finish the book: read part one; read part two")
+        assert added.text.startswith("Added goal:\nFinish the book [IN_PROGRESS] 0/2")
+        goals = await bot.said(group, boss, "/goals")
+        assert "☐ read part two" in goals.text
+        stats = await bot.said(group, boss, "/stats")
+        assert "Facts: 2" in stats.text and "Goals: 1" in stats.text
+
+        world = world_id("telegram", group.id)
+        facts, _ = await bot.app.store.list_facts(world, subject_id=account_id("telegram", tom.id))
+        forgot = await bot.said(group, boss, f"/forget {facts[0].id[:8]}")
+        assert forgot.text == "Forgot: said I collect stamps"
+        person = await bot.said(group, boss, "/forget @sarah")
+        assert person.text.startswith("Forgot 1 facts and 1 messages")
+        assert (await bot.app.store.list_facts(world))[1] == 0
+
+
+async def test_group_administrators_may_use_admin_commands_when_enabled(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    owner, member = server.user("Owner"), server.user("Member")
+    group = server.group("Book club")
+    server.set_administrators(group, [owner])
+    async with open_bot(group_admins=True) as bot:
+        allowed = await bot.said(group, owner, "/goals")
+        refused = await bot.said(group, member, "/goals")
+        # Group admin rights do not reach into private chats.
+        in_dm = await bot.said(server.private_chat(owner), owner, "/goals")
+
+        assert allowed.text == "No goals here yet."
+        assert refused.text == "Sorry, /goals is only for admins."
+        assert in_dm.text == "Sorry, /goals is only for admins."
+        menus = [c.params.get("scope", {}).get("type") for c in server.calls_to("setMyCommands")]
+        assert "all_chat_administrators" in menus
+
+
+async def test_what_is_learned_in_one_group_is_never_listed_in_another(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah, boss = server.user("Sarah"), server.user("Boss")
+    group_a, group_b = server.group("Group A"), server.group("Group B")
+    async with open_bot(plugins=[REMEMBER], admin_ids=[str(boss.id)]) as bot:
+        await bot.said(group_a, sarah, "@mnemo_bot my password hint is tea")
+        await bot.settle(group_a)
+
+        in_b = await bot.said(group_b, boss, "/facts")
+        me_in_b = await bot.said(group_b, sarah, "/me")
+        in_a = await bot.said(group_a, boss, "/facts")
+
+        assert in_b.text == "No facts learned here yet."
+        assert "tea" not in me_in_b.text
+        assert "password hint is tea" in in_a.text
+
+
+async def test_commands_for_other_bots_and_unknown_commands_are_ignored(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    boss = server.user("Boss")
+    group = server.group("Book club")
+    async with open_bot(admin_ids=[str(boss.id)]) as bot:
+        server.push_message(group, boss, "/facts@other_bot")
+        server.push_message(group, boss, "/dance")
+        addressed = await bot.said(group, boss, "/goals@mnemo_bot")
+
+        assert [m.text for m in server.sent] == [addressed.text] == ["No goals here yet."]
+        assert await bot.app.store.count_memories(room_id("telegram", group.id)) == 0
+
+
+async def test_the_command_menu_is_registered(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    boss = server.user("Boss")
+    async with open_bot(admin_ids=[f"telegram:{boss.id}"]):
+        menus = {
+            c.params.get("scope", {}).get("type", "default"): [
+                x["command"] for x in c.params["commands"]
+            ]
+            for c in server.calls_to("setMyCommands")
+        }
+
+        assert menus["default"] == ["me", "forgetme", "help"]
+        assert menus["chat"] == [
+            "me",
+            "forgetme",
+            "help",
+            "facts",
+            "forget",
+            "goals",
+            "goal",
+            "stats",
+        ]
+
+
+# --------------------------------------------------------------------------- failures
+
+
+async def test_a_bad_token_stops_start_up_with_one_line_and_no_token(
+    server: FakeTelegramServer,
+    tmp_path: Path,
+    mongo_uri: str,
+    model_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    wrong = "987654321:AAH-this-token-is-wrong-0123456789"
+    caplog.set_level(logging.DEBUG, logger="bot")
+    async with open_test_app(
+        tmp_path, model=ScriptedModel(echo), mongodb_uri=mongo_uri, model_dir=model_dir
+    ) as app:
+        adapter = TelegramAdapter(settings_for(server, token=wrong), base_url=server.base_url)
+        with pytest.raises(PlatformStartupError) as raised:
+            await adapter.start(app.runtime)
+
+    message = str(raised.value)
+    assert message == BAD_TOKEN
+    assert "\n" not in message and wrong not in message
+    # Not even chained: a traceback printed anywhere cannot show PTB's message quoting it.
+    assert raised.value.__cause__ is None and raised.value.__context__ is None
+    assert not any(wrong in record.getMessage() for record in caplog.records)
