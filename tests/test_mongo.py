@@ -479,3 +479,13 @@ async def test_fact_id_prefix_lookup_stays_in_its_world(store: MongoStore) -> No
     assert await store.facts_with_id_prefix(WORLD, theirs.id[:8]) == []
     assert await store.facts_with_id_prefix(WORLD, ".*") == []  # never a regex from a user
     assert await store.count_memories_in_world(WORLD) == 0
+
+
+async def test_accounts_are_found_by_username_ignoring_case(store: MongoStore) -> None:
+    sam = Account(
+        id=stable_id("sam"), platform="telegram", platform_id="7", name="Sam", username="SamK"
+    )
+    await store.upsert_account(sam)
+    assert await store.find_account_by_username("telegram", "samk") == sam
+    assert await store.find_account_by_username("discord", "samk") is None
+    assert await store.find_account_by_username("telegram", "sam.") is None

@@ -920,13 +920,8 @@ def _parse_facts_arguments(argument: str, message: Message) -> tuple[str | None,
 
 
 async def _account_id_by_username(runtime: AgentRuntime, username: str) -> str | None:
-    # Workaround until MongoStore offers a lookup by username (reported to the storage owner).
-    # Telegram usernames are case-insensitive, hence the anchored case-insensitive pattern.
-    pattern = {"$regex": f"^{re.escape(username)}$", "$options": "i"}
-    document = await runtime.store.db.accounts.find_one(
-        {"platform": PLATFORM, "username": pattern}, {"_id": 1}
-    )
-    return None if document is None else str(document["_id"])
+    account = await runtime.store.find_account_by_username(PLATFORM, username)
+    return None if account is None else account.id
 
 
 async def _answer(query: Any, text: str) -> None:

@@ -214,6 +214,12 @@ class MongoStore:
             {"_id": account.id}, {"$set": _fields(account)}, upsert=True
         )
 
+    async def find_account_by_username(self, platform: str, username: str) -> Account | None:
+        """Usernames are case-insensitive on Discord and Telegram: an anchored `i` regex."""
+        pattern = {"$regex": f"^{re.escape(username)}$", "$options": "i"}
+        document = await self.db.accounts.find_one({"platform": platform, "username": pattern})
+        return _load_one(Account, document)
+
     async def get_accounts(self, ids: list[str]) -> dict[str, Account]:
         return {account.id: account for account in await self._by_ids("accounts", Account, ids)}
 
