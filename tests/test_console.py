@@ -15,13 +15,13 @@ def mnemo(
     args: list[str], stdin: str, data_dir: Path, model_dir: Path, **env: str
 ) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMO_", "OPENAI_"))}
+    for name in ("MONGODB_URI", "DISCORD_TOKEN", "TELEGRAM_TOKEN", "CHROMA_HOST"):
+        clean.pop(name, None)
     clean.update(
         MNEMO_DATA_DIR=str(data_dir),
         MNEMO_EMBEDDING_MODEL_DIR=str(model_dir),
         **env,
     )
-    for name in ("MONGODB_URI", "DISCORD_TOKEN", "TELEGRAM_TOKEN", "CHROMA_HOST"):
-        clean.pop(name, None)
     return subprocess.run(
         [sys.executable, "-m", "bot", "--env-file", str(data_dir / "none.env"), *args],
         input=stdin,
@@ -78,3 +78,14 @@ def test_a_missing_character_file_is_named(tmp_path: Path, model_dir: Path) -> N
     assert result.returncode == 2
     assert "characters/nobody.json" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_dead_database_stops_start_up_with_one_line_and_no_password(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    uri = "mongodb://mnemo:hunter2secret@127.0.0.1:1/?serverSelectionTimeoutMS=500"
+    result = mnemo(["chat"], "", tmp_path, model_dir, MONGODB_URI=uri)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "MongoDB" in lines[0]
+    assert "hunter2secret" not in result.stderr + result.stdout

@@ -16,7 +16,7 @@ from typing import Any
 from bot.models import Fact, Memory, utcnow
 from bot.storage.embeddings import Embedder
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
+from bot.storage.vectors import CollectionName, VectorHit, VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ class Knowledge:
         )
         if same is not None:
             return same.id
-        hits = await self.vectors.query(
+        hits = await self._query_or_nothing(
             "facts",
             vector,
             where=scope_filter(subject_id=fact.subject_id, world_id=fact.world_id),
@@ -150,7 +150,7 @@ class Knowledge:
         found: list[Fact] = []
         if query.strip():
             [vector] = await self.embedder.embed([query])
-            hits = await self.vectors.query(
+            hits = await self._query_or_nothing(
                 "facts",
                 vector,
                 where=scope_filter(subject_id=list(subject_ids), world_id=world_id),
@@ -161,6 +161,18 @@ class Knowledge:
         if not found:
             found = await self.store.facts_about(list(subject_ids), world_id, limit=limit)
         return found
+
+    async def _query_or_nothing(
+        self, collection: CollectionName, vector: list[float], *, where: dict[str, Any], limit: int
+    ) -> list[VectorHit]:
+        """Vectors are an index, not the truth: while Chroma is down, answer from MongoDB."""
+        try:
+            return await self.vectors.query(collection, vector, where=where, limit=limit)
+        except Exception:
+            log.warning(
+                "vector query failed in %s; falling back to MongoDB", collection, exc_info=True
+            )
+            return []
 
     async def delete_fact(self, fact_id: str, *, world_id: str) -> bool:
         deleted = await self.store.delete_fact(fact_id, world_id=world_id)
