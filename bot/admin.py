@@ -114,8 +114,12 @@ def parse_goal_spec(spec: str) -> tuple[str, list[str]] | None:
     name = name.strip()
     if not name:
         return None
-    objectives = [o for o in _OBJECTIVE_SPLIT.split(rest.strip()) if o] if rest else []
-    return name, objectives
+    return name, split_objectives(rest)
+
+
+def split_objectives(text: str) -> list[str]:
+    """`a; b` (or one per line) → ["a", "b"]."""
+    return [o for o in _OBJECTIVE_SPLIT.split(text.strip()) if o]
 
 
 async def add_goal(

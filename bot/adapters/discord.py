@@ -324,9 +324,8 @@ async def answer(interaction: discord.Interaction, text: str) -> None:
 
 
 def objectives_of(text: str) -> list[str]:
-    # bot/admin.py parses "NAME: a; b"; reusing it keeps `/goal` and the console identical.
-    spec = admin.parse_goal_spec(f"goal: {text}")
-    return spec[1] if spec else []
+    # The same parsing as the console and Telegram's `/goal NAME: a; b`.
+    return admin.split_objectives(text)
 
 
 class ForgetMeView(discord.ui.View):
