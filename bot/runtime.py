@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 Send = Callable[[Content], Awaitable[None]]
 Typing = Callable[[], AbstractAsyncContextManager[Any]]
 
+SELECTION_CONTEXT_MESSAGES = 4
 MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
 RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
 
@@ -343,6 +344,10 @@ class AgentRuntime:
         state.data["evaluator_names"] = [e.name for e in candidates]
         values = {
             **state.values,
+            # Deciding relevance needs the latest turns, not the whole window.
+            "recentMessages": self.format_messages(
+                state, state.recent_messages[-SELECTION_CONTEXT_MESSAGES:]
+            ),
             "evaluators": format_evaluators(candidates),
             "evaluatorNames": ", ".join(e.name for e in candidates),
         }

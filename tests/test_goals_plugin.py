@@ -272,3 +272,22 @@ async def test_without_a_usable_model_answer_the_goal_is_read_from_the_message(
     assert goal.user_id == chat.account.id
     assert "Goal saved: Learn Portuguese" in chat.replies[1]
     assert "already keeping track" in chat.replies[-1]
+
+
+async def test_each_goal_check_reads_only_what_came_since_the_last_one(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted(updates=["[]"])
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime)
+        await goal_for(app, chat, "Read War and Peace", ["Read up to chapter 20"])
+        for text in ("I bought the book", "Chapter one is slow", "The ball scene is great"):
+            await say(chat, text)
+        await say(chat, "I finished chapter 20 today")
+    prompts = [call.prompt for call in model.calls_for(UPDATE)]
+    assert len(prompts) == 4
+    # The fourth check shows the new message with two earlier turns for context, not the
+    # first messages again (elizaOS re-reads the whole window every time).
+    assert "I finished chapter 20 today" in prompts[-1]
+    assert "I bought the book" not in prompts[-1]
+    assert "Chapter one is slow" not in prompts[-1]

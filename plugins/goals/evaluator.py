@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from datetime import datetime
 
 from bot.llm.base import ModelClass, ModelError, evaluator_task
 from bot.llm.parsing import parse_json_array
-from bot.models import Goal
+from bot.models import Goal, Memory
 from bot.plugins import Context, Evaluator
 from bot.prompts import render
 
@@ -17,6 +18,10 @@ from .prompts import EXAMPLES, GOALS_TEMPLATE, TEMPLATE_NAME, format_goals
 log = logging.getLogger(__name__)
 
 NAME = "UPDATE_GOAL"
+# Room mark: created_at of the newest message the goals were checked against. Each check
+# reads only what came since (elizaOS re-reads the whole window on every message).
+MARK = "goals_checked_at"
+CONTEXT_MESSAGES = 2
 
 
 async def validate(ctx: Context) -> bool:
@@ -39,6 +44,9 @@ async def handle(ctx: Context) -> list[Goal]:
         ctx.state, goals=goals, values=dict(ctx.state.values), data=dict(ctx.state.data)
     )
     state.values["goals"] = format_goals(goals, state)
+    mark = await runtime.store.get_room_mark(message.room_id, MARK)
+    state.recent_messages = unchecked(ctx.state.recent_messages, mark)
+    state.values["recentMessages"] = runtime.format_messages(state, state.recent_messages)
     prompt = render(runtime.template(TEMPLATE_NAME, GOALS_TEMPLATE), state.values)
     try:
         raw = await runtime.model.generate_text(
@@ -47,6 +55,9 @@ async def handle(ctx: Context) -> list[Goal]:
     except ModelError as error:
         log.warning("goal update failed in room %s: %s", message.room_id, error)
         return []
+    await runtime.store.set_room_mark(
+        message.room_id, MARK, max(m.created_at for m in state.recent_messages)
+    )
     items = parse_json_array(raw)
     if items is None:
         log.warning("goal update answer is not a JSON array: %.200r", raw)
@@ -70,6 +81,14 @@ async def handle(ctx: Context) -> list[Goal]:
         await runtime.store.replace_goal(goal)
         log.info("goal %s (%s): %s", goal.id, goal.name, goal.status)
     return list(changed.values())
+
+
+def unchecked(recent: list[Memory], mark: datetime | None) -> list[Memory]:
+    """The messages since the last check, after a couple of earlier ones for context."""
+    first_new = next(
+        (i for i, m in enumerate(recent) if mark is None or m.created_at > mark), len(recent)
+    )
+    return recent[max(0, first_new - CONTEXT_MESSAGES) :]
 
 
 goal_evaluator = Evaluator(
