@@ -1,0 +1,1 @@
+"""Benchmarks Mnemo runs on itself: `mnemo bench recall` measures message retrieval on LoCoMo."""
