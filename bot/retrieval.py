@@ -146,13 +146,10 @@ def keyword_document(
 
 
 class _ScopeMessages:
-    """Reads a scope's messages, oldest first. Rooms go through MongoStore's API; worlds query
-    the collection directly, as MongoStore has no world-wide listing yet (requested)."""
+    """Reads a scope's messages, oldest first, through MongoStore."""
 
     # "All of them": MongoStore reads a limit of 0 as "none".
     _ALL = 2**31 - 1
-    _NEWEST_FIRST = (("created_at", -1), ("_id", -1))
-    _OLDEST_FIRST = (("created_at", 1), ("_id", 1))
 
     def __init__(self, store: MongoStore) -> None:
         self.store = store
@@ -162,31 +159,23 @@ class _ScopeMessages:
         if scope.kind == "room":
             last = await self.store.recent_memories(scope.id, 1)
             return last[-1].id if last else None
-        found = await self.store.db.memories.find_one(
-            {"world_id": scope.id}, {"_id": 1}, sort=list(self._NEWEST_FIRST)
-        )
-        return found["_id"] if found else None
+        return await self.store.newest_memory_id(scope.id)
 
     async def count(self, scope: Scope) -> int:
         if scope.kind == "room":
             return await self.store.count_memories(scope.id)
-        return await self.store.db.memories.count_documents({"world_id": scope.id})
+        return await self.store.count_memories_in_world(scope.id)
 
     async def all(self, scope: Scope) -> list[Memory]:
         if scope.kind == "room":
             return await self.store.recent_memories(scope.id, self._ALL)
-        return await self._world({"world_id": scope.id})
+        return await self.store.world_memories(scope.id)
 
     async def since(self, scope: Scope, after: datetime) -> list[Memory]:
         """Messages created after `after` (equal times excluded), oldest first."""
         if scope.kind == "room":
             return await self.store.memories_since(scope.id, after, limit=self._ALL)
-        return await self._world({"world_id": scope.id, "created_at": {"$gt": after}})
-
-    async def _world(self, query: dict[str, Any]) -> list[Memory]:
-        cursor = self.store.db.memories.find(query, {"_id": 1}).sort(list(self._OLDEST_FIRST))
-        # Loaded through MongoStore, so datetimes are aware UTC as everywhere else.
-        return await self.store.get_memories([doc["_id"] async for doc in cursor])
+        return await self.store.world_memories(scope.id, after=after)
 
 
 # --------------------------------------------------------------------------------------------

@@ -215,7 +215,9 @@ class AgentRuntime:
             return None
 
     # ------------------------------------------------------------------ state
-    async def compose_state(self, memory: Memory, *, data: dict[str, Any] | None = None) -> State:
+    async def compose_state(
+        self, memory: Memory, *, data: dict[str, Any] | None = None, providers: bool = True
+    ) -> State:
         recent, room = await asyncio.gather(
             self.store.recent_memories(memory.room_id, self.options.recent_messages),
             self.store.get_room(memory.room_id),
@@ -244,9 +246,19 @@ class AgentRuntime:
             actionNames=", ".join(a.name for a in self.registry.actions),
             currentTime=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
         )
-        sections = await self._run_providers(memory, state)
-        state.values["providers"] = "\n\n".join(s for s in sections if s)
+        if providers:
+            sections = await self._run_providers(memory, state)
+            state.values["providers"] = "\n\n".join(s for s in sections if s)
         return state
+
+    async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
+        """Names for account ids: from the state's actors, else looked up."""
+        names = {i: state.name_of(i) for i in ids if i in state.actors or i == state.agent_id}
+        missing = sorted(ids - set(names))
+        if missing:
+            accounts = await self.store.get_accounts(missing)
+            names.update({i: a.name for i, a in accounts.items()})
+        return names
 
     async def _run_providers(self, memory: Memory, state: State) -> list[str]:
         async def one(provider: Any) -> str:
@@ -277,7 +289,9 @@ class AgentRuntime:
             return []
         if message.user_id != self.agent_id and job.trigger == "message":
             await self.knowledge.index_message(message)
-        state = await self.compose_state(message, data={"trigger": job.trigger})
+        # Evaluators build their own prompts (elizaOS's compose their own state too), so the
+        # providers' retrieval, paid once for the reply, is not paid again here.
+        state = await self.compose_state(message, data={"trigger": job.trigger}, providers=False)
         return await self.evaluate(message, state, did_respond=job.did_respond)
 
     async def evaluate(

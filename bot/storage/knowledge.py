@@ -51,10 +51,10 @@ class Knowledge:
     # messages -----------------------------------------------------------------------------
     async def index_message(self, memory: Memory) -> None:
         """Put a message's vector in Chroma for relevant-past-message retrieval."""
-        text = memory.content.text.strip()
-        if not text:
+        if not memory.content.text.strip():
             return
-        [vector] = await self.embedder.embed([text])
+        # The exact text, as the recall provider queries with: one cached embedding serves both.
+        [vector] = await self.embedder.embed([memory.content.text])
         try:
             await self.vectors.upsert(
                 "messages",

@@ -50,6 +50,7 @@ _INDEXES: dict[str, list[IndexModel]] = {
         # cannot index `_id` inside a compound index at all).
         IndexModel([("room_id", ASCENDING), ("created_ms", ASCENDING)], name="room_created_ms"),
         IndexModel([("user_id", ASCENDING), ("world_id", ASCENDING)], name="user_world"),
+        IndexModel([("world_id", ASCENDING), ("created_ms", ASCENDING)], name="world_created_ms"),
     ],
     "facts": [
         IndexModel(
@@ -199,6 +200,20 @@ class MongoStore:
 
     async def count_memories(self, room_id: str) -> int:
         return await self.db.memories.count_documents({"room_id": room_id})
+
+    async def world_memories(self, world_id: str, *, after: datetime | None = None) -> list[Memory]:
+        """Every message of a world (after `after` if given), oldest first."""
+        query: dict[str, Any] = {"world_id": world_id}
+        if after is not None:
+            query["created_ms"] = {"$gt": _millis(after)}
+        cursor = self.db.memories.find(query).sort("created_ms", ASCENDING)
+        return _load_all(Memory, await cursor.to_list())
+
+    async def newest_memory_id(self, world_id: str) -> str | None:
+        found = await self.db.memories.find_one(
+            {"world_id": world_id}, {"_id": 1}, sort=[("created_ms", DESCENDING)]
+        )
+        return None if found is None else str(found["_id"])
 
     async def count_memories_in_world(self, world_id: str) -> int:
         return await self.db.memories.count_documents({"world_id": world_id})

@@ -34,7 +34,7 @@ async def get_facts(ctx: Context) -> str:
     ctx.state.facts = facts
     if not facts:
         return ""
-    names = await _names(ctx, {f.subject_id for f in facts})
+    names = await ctx.runtime.display_names(ctx.state, {f.subject_id for f in facts})
     blocks = []
     for subject in subjects:
         about = [f for f in facts if f.subject_id == subject]
@@ -42,16 +42,6 @@ async def get_facts(ctx: Context) -> str:
             lines = "\n".join(f"- {fact.text}" for fact in about)
             blocks.append(f"Facts about {names.get(subject, 'someone')}:\n{lines}")
     return "\n\n".join(blocks)
-
-
-async def _names(ctx: Context, ids: set[str]) -> dict[str, str]:
-    state = ctx.state
-    names = {i: state.name_of(i) for i in ids if i in state.actors or i == state.agent_id}
-    missing = sorted(ids - set(names))
-    if missing:
-        accounts = await ctx.runtime.store.get_accounts(missing)
-        names.update({i: a.name for i, a in accounts.items()})
-    return names
 
 
 facts_provider = Provider(

@@ -67,7 +67,7 @@ async def get_relevant_messages(ctx: Context) -> str:
     ctx.state.data["relevant_messages"] = memories
     if not memories:
         return ""
-    names = await _names(ctx, {m.user_id for m in memories})
+    names = await ctx.runtime.display_names(ctx.state, {m.user_id for m in memories})
     lines = [_line(m, names.get(m.user_id, "someone"), settings.max_chars) for m in memories]
     return HEADER + "\n" + "\n".join(lines)
 
@@ -77,16 +77,6 @@ def _line(memory: Memory, name: str, max_chars: int) -> str:
     if len(text) > max_chars:
         text = text[: max_chars - 1].rstrip() + "…"
     return f"({memory.created_at:%Y-%m-%d}) {name}: {text}"
-
-
-async def _names(ctx: Context, ids: set[str]) -> dict[str, str]:
-    state = ctx.state
-    names = {i: state.name_of(i) for i in ids if i in state.actors or i == state.agent_id}
-    missing = sorted(ids - set(names))
-    if missing:
-        accounts = await ctx.runtime.store.get_accounts(missing)
-        names.update({i: a.name for i, a in accounts.items()})
-    return names
 
 
 relevant_messages_provider = Provider(
