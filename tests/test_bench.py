@@ -34,7 +34,7 @@ from bot.bench.scale import (
 )
 from bot.bench.startup import measure_once
 from bot.bench.stats import percentile, summary
-from bot.bench.vectors import derived_vectors, run_vectors
+from bot.bench.vectors import derived_vectors, fact_vectors, run_vectors
 from bot.storage.embeddings import OnnxEmbedder
 from bot.storage.vectors import VectorIndex
 
@@ -277,6 +277,11 @@ def test_derived_vectors_are_unit_length_and_near_their_source() -> None:
     assert np.allclose(np.linalg.norm(derived, axis=1), 1.0, atol=1e-5)
     sources = base[np.arange(10) % 4]
     assert np.all(np.sum(derived * sources, axis=1) > 0.95)
+    # Facts 2..5 of four embedded ones: two as embedded, then copies of the first two.
+    block = fact_vectors(base, 2, 6)
+    assert np.array_equal(block[:2], base[2:4])
+    assert np.all(np.sum(block[2:] * base[:2], axis=1) > 0.95)
+    assert np.array_equal(block[2:], fact_vectors(base, 4, 6))  # the same every time
 
 
 async def test_vector_bench_queries_one_persons_facts(model_dir: Path, tmp_path: Path) -> None:

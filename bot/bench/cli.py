@@ -1,0 +1,366 @@
+"""`mnemo bench <part> [options]`: run benchmarks, write results.json, results.md and charts.
+
+Parts: cost, overhead (from a cost run), scale, recall, vectors, embedder, startup, all.
+`all` runs every part once (overhead comes from the cost run) and draws the scale and
+recall charts; `--quick` scales every part down for a fast look. Benchmarks report: a missed
+goal is a row in the report, never a failing exit code. Exit code 2 means nothing could be
+measured (a missing model, an unreadable script ...), with the reason on one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from bot.bench.stats import REPO_ROOT, BenchError
+
+log = logging.getLogger(__name__)
+
+PARTS = ("cost", "overhead", "scale", "recall", "vectors", "embedder", "startup", "all")
+# `all` in this order: the cheap, always-available parts first.
+ALL_PARTS = ("cost", "scale", "recall", "vectors", "embedder", "startup")
+DEFAULT_OUT = Path("bench-results")
+DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
+
+# Full and --quick sizes of each part's options (an explicit option wins over both).
+SIZES: dict[str, tuple[Any, Any]] = {
+    "messages_limit": (None, 10),
+    "rooms": ("10,100,1000", "10,100"),
+    "messages": (5, 3),
+    # The bundled MongoDB server scans whole collections, so a run's cost grows with the
+    # square of its messages: 1,000 rooms send one message each unless asked for more.
+    "max_messages": (1000, 300),
+    "variants": ("full,no-vectors", "full,no-vectors"),
+    # None: the other variants run at the largest room count, beside the goal's run.
+    "variant_rooms": (None, None),
+    "conversations": (None, 1),
+    "sizes": ("10000,100000", "2000,10000"),
+    "embed_texts": (10_000, 2_000),
+    "queries": (200, 50),
+    "texts": (1024, 256),
+    "stock_texts": (128, 32),
+    "runs": (3, 1),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemo bench",
+        description="Measure Mnemo: cost per message, overhead, scale, recall, vector search, "
+        "embedder speed and start-up. Results go to OUT/results.json and OUT/results.md.",
+    )
+    parser.add_argument("part", choices=PARTS, help="what to measure (`all` runs every part)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a fast look")
+    parser.add_argument("--model-dir", type=Path, help="all-MiniLM-L6-v2 ONNX folder")
+    parser.add_argument("--mongodb-uri", help="a MongoDB to use instead of the bundled server")
+    parser.add_argument("--plugins-dir", type=Path, help="folder with the facts and goals plugins")
+    parser.add_argument("--no-charts", action="store_true", help="do not draw PNG charts")
+    cost = parser.add_argument_group("cost and overhead")
+    cost.add_argument("--script", type=Path, help="JSON list of user messages")
+    cost.add_argument("--selection", choices=("llm", "all", "both"), default="both")
+    cost.add_argument("--messages-limit", type=int, help="only the script's first N messages")
+    scale = parser.add_argument_group("scale")
+    scale.add_argument("--rooms", help="room counts, comma separated (default 10,100,1000)")
+    scale.add_argument("--messages", type=int, help="messages per room (default 5)")
+    scale.add_argument(
+        "--variants",
+        help="full, hash-embedder, no-vectors; the first runs at every room count, the "
+        "others at --variant-rooms (default full,no-vectors)",
+    )
+    scale.add_argument(
+        "--variant-rooms", type=int, help="rooms for the other variants (default: the most)"
+    )
+    scale.add_argument(
+        "--max-messages",
+        type=int,
+        help="cap on a run's messages: rooms × min(messages, cap // rooms) (default 1000)",
+    )
+    recall = parser.add_argument_group("recall")
+    recall.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file")
+    recall.add_argument("--conversations", type=int, help="only the first N conversations")
+    vectors = parser.add_argument_group("vectors")
+    vectors.add_argument("--sizes", help="stored facts, comma separated (default 10000,100000)")
+    vectors.add_argument("--embed-texts", type=int, help="texts really embedded (default 10000)")
+    vectors.add_argument("--embed-all", action="store_true", help="embed every stored fact")
+    vectors.add_argument("--queries", type=int, help="queries per size (default 200)")
+    embedder = parser.add_argument_group("embedder")
+    embedder.add_argument("--texts", type=int, help="texts for Mnemo's embedder (default 1024)")
+    embedder.add_argument("--stock-texts", type=int, help="texts for Chroma's (default 128)")
+    startup = parser.add_argument_group("startup")
+    startup.add_argument("--runs", type=int, help="launches of `mnemo chat` (default 3)")
+    return parser
+
+
+def _resolve_sizes(args: argparse.Namespace) -> None:
+    for name, (full, quick) in SIZES.items():
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+
+
+def _ints(text: str, option: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise BenchError(f"{option} expects whole numbers separated by commas: {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise BenchError(f"{option} expects positive numbers: {text!r}")
+    return values
+
+
+# ---------------------------------------------------------------------------------------------
+# Parts
+
+
+def _model_dir(args: argparse.Namespace) -> Path:
+    from bot.bench.embedder import find_model_dir
+
+    return find_model_dir(args.model_dir)
+
+
+def run_cost_part(args: argparse.Namespace, *, selections: Sequence[str]) -> dict[str, Any]:
+    from bot.bench.cost import default_script_path, load_script, run_cost
+
+    script = load_script(args.script)
+    if args.messages_limit:
+        script = script[: args.messages_limit]
+    source = str(args.script) if args.script else _display(default_script_path())
+    return asyncio.run(
+        run_cost(
+            script,
+            model_dir=_model_dir(args),
+            selections=selections,  # type: ignore[arg-type]
+            script_source=source,
+            mongodb_uri=args.mongodb_uri,
+            plugins_dir=args.plugins_dir,
+        )
+    )
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(REPO_ROOT))
+    except ValueError:
+        return str(path)
+
+
+def run_scale_part(args: argparse.Namespace) -> dict[str, Any]:
+    from bot.bench.scale import VARIANTS, run_scale_series
+
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise BenchError(f"--variants: choose from {', '.join(VARIANTS)} (got {args.variants!r})")
+    if args.messages < 1:
+        raise BenchError("--messages must be at least 1")
+    needs_model = "full" in variants
+    return asyncio.run(
+        run_scale_series(
+            _ints(args.rooms, "--rooms"),
+            messages=args.messages,
+            variants=variants,  # type: ignore[arg-type]
+            model_dir=_model_dir(args) if needs_model else None,
+            mongodb_uri=args.mongodb_uri,
+            plugins_dir=args.plugins_dir,
+            extra_variant_rooms=args.variant_rooms,
+            max_messages=args.max_messages,
+        )
+    )
+
+
+def run_recall_part(args: argparse.Namespace) -> dict[str, Any]:
+    if not args.data.is_file():
+        raise BenchError(f"LoCoMo data not found at {args.data}: pass --data FILE")
+    if args.conversations is not None and args.conversations < 1:
+        raise BenchError("--conversations must be at least 1")
+    return asyncio.run(_recall(args, _model_dir(args)))
+
+
+async def _recall(args: argparse.Namespace, model_dir: Path) -> dict[str, Any]:
+    from bot.bench.embedder import local_embedder
+    from bot.bench.locomo import LocomoError
+    from bot.bench.recall import run_recall
+    from bot.bench.scale import bench_stores
+    from bot.retrieval import MessageRetriever
+    from bot.storage.embeddings import CachedEmbedder
+    from bot.storage.knowledge import Knowledge
+
+    embedder = CachedEmbedder(local_embedder(model_dir), max_entries=8192)
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-recall-") as folder:
+        async with bench_stores(Path(folder), mongodb_uri=args.mongodb_uri) as stores:
+            try:
+                return await run_recall(
+                    args.data,
+                    store=stores.store,
+                    knowledge=Knowledge(stores.store, stores.vectors, embedder),
+                    retriever=MessageRetriever(stores.store, stores.vectors, embedder),
+                    limit_conversations=args.conversations,
+                )
+            except LocomoError as error:
+                raise BenchError(str(error)) from None
+
+
+def run_vectors_part(args: argparse.Namespace) -> dict[str, Any]:
+    sizes = _ints(args.sizes, "--sizes")
+    embed_texts = max(sizes) if args.embed_all else args.embed_texts
+    if args.queries < 1 or embed_texts < 1:
+        raise BenchError("--queries and --embed-texts must be at least 1")
+    return asyncio.run(_vectors(_model_dir(args), sizes, embed_texts, args.queries))
+
+
+async def _vectors(
+    model_dir: Path, sizes: Sequence[int], embed_texts: int, queries: int
+) -> dict[str, Any]:
+    from bot.bench.embedder import local_embedder
+    from bot.bench.vectors import open_index, run_vectors
+
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-vectors-") as folder:
+        index = await open_index(Path(folder))
+        try:
+            # No cache: each query's embedding is part of its latency.
+            return await run_vectors(
+                index,
+                local_embedder(model_dir),
+                sizes=sizes,
+                embed_texts=embed_texts,
+                queries=queries,
+            )
+        finally:
+            await index.close()
+
+
+def run_embedder_part(args: argparse.Namespace) -> dict[str, Any]:
+    from bot.bench.embedder import run_embedder
+
+    if args.texts < 1 or args.stock_texts < 0:
+        raise BenchError("--texts must be at least 1 and --stock-texts at least 0")
+    return asyncio.run(
+        run_embedder(_model_dir(args), texts=args.texts, stock_texts=args.stock_texts)
+    )
+
+
+def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
+    from bot.bench.startup import run_startup
+
+    if args.runs < 1:
+        raise BenchError("--runs must be at least 1")
+    return run_startup(_model_dir(args), runs=args.runs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def _expected_errors() -> tuple[type[BaseException], ...]:
+    from bot.plugins import PluginError
+    from bot.storage.embedded import EmbeddedMongoError
+    from bot.storage.embeddings import EmbedderError
+    from bot.storage.mongo import StorageUnavailable
+    from bot.storage.vectors import VectorIndexError
+
+    return (
+        BenchError,
+        PluginError,
+        EmbeddedMongoError,
+        EmbedderError,
+        StorageUnavailable,
+        VectorIndexError,
+        OSError,
+    )
+
+
+def _measure(name: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """Run one part; an expected failure becomes {"error": ...} so other parts still run."""
+    log.info("bench %s: starting", name)
+    started = time.perf_counter()
+    try:
+        result = run()
+    except _expected_errors() as error:
+        log.error("bench %s: %s", name, error)
+        result = {"error": str(error) or type(error).__name__}
+    except Exception as error:  # a bug: keep the other parts' numbers, show the traceback
+        log.exception("bench %s failed", name)
+        result = {"error": f"{type(error).__name__}: {error}"}
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    log.info("bench %s: done in %.0f s", name, result["seconds"])
+    return result
+
+
+def run_parts(part: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    from bot.bench.cost import overhead_of
+
+    wanted = ALL_PARTS if part == "all" else (part,)
+    parts: dict[str, dict[str, Any]] = {}
+    for name in wanted:
+        if name in ("cost", "overhead"):
+            if name == "overhead":
+                selections: Sequence[str] = ("llm",)
+            elif args.selection == "both":
+                selections = ("llm", "all")
+            else:
+                selections = (args.selection,)
+            cost = _measure("cost", lambda s=selections: run_cost_part(args, selections=s))
+            if name == "cost":
+                parts["cost"] = cost
+            # The overhead is measured by the cost run; it is reported on its own.
+            parts["overhead"] = (
+                cost if "error" in cost else {**overhead_of(cost), "seconds": cost["seconds"]}
+            )
+            continue
+        runner = {
+            "scale": run_scale_part,
+            "recall": run_recall_part,
+            "vectors": run_vectors_part,
+            "embedder": run_embedder_part,
+            "startup": run_startup_part,
+        }[name]
+        parts[name] = _measure(name, lambda r=runner: r(args))
+    return parts
+
+
+def _configure_logging() -> None:
+    root = logging.getLogger()
+    if not any(getattr(h, "mnemo_bench", False) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        # Libraries that set their own loggers to DEBUG (bm25s) still stop here.
+        handler.setLevel(logging.INFO)
+        handler.mnemo_bench = True  # type: ignore[attr-defined]  # added once per process
+        root.addHandler(handler)
+    root.setLevel(logging.WARNING)
+    # Progress of the benchmarks themselves; everything else only when it goes wrong.
+    logging.getLogger("bot.bench").setLevel(logging.INFO)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _resolve_sizes(args)
+    _configure_logging()
+    from bot.bench.report import machine_info, write_report
+
+    command = "mnemo bench " + " ".join(argv if argv is not None else sys.argv[1:])
+    started = time.perf_counter()
+    results: dict[str, Any] = {
+        "command": command.strip(),
+        "quick": args.quick,
+        "machine": machine_info(),
+        "parts": {},
+    }
+    results["parts"] = run_parts(args.part, args)
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    charts = not args.no_charts and args.part in ("all", "scale", "recall")
+    files = write_report(results, args.out, charts=charts)
+    print(files.markdown.read_text(encoding="utf-8"))
+    print(f"Results: {files.json}, {files.markdown}", file=sys.stderr)
+    errors = [part["error"] for part in results["parts"].values() if "error" in part]
+    if errors and len(errors) == len(results["parts"]):
+        print(f"mnemo bench: nothing measured ({errors[0]})", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,708 @@
+"""`mnemo bench cost` and `overhead`: what one user message costs, next to elizaOS's figures.
+
+A conversation script (by default `bot/bench/data/conversation.json`: Sarah tells the bot about
+herself over 30 messages, repeating facts in other words) runs through the full app
+(`open_app`: the bundled MongoDB server, Chroma in a temporary folder, the local ONNX embedder)
+with the real facts and goals plugins, as one person in one DM with one goal in progress. The
+model is the real `OpenAIModel` client talking to `FakeOpenAIServer`, which answers
+deterministically: a short reply; every candidate for evaluator selection; for each fact
+extraction one new claim plus the previous one again (so deduplication has work to do); and no
+goal change. The evaluation is drained after every message, so each model call, token and
+embedding is counted against the message that caused it, and nothing is left running.
+
+Prompt tokens are counted with tiktoken's `o200k_base` on the prompt text each request sent
+(from its offline cache; nothing is downloaded). Without it the words the fake server reports
+as usage are counted instead, and the result says so.
+
+Overhead is each message's wall time minus the time spent inside the model's `generate_text`,
+for the reply path (`handle()`) and for the evaluation separately.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import SecretStr, TypeAdapter, ValidationError
+
+from bot.app import App, open_app
+from bot.bench.stats import REPO_ROOT, BenchError, ratio, summary
+from bot.config import (
+    EmbeddingSettings,
+    ModelSettings,
+    PlatformSettings,
+    RuntimeSettings,
+    Settings,
+    StorageSettings,
+)
+from bot.llm.base import LanguageModel, ModelClass
+from bot.llm.openai_model import OpenAIModel
+from bot.llm.usage import UsageLedger
+from bot.models import Goal, Objective
+from bot.plugins import PluginError, Registry, discover, plugin_sources
+from bot.state import State
+from bot.storage.mongo import fact_text_key
+from bot.testing.harness import TestChat
+from bot.testing.openai_server import FakeOpenAIServer, RecordedRequest, last_user_message
+
+log = logging.getLogger(__name__)
+
+Selection = Literal["llm", "all"]
+PromptKind = Literal["reply", "selection", "facts", "goals"]
+
+# elizaOS's figures, as measured by its maintainers on elizaOS 0.25.9 against a fake model
+# on a 30-message script; shown beside ours, never re-measured here.
+ELIZAOS: dict[str, Any] = {
+    "source": (
+        "measured by the elizaOS maintainers on elizaOS 0.25.9 against a fake model "
+        "on a 30-message script"
+    ),
+    "version": "0.25.9",
+    "reply_prompt_tokens_per_message": 1350,
+    "prompt_tokens_per_message": 3860,
+    "selection_prompt_tokens_per_message": 1500,
+    "embedding_calls_per_message": [3, 6],
+    "copies_of_a_repeated_fact": 30,
+    "overhead_ms_per_message": 1000,
+}
+# Mnemo's goals against those figures.
+TOKEN_SHARE_GOAL = 0.40
+OVERHEAD_GOAL_MS = 15.0
+EMBEDDINGS_GOAL = 1.0
+
+USER_NAME = "Sarah"
+CHARACTER = REPO_ROOT / "characters" / "mnemo.json"
+MEMORY_PLUGINS = ("facts", "goals")
+GOAL_NAME = "Run the Lisbon half marathon in under two hours"
+GOAL_OBJECTIVES = (
+    "Run 15 km without stopping",
+    "Finish an 18 km long run",
+    "Race on October 12th and finish under 2:00",
+)
+REPLY = '{"text": "That sounds lovely, tell me more!", "action": "NONE"}'
+# One new claim per extraction, in this order (then numbered ones if a script needs more).
+CLAIMS = (
+    "Sarah moved to Lisbon from Toronto",
+    "Sarah works as a nurse at a children's hospital",
+    "Sarah has a cat called Miso",
+    "Sarah is training for a half marathon in October",
+    "Sarah is vegetarian",
+    "Sarah's sister Ana lives in Porto",
+    "Sarah is learning Portuguese",
+    "Sarah plays the cello",
+    "Sarah's birthday is on March 3rd",
+    "Sarah is allergic to peanuts",
+)
+# How the fake server tells the prompts apart (the request carries no task name).
+_FACTS_PROMPT = "TASK: Extract Claims"
+_GOALS_PROMPT = "TASK: Update Goal"
+_AVAILABLE_NAMES = re.compile(r"^Available names:[ \t]*(.*)$", re.MULTILINE)
+_TIKTOKEN_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+_MESSAGE_TIMEOUT = 120.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The script
+
+
+def default_script_path() -> Path:
+    return Path(str(resources.files("bot.bench.data").joinpath("conversation.json")))
+
+
+def load_script(path: Path | None = None) -> list[str]:
+    """The user messages of a script file: a JSON list of non-empty strings."""
+    source = path or default_script_path()
+    try:
+        raw = source.read_text(encoding="utf-8")
+        messages = TypeAdapter(list[str]).validate_json(raw)
+    except OSError as error:
+        raise BenchError(f"cannot read the script {source}: {error.strerror or error}") from None
+    except ValidationError as error:
+        problem = error.errors()[0]
+        raise BenchError(
+            f"script {source}: expected a JSON list of messages ({problem['msg']})"
+        ) from None
+    messages = [m.strip() for m in messages if m.strip()]
+    if not messages:
+        raise BenchError(f"script {source}: no messages")
+    return messages
+
+
+# ---------------------------------------------------------------------------------------------
+# Counting tokens
+
+
+@dataclass(frozen=True)
+class TokenCounter:
+    label: str
+    count: Callable[[str], int]
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+# What FakeOpenAIServer reports as prompt usage: the prompt's whitespace-separated words.
+SERVER_USAGE = TokenCounter("server-reported usage (words; tiktoken unavailable)", _words)
+
+
+def load_token_counter() -> TokenCounter | None:
+    """tiktoken's o200k_base from its offline cache, or None. Never downloads: tiktoken would
+    fetch a missing file, so the file is looked for first."""
+    try:
+        import tiktoken
+    except ImportError:
+        log.warning("tiktoken is not installed (pip install 'mnemo[bench]')")
+        return None
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if not cache:
+        shared = REPO_ROOT.parent / "shared" / "models" / "tiktoken"
+        if shared.is_dir():
+            # tiktoken only reads its cache location from the environment.
+            os.environ["TIKTOKEN_CACHE_DIR"] = cache = str(shared)
+    key = hashlib.sha1(_TIKTOKEN_URL.encode()).hexdigest()
+    if not cache or not (Path(cache) / key).is_file():
+        log.warning("o200k_base is not in TIKTOKEN_CACHE_DIR (%s); counting words", cache)
+        return None
+    try:
+        encoding = tiktoken.get_encoding("o200k_base")
+    except Exception as error:  # a corrupt cache file, an incompatible tiktoken ...
+        log.warning("tiktoken could not load o200k_base (%s); counting words", error)
+        return None
+    return TokenCounter(
+        "tiktoken o200k_base", lambda text: len(encoding.encode(text, disallowed_special=()))
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The model side
+
+
+@dataclass(frozen=True)
+class TimedCall:
+    task: str
+    prompt: str
+    seconds: float
+    failed: bool = False
+
+
+class TimedModel:
+    """A LanguageModel that records each call's task and prompt and the time spent inside
+    the wrapped model's `generate_text` (the time the runtime was waiting for the model)."""
+
+    def __init__(self, inner: LanguageModel) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.calls: list[TimedCall] = []
+
+    async def generate_text(
+        self,
+        prompt: str,
+        *,
+        model_class: ModelClass,
+        task: str,
+        state: State | None = None,
+        max_tokens: int | None = None,
+    ) -> str:
+        started = time.perf_counter()
+        failed = True
+        try:
+            answer = await self.inner.generate_text(
+                prompt, model_class=model_class, task=task, state=state, max_tokens=max_tokens
+            )
+            failed = False
+            return answer
+        finally:
+            seconds = time.perf_counter() - started
+            self.calls.append(TimedCall(str(task), prompt, seconds, failed))
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+def prompt_kind(prompt: str) -> PromptKind:
+    if available_names(prompt) is not None:
+        return "selection"
+    if prompt.startswith(_FACTS_PROMPT):
+        return "facts"
+    if prompt.startswith(_GOALS_PROMPT):
+        return "goals"
+    return "reply"
+
+
+def available_names(prompt: str) -> list[str] | None:
+    """The candidate names an evaluator-selection prompt lists, or None if it is not one."""
+    found = _AVAILABLE_NAMES.search(prompt)
+    if found is None:
+        return None
+    return [name.strip() for name in found.group(1).split(",") if name.strip()]
+
+
+@dataclass
+class FakeModelAnswers:
+    """The fake server's responder: deterministic answers told apart by the prompt."""
+
+    subject: str = USER_NAME
+    claims: Sequence[str] = CLAIMS
+    reply: str = REPLY
+    extractions: int = 0
+    offered: list[str] = field(default_factory=list)  # each new claim, in order
+    # Every prompt the server was asked, with its kind: the server's own view of the calls.
+    prompts: list[tuple[PromptKind, str]] = field(default_factory=list)
+
+    def __call__(self, request: dict[str, Any]) -> str:
+        prompt = last_user_message(request)
+        kind = prompt_kind(prompt)
+        self.prompts.append((kind, prompt))
+        if kind == "selection":
+            return json.dumps(available_names(prompt))
+        if kind == "facts":
+            return self._extraction()
+        if kind == "goals":
+            return "[]"
+        return self.reply
+
+    def claim(self, number: int) -> str:
+        if number < len(self.claims):
+            return self.claims[number]
+        return f"{self.subject} mentioned detail number {number + 1}"
+
+    def _extraction(self) -> str:
+        number = self.extractions
+        self.extractions += 1
+        new = self.claim(number)
+        self.offered.append(new)
+        items = [_claim(new, self.subject)]
+        if number > 0:
+            # The previous claim again, as a forgetful model would; the full stop differs, so
+            # the stores' normalisation is exercised too.
+            items.append(_claim(self.claim(number - 1) + ".", self.subject))
+        return "```json\n" + json.dumps(items, indent=1) + "\n```"
+
+
+def _claim(text: str, subject: str) -> dict[str, Any]:
+    return {
+        "claim": text,
+        "subject": subject,
+        "type": "fact",
+        "in_bio": False,
+        "already_known": False,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Building the app
+
+
+def bench_settings(
+    data_dir: Path,
+    *,
+    model_dir: Path,
+    base_url: str | None = None,
+    selection: Selection = "llm",
+    mongodb_uri: str | None = None,
+    database: str = "mnemo_bench",
+    conversation_length: int = 32,
+) -> Settings:
+    """Settings for a benchmark app, none read from the environment or `.env`."""
+    return Settings(
+        model=ModelSettings.model_construct(
+            openai_api_key=SecretStr("sk-bench-fake") if base_url else None,
+            openai_base_url=base_url,
+            small_model="fake-small",
+            large_model="fake-large",
+            timeout_seconds=30.0,
+            # One request per call, so requests and calls pair up one to one.
+            max_retries=0,
+        ),
+        embedding=EmbeddingSettings.model_construct(
+            model="local", model_dir=model_dir, batch_size=64
+        ),
+        storage=StorageSettings.model_construct(
+            mongodb_uri=SecretStr(mongodb_uri) if mongodb_uri else None,
+            mongodb_database=database,
+            chroma_host=None,
+            chroma_port=8000,
+            data_dir=data_dir,
+        ),
+        platforms=PlatformSettings.model_construct(
+            discord_token=None, telegram_token=None, admin_ids=[], rate_limit_per_minute=0
+        ),
+        runtime=RuntimeSettings.model_construct(
+            character=CHARACTER,
+            evaluator_selection=selection,
+            evaluator_timeout=60.0,
+            conversation_length=conversation_length,
+            plugins_dir=REPO_ROOT / "plugins",
+            disabled_plugins=[],
+            log_level="WARNING",
+        ),
+    )
+
+
+def memory_plugins(plugins_dir: Path | None = None) -> Registry:
+    """The real facts and goals plugins, discovered from the repository's plugins folder
+    with every other plugin there left out."""
+    folder = plugins_dir or REPO_ROOT / "plugins"
+    found = {source.stem if source.is_file() else source.name for source in plugin_sources(folder)}
+    missing = [name for name in MEMORY_PLUGINS if name not in found]
+    if missing:
+        raise BenchError(
+            f"plugins folder {folder} lacks {', '.join(missing)}: run from a Mnemo checkout "
+            "or pass --plugins-dir"
+        )
+    try:
+        return discover(
+            folder, disabled=sorted(found - set(MEMORY_PLUGINS)), use_entry_points=False
+        )
+    except PluginError as error:
+        raise BenchError(str(error)) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The run
+
+
+@dataclass
+class _Run:
+    app: App
+    chat: TestChat
+    model: TimedModel
+    server: FakeOpenAIServer
+    counter: TokenCounter
+
+
+async def _prepare(app: App, chat: TestChat) -> None:
+    """The person, the DM and their goal; the embedder and collections loaded (not timed)."""
+    await app.store.upsert_account(chat.account)
+    await app.store.upsert_room(chat.room)
+    await app.store.insert_goal(
+        Goal(
+            name=GOAL_NAME,
+            room_id=chat.room.id,
+            world_id=chat.room.world_id,
+            user_id=chat.account.id,
+            objectives=[Objective(description=text) for text in GOAL_OBJECTIVES],
+        )
+    )
+    await app.embedder.embed(["warm-up"])
+    await app.knowledge.vectors.count("messages")
+
+
+def _request_text(request: RecordedRequest) -> str:
+    body = request.json if isinstance(request.json, dict) else {}
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    return "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+
+
+def _tokens_by_task(run: _Run, calls: Sequence[TimedCall], requests: Sequence[Any]) -> Counter:
+    # The text each request carried; the calls say which task each was for (one request a
+    # call: the client does not retry here). Should they not pair up, the prompts are used.
+    texts = (
+        [_request_text(r) for r in requests]
+        if len(requests) == len(calls)
+        else [c.prompt for c in calls]
+    )
+    tokens: Counter[str] = Counter()
+    for call, text in zip(calls, texts, strict=True):
+        tokens[call.task] += run.counter.count(text)
+    return tokens
+
+
+async def _facts(app: App, world_id: str) -> tuple[int, int]:
+    """Facts stored in the world, and how many distinct texts they hold."""
+    facts, total = await app.store.list_facts(world_id, limit=100_000)
+    return total, len({fact_text_key(fact.text) for fact in facts})
+
+
+async def _one_message(run: _Run, number: int, text: str) -> dict[str, Any]:
+    app, chat, model = run.app, run.chat, run.model
+    calls_before = len(model.calls)
+    requests_before = len(run.server.chat_requests)
+    embeddings_before = app.ledger.embedding_calls
+    started = time.perf_counter()
+    result = await chat.say(text)
+    replied = time.perf_counter()
+    calls_replying = len(model.calls)
+    drained = await app.runtime.evaluations.join(chat.room.id, _MESSAGE_TIMEOUT)
+    finished = time.perf_counter()
+    reply_calls = model.calls[calls_before:calls_replying]
+    evaluation_calls = model.calls[calls_replying:]
+    calls = model.calls[calls_before:]
+    requests = run.server.chat_requests[requests_before:]
+    job = await app.store.get_job(result.job.id) if result.job is not None else None
+    stored, distinct = await _facts(app, chat.room.world_id)
+    reply_ms = (replied - started) * 1000
+    evaluation_ms = (finished - replied) * 1000
+    reply_model_ms = sum(c.seconds for c in reply_calls) * 1000
+    evaluation_model_ms = sum(c.seconds for c in evaluation_calls) * 1000
+    return {
+        "message": number,
+        "replies": len(result.replies),
+        "calls": dict(Counter(c.task for c in calls)),
+        "failed_calls": sum(1 for c in calls if c.failed),
+        "requests": len(requests),
+        "prompt_tokens": dict(_tokens_by_task(run, calls, requests)),
+        "embedding_calls": app.ledger.embedding_calls - embeddings_before,
+        "reply_ms": round(reply_ms, 2),
+        "reply_model_ms": round(reply_model_ms, 2),
+        "reply_overhead_ms": round(reply_ms - reply_model_ms, 2),
+        "evaluation_ms": round(evaluation_ms, 2),
+        "evaluation_model_ms": round(evaluation_model_ms, 2),
+        "evaluation_overhead_ms": round(evaluation_ms - evaluation_model_ms, 2),
+        "evaluators_ran": list(job.ran) if job is not None else [],
+        "job_status": job.status if job is not None else None,
+        "drained": drained,
+        "facts_stored": stored,
+        "facts_distinct": distinct,
+    }
+
+
+async def run_mode(
+    script: Sequence[str],
+    *,
+    selection: Selection,
+    model_dir: Path,
+    counter: TokenCounter,
+    mongodb_uri: str | None = None,
+    plugins_dir: Path | None = None,
+    conversation_length: int = 32,
+    answers: FakeModelAnswers | None = None,
+) -> dict[str, Any]:
+    """Drive the script through a fresh app in one selection mode; per-message rows and
+    their summary. `conversation_length` sets how often facts are extracted (every half)."""
+    answers = answers if answers is not None else FakeModelAnswers()
+    registry = memory_plugins(plugins_dir)
+    database = f"mnemo_bench_{uuid.uuid4().hex[:12]}"
+    with tempfile.TemporaryDirectory(prefix=f"mnemo-bench-cost-{selection}-") as folder:
+        async with FakeOpenAIServer(responder=answers) as server:
+            settings = bench_settings(
+                Path(folder),
+                model_dir=model_dir,
+                base_url=server.base_url,
+                selection=selection,
+                mongodb_uri=mongodb_uri,
+                database=database,
+                conversation_length=conversation_length,
+            )
+            model = TimedModel(OpenAIModel(settings.model, UsageLedger()))
+            async with open_app(settings, model=model, registry=registry) as app:
+                try:
+                    chat = TestChat(app.runtime, name=USER_NAME, chat="cost-dm", kind="dm")
+                    await _prepare(app, chat)
+                    app.ledger.reset()
+                    run = _Run(app, chat, model, server, counter)
+                    rows = []
+                    for number, text in enumerate(script, 1):
+                        rows.append(await _one_message(run, number, text))
+                        log.debug("cost %s: message %d done", selection, number)
+                finally:
+                    await app.runtime.evaluations.stop(grace=5)
+                    if mongodb_uri:
+                        await app.store.client.drop_database(database)
+    return summarise(rows, answers, selection)
+
+
+def summarise(
+    rows: Sequence[dict[str, Any]], answers: FakeModelAnswers, selection: Selection
+) -> dict[str, Any]:
+    count = len(rows)
+    calls: Counter[str] = Counter()
+    tokens: Counter[str] = Counter()
+    for row in rows:
+        calls.update(row["calls"])
+        tokens.update(row["prompt_tokens"])
+    total_tokens = sum(tokens.values())
+    embeddings = [row["embedding_calls"] for row in rows]
+    last = rows[-1] if rows else {"facts_stored": 0, "facts_distinct": 0}
+    return {
+        "selection": selection,
+        "user_messages": count,
+        "replied": sum(1 for row in rows if row["replies"] > 0),
+        "model_calls": dict(sorted(calls.items())),
+        "model_calls_total": sum(calls.values()),
+        "server_requests": sum(row["requests"] for row in rows),
+        "failed_calls": sum(row["failed_calls"] for row in rows),
+        "prompt_tokens": dict(sorted(tokens.items())),
+        "prompt_tokens_per_message": {
+            "total": _per(total_tokens, count),
+            "reply": _per(tokens.get("reply", 0), count),
+            "evaluation": _per(total_tokens - tokens.get("reply", 0), count),
+            "selection": _per(tokens.get("evaluator_selection", 0), count),
+            **{task: _per(n, count) for task, n in sorted(tokens.items())},
+        },
+        "embedding_calls": {
+            "total": sum(embeddings),
+            "per_message": _per(sum(embeddings), count, digits=2),
+            "max": max(embeddings, default=0),
+        },
+        "facts": {
+            "extractions": answers.extractions,
+            "new_claims_offered": len(set(answers.offered)),
+            "stored": last["facts_stored"],
+            "distinct": last["facts_distinct"],
+            "duplicates": last["facts_stored"] - last["facts_distinct"],
+        },
+        "overhead_ms": {
+            "reply": summary([row["reply_overhead_ms"] for row in rows]),
+            "evaluation": summary([row["evaluation_overhead_ms"] for row in rows]),
+            "message": summary(
+                [row["reply_overhead_ms"] + row["evaluation_overhead_ms"] for row in rows]
+            ),
+        },
+        "model_wait_ms": {
+            "reply": summary([row["reply_model_ms"] for row in rows]),
+            "evaluation": summary([row["evaluation_model_ms"] for row in rows]),
+        },
+        "undrained": sum(1 for row in rows if not row["drained"]),
+        "messages": list(rows),
+    }
+
+
+def _per(total: float, count: int, *, digits: int = 0) -> float:
+    if not count:
+        return 0.0
+    value = round(total / count, digits)
+    return value if digits else float(int(value))
+
+
+async def run_cost(
+    script: Sequence[str],
+    *,
+    model_dir: Path,
+    selections: Sequence[Selection] = ("llm", "all"),
+    script_source: str = "bot/bench/data/conversation.json",
+    mongodb_uri: str | None = None,
+    plugins_dir: Path | None = None,
+) -> dict[str, Any]:
+    """The cost run in each selection mode, with elizaOS's figures and the goals."""
+    counter = load_token_counter() or SERVER_USAGE
+    modes = {}
+    for selection in selections:
+        log.info("cost: %d messages, evaluator selection %r", len(script), selection)
+        modes[selection] = await run_mode(
+            script,
+            selection=selection,
+            model_dir=model_dir,
+            counter=counter,
+            mongodb_uri=mongodb_uri,
+            plugins_dir=plugins_dir,
+        )
+    result: dict[str, Any] = {
+        "script": {"source": script_source, "messages": len(script)},
+        "token_counter": counter.label,
+        "elizaos": ELIZAOS,
+        "modes": modes,
+    }
+    result["comparison"] = comparison(result)
+    result["goals"] = cost_goals(result)
+    return result
+
+
+def comparison(result: dict[str, Any]) -> dict[str, Any]:
+    """Our figures as shares of elizaOS's, per selection mode."""
+    out = {}
+    for selection, mode in result["modes"].items():
+        per = mode["prompt_tokens_per_message"]
+        out[selection] = {
+            "prompt_tokens_share": ratio(per["total"], ELIZAOS["prompt_tokens_per_message"]),
+            "reply_tokens_share": ratio(per["reply"], ELIZAOS["reply_prompt_tokens_per_message"]),
+            "selection_tokens_share": ratio(
+                per["selection"], ELIZAOS["selection_prompt_tokens_per_message"]
+            ),
+        }
+    return out
+
+
+def _goal(goal: str, target: str, measured: str, met: bool) -> dict[str, Any]:
+    return {"goal": goal, "target": target, "measured": measured, "met": bool(met)}
+
+
+def cost_goals(result: dict[str, Any]) -> list[dict[str, Any]]:
+    modes = result["modes"]
+    goals = []
+    budget = TOKEN_SHARE_GOAL * ELIZAOS["prompt_tokens_per_message"]
+    if "llm" in modes:
+        per = modes["llm"]["prompt_tokens_per_message"]["total"]
+        share = per / ELIZAOS["prompt_tokens_per_message"]
+        goals.append(
+            _goal(
+                "prompt tokens per user message, both evaluators, `llm` selection",
+                f"≤ {budget:,.0f} (40% of elizaOS's 3,860)",
+                f"{per:,.0f} ({share:.0%} of elizaOS)",
+                per <= budget,
+            )
+        )
+    if {"llm", "all"} <= set(modes):
+        learned = modes["llm"]["facts"]["distinct"]
+        everything = modes["all"]["facts"]["distinct"]
+        goals.append(
+            _goal(
+                "learns as much with `llm` selection as with `all`",
+                "distinct facts equal",
+                f"{learned} vs {everything}",
+                learned >= everything,
+            )
+        )
+    for selection, mode in modes.items():
+        embeddings = mode["embedding_calls"]
+        goals.append(
+            _goal(
+                f"embedding calls per user message (`{selection}`)",
+                f"≤ {EMBEDDINGS_GOAL:g}",
+                f"{embeddings['per_message']:.2f} on average, at most {embeddings['max']}",
+                embeddings["per_message"] <= EMBEDDINGS_GOAL,
+            )
+        )
+        facts = mode["facts"]
+        goals.append(
+            _goal(
+                f"no duplicate facts (`{selection}`)",
+                "0",
+                f"{facts['duplicates']} ({facts['stored']} stored, {facts['distinct']} distinct)",
+                facts["duplicates"] == 0,
+            )
+        )
+    return goals
+
+
+def overhead_goals(result: dict[str, Any]) -> list[dict[str, Any]]:
+    mode = result["modes"].get("llm") or next(iter(result["modes"].values()))
+    goals = []
+    for path in ("reply", "evaluation"):
+        p50 = mode["overhead_ms"][path]["p50"]
+        goals.append(
+            _goal(
+                f"runtime overhead p50, {path} (real stores)",
+                f"< {OVERHEAD_GOAL_MS:g} ms",
+                f"{p50:.1f} ms",
+                p50 < OVERHEAD_GOAL_MS,
+            )
+        )
+    return goals
+
+
+def overhead_of(result: dict[str, Any]) -> dict[str, Any]:
+    """The overhead part of a cost run (the `llm` mode when it ran)."""
+    selection = "llm" if "llm" in result["modes"] else next(iter(result["modes"]))
+    mode = result["modes"][selection]
+    return {
+        "selection": selection,
+        "messages": mode["user_messages"],
+        "overhead_ms": mode["overhead_ms"],
+        "model_wait_ms": mode["model_wait_ms"],
+        "elizaos_overhead_ms": ELIZAOS["overhead_ms_per_message"],
+        "goals": overhead_goals(result),
+    }
