@@ -32,7 +32,12 @@ class EvaluationQueue:
         self._stopping = False
 
     async def enqueue(
-        self, message: Memory, *, did_respond: bool, trigger: Trigger = "message"
+        self,
+        message: Memory,
+        *,
+        did_respond: bool,
+        trigger: Trigger = "message",
+        position: int | None = None,
     ) -> EvaluationJob:
         job = EvaluationJob(
             id=stable_id("evaluation", trigger, message.id),
@@ -40,6 +45,7 @@ class EvaluationQueue:
             message_id=message.id,
             did_respond=did_respond,
             trigger=trigger,
+            position=position,
         )
         await self._store.enqueue_job(job)
         self.wake(message.room_id)

@@ -172,6 +172,8 @@ class EvaluationJob(Document):
     message_id: str
     did_respond: bool
     trigger: Trigger = "message"
+    # The message's position in its room when stored (1 = first), for cadence checks.
+    position: int | None = None
     status: JobStatus = "pending"
     attempts: int = 0
     created_at: datetime = Field(default_factory=utcnow)

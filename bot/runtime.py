@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -43,6 +44,7 @@ Send = Callable[[Content], Awaitable[None]]
 Typing = Callable[[], AbstractAsyncContextManager[Any]]
 
 SELECTION_CONTEXT_MESSAGES = 4
+SEEN_PROFILES = 10_000
 MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
 RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
 
@@ -63,6 +65,9 @@ class HandleResult:
     replies: list[Memory] = field(default_factory=list)
     action: str | None = None
     job: EvaluationJob | None = None
+    # The room's message count once this message and its replies are stored (elizaOS
+    # evaluates after storing the reply, and its cadence counts both).
+    position: int = 0
 
 
 def _no_typing() -> AbstractAsyncContextManager[Any]:
@@ -95,6 +100,7 @@ class AgentRuntime:
         self.options = options or RuntimeOptions()
         self.rate_limiter = rate_limiter
         self.evaluations = EvaluationQueue(store, self._run_job)
+        self._seen: OrderedDict[str, Account | Room] = OrderedDict()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -117,23 +123,35 @@ class AgentRuntime:
         room: Room | None = None,
     ) -> HandleResult:
         """Process one incoming message. Safe to call twice with the same message."""
-        if account is not None:
+        if account is not None and self._seen.get(account.id) != account:
             await self.store.upsert_account(account)
-        if room is not None:
+            self._remember(account.id, account)
+        if room is not None and self._seen.get(room.id) != room:
             await self.store.upsert_room(room)
-        if not await self.store.insert_memory(memory):
+            self._remember(room.id, room)
+        position = await self.store.insert_memory(memory)
+        if position is None:
             log.debug("message %s already handled", memory.id)
             return HandleResult(stored=False)
         room = room or await self.store.get_room(memory.room_id)
-        result = HandleResult(stored=True)
+        result = HandleResult(stored=True, position=position)
         if self.should_respond(memory, room):
             if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
                 await send(Content(text=RATE_LIMITED_REPLY))
             else:
                 async with typing():
-                    await self._respond(memory, send, result)
-        result.job = await self.evaluations.enqueue(memory, did_respond=result.responded)
+                    await self._respond(memory, send, result, room)
+        result.job = await self.evaluations.enqueue(
+            memory, did_respond=result.responded, position=result.position
+        )
         return result
+
+    def _remember(self, key: str, value: Account | Room) -> None:
+        """Profiles already written need no write per message; bounded like an LRU."""
+        self._seen[key] = value
+        self._seen.move_to_end(key)
+        while len(self._seen) > SEEN_PROFILES:
+            self._seen.popitem(last=False)
 
     def should_respond(self, memory: Memory, room: Room | None) -> bool:
         """DMs always; in groups only when mentioned, replied to, or called by name."""
@@ -146,8 +164,10 @@ class AgentRuntime:
         text = memory.content.text.casefold()
         return any(_names_in(name.casefold(), text) for name in self.character.names)
 
-    async def _respond(self, memory: Memory, send: Send, result: HandleResult) -> None:
-        state = await self.compose_state(memory)
+    async def _respond(
+        self, memory: Memory, send: Send, result: HandleResult, room: Room | None
+    ) -> None:
+        state = await self.compose_state(memory, room=room)
         prompt = render(self.template("messageHandlerTemplate"), state.values)
         try:
             raw = await self.model.generate_text(
@@ -176,7 +196,8 @@ class AgentRuntime:
                 ),
             )
             await send(content)
-            await self.store.insert_memory(reply)
+            position = await self.store.insert_memory(reply)
+            result.position = max(result.position, position or 0)
             replies.append(reply)
 
         action = await self._chosen_action(draft, memory, state, say)
@@ -216,12 +237,15 @@ class AgentRuntime:
 
     # ------------------------------------------------------------------ state
     async def compose_state(
-        self, memory: Memory, *, data: dict[str, Any] | None = None, providers: bool = True
+        self,
+        memory: Memory,
+        *,
+        data: dict[str, Any] | None = None,
+        providers: bool = True,
+        room: Room | None = None,
     ) -> State:
-        recent, room = await asyncio.gather(
-            self.store.recent_memories(memory.room_id, self.options.recent_messages),
-            self.store.get_room(memory.room_id),
-        )
+        recent = await self.store.recent_memories(memory.room_id, self.options.recent_messages)
+        room = room or await self.store.get_room(memory.room_id)
         if not any(m.id == memory.id for m in recent):
             recent = [*recent, memory][-self.options.recent_messages :]
         people = {m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)
@@ -291,7 +315,9 @@ class AgentRuntime:
             await self.knowledge.index_message(message)
         # Evaluators build their own prompts (elizaOS's compose their own state too), so the
         # providers' retrieval, paid once for the reply, is not paid again here.
-        state = await self.compose_state(message, data={"trigger": job.trigger}, providers=False)
+        state = await self.compose_state(
+            message, data={"trigger": job.trigger, "position": job.position}, providers=False
+        )
         return await self.evaluate(message, state, did_respond=job.did_respond)
 
     async def evaluate(

@@ -73,8 +73,8 @@ def assert_utc(value: datetime | None) -> None:
 
 # memories -----------------------------------------------------------------------------------
 async def test_redelivered_message_is_stored_once(store: MongoStore) -> None:
-    assert await store.insert_memory(memory(1)) is True
-    assert await store.insert_memory(memory(1)) is False
+    assert await store.insert_memory(memory(1)) == 1
+    assert await store.insert_memory(memory(1)) is None
     assert await store.count_memories(ROOM) == 1
 
     stored = await store.get_memory(memory(1).id)
@@ -489,3 +489,22 @@ async def test_accounts_are_found_by_username_ignoring_case(store: MongoStore) -
     assert await store.find_account_by_username("telegram", "samk") == sam
     assert await store.find_account_by_username("discord", "samk") is None
     assert await store.find_account_by_username("telegram", "sam.") is None
+
+
+async def test_each_message_gets_its_position_and_the_count_stays_right(
+    store: MongoStore,
+) -> None:
+    await store.upsert_room(Room(id=ROOM, world_id=WORLD, platform="test", kind="group"))
+    positions = [
+        await store.insert_memory(memory(n, user=ALICE if n % 2 else BOB)) for n in range(5)
+    ]
+    assert positions == [1, 2, 3, 4, 5]
+    assert await store.insert_memory(memory(3)) is None  # a redelivery is not counted
+    assert await store.count_memories(ROOM) == 5
+    # Forgetting a person's messages recounts the room.
+    assert await store.delete_memories(user_id=ALICE, world_id=WORLD) == 2
+    assert await store.count_memories(ROOM) == 3
+    assert await store.insert_memory(memory(9)) == 4
+    # A room with no document is still counted, from the messages themselves.
+    assert await store.insert_memory(memory(1, room=OTHER_ROOM)) == 1
+    assert await store.count_memories(OTHER_ROOM) == 1

@@ -151,8 +151,9 @@ class MongoStore:
             raise StorageUnavailable(f"MongoDB at {where} is unavailable ({reason})") from None
 
     # memories -----------------------------------------------------------------------------
-    async def insert_memory(self, memory: Memory) -> bool:
-        """Store a message; False when a memory with this id exists already (redelivery)."""
+    async def insert_memory(self, memory: Memory) -> int | None:
+        """Store a message and return its position in the room (1 for the first message);
+        None when a memory with this id exists already (a redelivery changes nothing)."""
         document = _dump(memory)
         # Times are queried as integer milliseconds: nx-27017 compares dates only to the
         # second, and an integer compares exactly on every server.
@@ -160,8 +161,27 @@ class MongoStore:
         try:
             await self.db.memories.insert_one(document)
         except DuplicateKeyError:
-            return False
-        return True
+            return None
+        return await self._count_one_more(memory.room_id)
+
+    async def _count_one_more(self, room_id: str) -> int:
+        """Keep the room's message count on the room: counting a room's messages on every
+        message costs a scan (on nx-27017, and index entries on MongoDB); `$inc` is O(1)."""
+        room = await self.db.rooms.find_one_and_update(
+            {"_id": room_id, "message_count": {"$exists": True}},
+            {"$inc": {"message_count": 1}},
+            projection={"message_count": 1},
+            return_document=ReturnDocument.AFTER,
+        )
+        if room is not None:
+            return int(room["message_count"])
+        # First count for this room (or no room document at all): count once, then keep it.
+        count = await self.db.memories.count_documents({"room_id": room_id})
+        await self.db.rooms.update_one(
+            {"_id": room_id, "message_count": {"$exists": False}},
+            {"$set": {"message_count": count}},
+        )
+        return count
 
     async def get_memory(self, memory_id: str) -> Memory | None:
         return _load_one(Memory, await self.db.memories.find_one({"_id": memory_id}))
@@ -199,6 +219,9 @@ class MongoStore:
         return await self._last_in_room(query, limit)
 
     async def count_memories(self, room_id: str) -> int:
+        room = await self.db.rooms.find_one({"_id": room_id}, {"message_count": 1})
+        if room is not None and isinstance(room.get("message_count"), int):
+            return int(room["message_count"])
         return await self.db.memories.count_documents({"room_id": room_id})
 
     async def world_memories(self, world_id: str, *, after: datetime | None = None) -> list[Memory]:
@@ -219,7 +242,15 @@ class MongoStore:
         return await self.db.memories.count_documents({"world_id": world_id})
 
     async def delete_memories(self, *, user_id: str, world_id: str) -> int:
-        result = await self.db.memories.delete_many({"user_id": user_id, "world_id": world_id})
+        query = {"user_id": user_id, "world_id": world_id}
+        rooms = await self.db.memories.distinct("room_id", query)
+        result = await self.db.memories.delete_many(query)
+        for room_id in rooms:  # forgetting is rare: recount the rooms it touched
+            count = await self.db.memories.count_documents({"room_id": room_id})
+            await self.db.rooms.update_one(
+                {"_id": room_id, "message_count": {"$exists": True}},
+                {"$set": {"message_count": count}},
+            )
         return result.deleted_count
 
     # accounts and rooms -------------------------------------------------------------------

@@ -64,15 +64,14 @@ async def validate(ctx: Context) -> bool:
         # The room went quiet (or someone asked what was learned): learn whatever is new.
         return _has_user_messages(ctx, await pending_messages(ctx, settings))
     every = reflection_interval(ctx.runtime.options.conversation_length)
-    count = await ctx.runtime.store.count_memories(ctx.message.room_id)
-    pending = await pending_messages(ctx, settings)
-    if not _has_user_messages(ctx, pending):
+    # The message's own position in the room, recorded when it was stored: exact even when
+    # the job runs late in a busy room (a count read now could step over the multiple).
+    position = ctx.state.data.get("position")
+    if position is None:
+        position = await ctx.runtime.store.count_memories(ctx.message.room_id)
+    if position % every != 0:
         return False
-    if count % every == 0:
-        return True
-    # The count is read when the job runs, so in a busy room it can step over a multiple;
-    # a backlog of two intervals catches up instead of waiting for the room to go quiet.
-    return len(pending) >= min(2 * every, settings.max_messages)
+    return _has_user_messages(ctx, await pending_messages(ctx, settings))
 
 
 async def handle(ctx: Context) -> list[Fact]:
