@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from pathlib import Path
 
@@ -165,6 +166,44 @@ async def test_cache_sends_only_misses_in_one_call() -> None:
     assert await cached.embed([]) == []
     assert len(inner.calls) == 2
     assert (cached.name, cached.dimensions) == ("recording", 2)
+
+
+class SlowEmbedder(RecordingEmbedder):
+    """Takes a moment, like a real model, so concurrent callers overlap."""
+
+    async def embed(self, texts: list[str]) -> list[list[float]]:
+        await asyncio.sleep(0.05)
+        return await super().embed(texts)
+
+
+async def test_concurrent_callers_share_one_call_for_the_same_text() -> None:
+    # The facts and recall providers run concurrently and both embed the message.
+    ledger = UsageLedger()
+    inner = SlowEmbedder(ledger)
+    cached = CachedEmbedder(inner)
+    first, second, third = await asyncio.gather(
+        cached.embed(["hello there"]),
+        cached.embed(["hello there"]),
+        cached.embed(["hello there", "other"]),
+    )
+    assert first == second == [[11.0, 1.0]]
+    assert third == [[11.0, 1.0], [5.0, 1.0]]
+    assert inner.calls == [["hello there"], ["other"]]
+    assert ledger.embedding_calls == 2
+
+
+async def test_a_failed_call_fails_every_caller_waiting_on_it() -> None:
+    class Broken(SlowEmbedder):
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            await asyncio.sleep(0.05)
+            raise RuntimeError("model crashed")
+
+    cached = CachedEmbedder(Broken(UsageLedger()))
+    results = await asyncio.gather(cached.embed(["x"]), cached.embed(["x"]), return_exceptions=True)
+    assert all(isinstance(r, RuntimeError) for r in results)
+    # Nothing broken was cached: the next call tries again.
+    with pytest.raises(RuntimeError):
+        await cached.embed(["x"])
 
 
 async def test_cache_evicts_the_least_recently_used() -> None:

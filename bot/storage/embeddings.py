@@ -347,6 +347,7 @@ class CachedEmbedder:
         self.max_entries = max_entries
         # Tuples, so a caller mutating a returned list cannot corrupt the cache.
         self._entries: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._in_flight: dict[str, asyncio.Future[tuple[float, ...]]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -360,20 +361,43 @@ class CachedEmbedder:
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         found: dict[str, tuple[float, ...]] = {}
+        waiting: dict[str, asyncio.Future[tuple[float, ...]]] = {}
         for text in texts:
             vector = self._entries.get(text)
             if vector is not None:
                 self._entries.move_to_end(text)
                 found[text] = vector
-        missing = list(dict.fromkeys(text for text in texts if text not in found))
-        self.hits += sum(1 for text in texts if text in found)
+            elif text in self._in_flight:
+                # Another caller is embedding this text right now (the providers run
+                # concurrently and query with the same message): share its result.
+                waiting[text] = self._in_flight[text]
+        missing = list(dict.fromkeys(t for t in texts if t not in found and t not in waiting))
+        self.hits += sum(1 for text in texts if text in found or text in waiting)
         self.misses += len(missing)
         if missing:
-            fresh = await self.inner.embed(missing)
-            for text, vector in zip(missing, fresh, strict=True):
-                found[text] = tuple(vector)
-                self._remember(text, found[text])
+            await self._embed_missing(missing, found)
+        for text, future in waiting.items():
+            found[text] = await asyncio.shield(future)
         return [list(found[text]) for text in texts]
+
+    async def _embed_missing(self, missing: list[str], found: dict[str, tuple[float, ...]]) -> None:
+        loop = asyncio.get_running_loop()
+        futures = {text: loop.create_future() for text in missing}
+        self._in_flight.update(futures)
+        try:
+            fresh = await self.inner.embed(missing)
+        except BaseException as error:
+            for future in futures.values():
+                future.set_exception(error)
+                future.exception()  # retrieved here, so an unshared failure is not logged twice
+            raise
+        finally:
+            for text in missing:
+                self._in_flight.pop(text, None)
+        for text, vector in zip(missing, fresh, strict=True):
+            found[text] = tuple(vector)
+            self._remember(text, found[text])
+            futures[text].set_result(found[text])
 
     def _remember(self, text: str, vector: tuple[float, ...]) -> None:
         self._entries[text] = vector
