@@ -101,6 +101,7 @@ class AgentRuntime:
         self.rate_limiter = rate_limiter
         self.evaluations = EvaluationQueue(store, self._run_job)
         self._seen: OrderedDict[str, Account | Room] = OrderedDict()
+        self._prefetches: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -123,6 +124,7 @@ class AgentRuntime:
         room: Room | None = None,
     ) -> HandleResult:
         """Process one incoming message. Safe to call twice with the same message."""
+        self._prefetch_embedding(memory)
         if account is not None and self._seen.get(account.id) != account:
             await self.store.upsert_account(account)
             self._remember(account.id, account)
@@ -145,6 +147,21 @@ class AgentRuntime:
             memory, did_respond=result.responded, position=result.position
         )
         return result
+
+    def _prefetch_embedding(self, memory: Memory) -> None:
+        """Start embedding the message now, in the embedder's thread, so it overlaps the
+        database round trips; the providers and the indexing then share the cached result."""
+        if not memory.content.text.strip():
+            return
+        task = asyncio.create_task(self.knowledge.embedder.embed([memory.content.text]))
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetch_done)
+
+    def _prefetch_done(self, task: asyncio.Task[Any]) -> None:
+        self._prefetches.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # Whoever needs the vector embeds again and handles the error where it matters.
+            log.debug("embedding prefetch failed: %s", task.exception())
 
     def _remember(self, key: str, value: Account | Room) -> None:
         """Profiles already written need no write per message; bounded like an LRU."""
