@@ -188,8 +188,19 @@ async def test_concurrent_callers_share_one_call_for_the_same_text() -> None:
     )
     assert first == second == [[11.0, 1.0]]
     assert third == [[11.0, 1.0], [5.0, 1.0]]
-    assert inner.calls == [["hello there"], ["other"]]
-    assert ledger.embedding_calls == 2
+    assert inner.calls == [["hello there", "other"]]
+    assert ledger.embedding_calls == 1
+
+
+async def test_texts_arriving_during_a_call_go_together_in_the_next_one() -> None:
+    inner = SlowEmbedder(UsageLedger())
+    cached = CachedEmbedder(inner)
+    first = asyncio.create_task(cached.embed(["one"]))
+    await asyncio.sleep(0.01)  # the first call is running now
+    later = [asyncio.create_task(cached.embed([f"text {n}"])) for n in range(5)]
+    await asyncio.gather(first, *later)
+    assert inner.calls == [["one"], [f"text {n}" for n in range(5)]]
+    assert [t.result() for t in later] == [[[6.0, 1.0]]] * 5
 
 
 async def test_a_failed_call_fails_every_caller_waiting_on_it() -> None:

@@ -340,11 +340,14 @@ class CachedEmbedder:
     costs nothing. Misses (deduplicated) go to `inner` in a single call.
     """
 
-    def __init__(self, inner: Embedder, max_entries: int = 4096) -> None:
+    def __init__(self, inner: Embedder, max_entries: int = 4096, max_batch: int = 64) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be >= 1")
         self.inner = inner
         self.max_entries = max_entries
+        self.max_batch = max_batch
+        self._queued: dict[str, asyncio.Future[tuple[float, ...]]] = {}
+        self._batcher: asyncio.Task[None] | None = None
         # Tuples, so a caller mutating a returned list cannot corrupt the cache.
         self._entries: OrderedDict[str, tuple[float, ...]] = OrderedDict()
         self._in_flight: dict[str, asyncio.Future[tuple[float, ...]]] = {}
@@ -381,23 +384,47 @@ class CachedEmbedder:
         return [list(found[text]) for text in texts]
 
     async def _embed_missing(self, missing: list[str], found: dict[str, tuple[float, ...]]) -> None:
+        """Queue the misses for the next model call and wait for their vectors.
+
+        While a call runs, new misses wait and then go together in one batch (dynamic
+        batching): under load, a thousand messages cost a few dozen batched calls instead of
+        a thousand single-text ones, and a quiet bot still embeds each message at once.
+        """
         loop = asyncio.get_running_loop()
         futures = {text: loop.create_future() for text in missing}
         self._in_flight.update(futures)
-        try:
-            fresh = await self.inner.embed(missing)
-        except BaseException as error:
-            for future in futures.values():
-                future.set_exception(error)
-                future.exception()  # retrieved here, so an unshared failure is not logged twice
-            raise
-        finally:
-            for text in missing:
-                self._in_flight.pop(text, None)
-        for text, vector in zip(missing, fresh, strict=True):
-            found[text] = tuple(vector)
-            self._remember(text, found[text])
-            futures[text].set_result(found[text])
+        self._queued.update(futures)
+        if self._batcher is None or self._batcher.done():
+            self._batcher = asyncio.create_task(self._run_batches())
+        for text, future in futures.items():
+            found[text] = await asyncio.shield(future)
+
+    async def _run_batches(self) -> None:
+        while self._queued:
+            batch = dict(list(self._queued.items())[: self.max_batch])
+            for text in batch:
+                del self._queued[text]
+            try:
+                fresh = await self.inner.embed(list(batch))
+            except asyncio.CancelledError:
+                # Shutting down: release every waiter rather than leave it hanging.
+                for future in (*batch.values(), *self._queued.values()):
+                    future.cancel()
+                self._queued.clear()
+                self._in_flight.clear()
+                raise
+            except Exception as error:
+                for future in batch.values():
+                    if not future.done():
+                        future.set_exception(error)
+                continue
+            finally:
+                for text in batch:
+                    self._in_flight.pop(text, None)
+            for (text, future), vector in zip(batch.items(), fresh, strict=True):
+                self._remember(text, tuple(vector))
+                if not future.done():
+                    future.set_result(tuple(vector))
 
     def _remember(self, text: str, vector: tuple[float, ...]) -> None:
         self._entries[text] = vector
