@@ -55,6 +55,14 @@ def test_a_piped_session_learns_facts_and_remembers_them_after_a_restart(
     assert "Seattle" in second.stdout
 
 
+def test_what_was_said_in_an_earlier_session_is_learned(tmp_path: Path, model_dir: Path) -> None:
+    # One message, far from the extraction cadence, then the session ends (end of input).
+    first = mnemo(["chat"], "I have a cat named Pixel.\n", tmp_path, model_dir)
+    assert first.returncode == 0, first.stderr
+    second = mnemo(["chat"], "/facts\n", tmp_path, model_dir)
+    assert "cat named Pixel" in second.stdout
+
+
 def test_goals_can_be_added_and_listed_from_the_console(tmp_path: Path, model_dir: Path) -> None:
     script = "/goal Run a marathon: run 30 miles a week; finish a half marathon\n/goals\n"
     result = mnemo(["chat"], script, tmp_path, model_dir)

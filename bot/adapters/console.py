@@ -146,13 +146,23 @@ class ConsoleChat:
         return True
 
     async def learn_now(self) -> None:
-        """Before showing what was learned, learn from what was just said."""
-        if self._last is None:
+        """Before showing what was learned, learn from what was said (in this session or an
+        earlier one that ended before the facts were extracted)."""
+        last = self._last or await self._last_said()
+        if last is None:
             return
-        if not await self.runtime.flush_room(self._last, timeout=self.learn_timeout):
+        if not await self.runtime.flush_room(last, timeout=self.learn_timeout):
             self.say("(still learning; this list may be incomplete)")
 
+    async def _last_said(self) -> Memory | None:
+        recent = await self.runtime.store.recent_memories(self.room.id, 5)
+        said = [m for m in recent if m.user_id == self.account.id]
+        return said[-1] if said else None
+
     async def finish(self) -> None:
+        """Learn from what was said before leaving, so nothing waits for the idle flush."""
+        if self._last is not None:
+            await self.runtime.flush_room(self._last, timeout=self.learn_timeout)
         if not await self.runtime.evaluations.join(self.room.id, self.learn_timeout):
             log.warning("leaving with evaluations still running; they resume on next start")
 
