@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import socket
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from bot.models import Fact, stable_id
 from bot.storage.embeddings import OnnxEmbedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
+from bot.storage.vectors import VectorHit, VectorIndex
 
 SAM, WORLD, ROOM, AGENT = (stable_id(x) for x in ("sam", "world", "room", "agent"))
 
@@ -67,4 +70,64 @@ async def test_a_vector_whose_document_is_gone_is_never_shown(
     # And the orphan does not block storing the fact again.
     [again] = await knowledge.add_facts([fact("Sam plays the cello")], near_duplicate_distance=0.04)
     assert again.stored
+    await vectors.close()
+
+
+ALEX, ELSEWHERE = stable_id("alex"), stable_id("another world")
+
+
+def fact_about(text: str, *, subject_id: str = SAM, world_id: str = WORLD) -> Fact:
+    return Fact(text=text, subject_id=subject_id, room_id=ROOM, world_id=world_id, agent_id=AGENT)
+
+
+async def test_fact_search_ranks_a_persons_facts_exactly_and_stays_in_scope(
+    store: MongoStore, model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vectors = VectorIndex.persistent(tmp_path / "chroma")
+    knowledge = Knowledge(store, vectors, OnnxEmbedder(model_dir))
+    # The facts path ranks exactly; HNSW (`query`) is for messages only.
+    hnsw: list[dict[str, Any]] = []
+    real_query = vectors.query
+
+    async def spy(*args: Any, **kwargs: Any) -> list[VectorHit]:
+        hnsw.append(kwargs)
+        return await real_query(*args, **kwargs)
+
+    monkeypatch.setattr(vectors, "query", spy)
+    writes = await knowledge.add_facts(
+        [
+            fact_about("Sam lives in Lisbon"),
+            fact_about("Sam plays the cello"),  # newer: first if MongoDB's recency answered
+            fact_about("Alex lives in Berlin", subject_id=ALEX),
+            fact_about("Sam lives in Porto", world_id=ELSEWHERE),
+        ],
+        near_duplicate_distance=0.04,
+    )
+    assert all(w.stored for w in writes)
+
+    found = await knowledge.search_facts(
+        "Which city does Sam live in?", subject_ids=[SAM], world_id=WORLD
+    )
+    assert found[0].text == "Sam lives in Lisbon"
+    assert all((f.subject_id, f.world_id) == (SAM, WORLD) for f in found)
+    both = await knowledge.search_facts(
+        "Which city do they live in?", subject_ids=[SAM, ALEX], world_id=WORLD
+    )
+    assert {f.text for f in both[:2]} == {"Sam lives in Lisbon", "Alex lives in Berlin"}
+    assert all(f.world_id == WORLD for f in both)
+
+    # Near duplicates are found the same way: only among the same person's facts in the world.
+    paraphrase = "Sam's home is in Lisbon"
+    [lisbon, paraphrase_vector] = await knowledge.embedder.embed(
+        ["Sam lives in Lisbon", paraphrase]
+    )
+    threshold = 1.0 - sum(a * b for a, b in zip(lisbon, paraphrase_vector, strict=True)) + 0.01
+    again = await knowledge.add_facts([fact_about(paraphrase)], near_duplicate_distance=threshold)
+    assert [(w.stored, w.duplicate_of) for w in again] == [(False, writes[0].fact.id)]
+    elsewhere = await knowledge.add_facts(
+        [fact_about(paraphrase, world_id=ELSEWHERE), fact_about(paraphrase, subject_id=ALEX)],
+        near_duplicate_distance=threshold,
+    )
+    assert [w.stored for w in elsewhere] == [True, True]
+    assert hnsw == []
     await vectors.close()

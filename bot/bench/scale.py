@@ -126,6 +126,12 @@ class NoVectors(VectorIndex):
     async def query(self, collection: Any, embedding: Any, **_: Any) -> list[VectorHit]:
         return []
 
+    async def nearest_within(self, collection: Any, embedding: Any, **_: Any) -> list[VectorHit]:
+        return []
+
+    async def nearest_among(self, collection: Any, embedding: Any, **_: Any) -> list[VectorHit]:
+        return []
+
     async def delete(self, collection: Any, **_: Any) -> None:
         return None
 
