@@ -273,7 +273,8 @@ class MongoStore:
         # $set keeps the room's marks; a new room starts with an empty map of them.
         await self.db.rooms.update_one(
             {"_id": room.id},
-            {"$set": _fields(room), "$setOnInsert": {"marks": {}}},
+            # A room described before its first message starts counted (no scan later).
+            {"$set": _fields(room), "$setOnInsert": {"marks": {}, "message_count": 0}},
             upsert=True,
         )
 
