@@ -30,7 +30,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -40,12 +40,7 @@ from pydantic import SecretStr, TypeAdapter, ValidationError
 from bot.app import App, open_app
 from bot.bench.stats import REPO_ROOT, BenchError, ratio, summary
 from bot.config import (
-    EmbeddingSettings,
-    ModelSettings,
-    PlatformSettings,
-    RuntimeSettings,
     Settings,
-    StorageSettings,
 )
 from bot.llm.base import LanguageModel, ModelClass
 from bot.llm.openai_model import OpenAIModel
@@ -54,7 +49,7 @@ from bot.models import Goal, Objective
 from bot.plugins import PluginError, Registry, discover, plugin_sources
 from bot.state import State
 from bot.storage.mongo import fact_text_key
-from bot.testing.harness import TestChat
+from bot.testing.harness import TestChat, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, RecordedRequest, last_user_message
 
 log = logging.getLogger(__name__)
@@ -316,38 +311,36 @@ def bench_settings(
     database: str = "mnemo_bench",
     conversation_length: int = 32,
 ) -> Settings:
-    """Settings for a benchmark app, none read from the environment or `.env`."""
-    return Settings(
-        model=ModelSettings.model_construct(
-            openai_api_key=SecretStr("sk-bench-fake") if base_url else None,
-            openai_base_url=base_url,
-            small_model="fake-small",
-            large_model="fake-large",
-            timeout_seconds=30.0,
-            # One request per call, so requests and calls pair up one to one.
-            max_retries=0,
+    """Settings for a benchmark app, none read from the environment or `.env`: the test
+    harness's, pointed at the fake model server and the repo's plugins."""
+    base = test_settings(
+        data_dir,
+        mongodb_uri=mongodb_uri,
+        model_dir=model_dir,
+        character=CHARACTER,
+        evaluator_selection=selection,
+        conversation_length=conversation_length,
+    )
+    return replace(
+        base,
+        model=base.model.model_copy(
+            update={
+                "openai_api_key": SecretStr("sk-bench-fake") if base_url else None,
+                "openai_base_url": base_url,
+                "small_model": "fake-small",
+                "large_model": "fake-large",
+                "timeout_seconds": 30.0,
+                # One request per call, so requests and calls pair up one to one.
+                "max_retries": 0,
+            }
         ),
-        embedding=EmbeddingSettings.model_construct(
-            model="local", model_dir=model_dir, batch_size=64
-        ),
-        storage=StorageSettings.model_construct(
-            mongodb_uri=SecretStr(mongodb_uri) if mongodb_uri else None,
-            mongodb_database=database,
-            chroma_host=None,
-            chroma_port=8000,
-            data_dir=data_dir,
-        ),
-        platforms=PlatformSettings.model_construct(
-            discord_token=None, telegram_token=None, admin_ids=[], rate_limit_per_minute=0
-        ),
-        runtime=RuntimeSettings.model_construct(
-            character=CHARACTER,
-            evaluator_selection=selection,
-            evaluator_timeout=60.0,
-            conversation_length=conversation_length,
-            plugins_dir=REPO_ROOT / "plugins",
-            disabled_plugins=[],
-            log_level="WARNING",
+        storage=base.storage.model_copy(update={"mongodb_database": database}),
+        runtime=base.runtime.model_copy(
+            update={
+                "evaluator_timeout": 60.0,
+                "plugins_dir": REPO_ROOT / "plugins",
+                "log_level": "WARNING",
+            }
         ),
     )
 
