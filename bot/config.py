@@ -155,6 +155,11 @@ class PlatformSettings(_Group):
     telegram_webhook_port: int = Field(
         8443, ge=1, le=65535, validation_alias=_env("MNEMO_TELEGRAM_WEBHOOK_PORT")
     )
+    # Where the webhook server listens: every interface behind a load balancer, loopback
+    # behind a reverse proxy on the same host.
+    telegram_webhook_listen: str = Field(
+        "0.0.0.0", validation_alias=_env("MNEMO_TELEGRAM_WEBHOOK_LISTEN")
+    )
     # Administrators of a Telegram group may use the admin commands in that group.
     telegram_group_admins: bool = Field(False, validation_alias=_env("MNEMO_TELEGRAM_GROUP_ADMINS"))
     # Global slash-command sync takes up to an hour to reach every guild, so the default syncs

@@ -87,6 +87,12 @@ CASES = [
         "https://bot.example.com/hook",
     ),
     ("MNEMO_TELEGRAM_WEBHOOK_PORT", "88", ("platforms", "telegram_webhook_port"), 88),
+    (
+        "MNEMO_TELEGRAM_WEBHOOK_LISTEN",
+        "127.0.0.1",
+        ("platforms", "telegram_webhook_listen"),
+        "127.0.0.1",
+    ),
     ("MNEMO_TELEGRAM_GROUP_ADMINS", "true", ("platforms", "telegram_group_admins"), True),
     ("MNEMO_DISCORD_GLOBAL_SYNC", "1", ("platforms", "discord_global_sync"), True),
     ("MNEMO_RATE_LIMIT_PER_MINUTE", "0", ("platforms", "rate_limit_per_minute"), 0),

@@ -480,7 +480,7 @@ class TelegramAdapter:
         token = self.settings.telegram_token
         assert token is not None
         await app.updater.start_webhook(
-            listen="0.0.0.0",
+            listen=self.settings.telegram_webhook_listen,
             port=self.settings.telegram_webhook_port,
             url_path=urlsplit(url).path.lstrip("/"),
             webhook_url=url,
