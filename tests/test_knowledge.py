@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bot.models import Fact, stable_id
+from bot.models import Content, Fact, Memory, stable_id
 from bot.storage.embeddings import OnnxEmbedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorHit, VectorIndex
+from bot.storage.vectors import CollectionName, VectorHit, VectorIndex
 
 SAM, WORLD, ROOM, AGENT = (stable_id(x) for x in ("sam", "world", "room", "agent"))
 
@@ -131,3 +132,37 @@ async def test_fact_search_ranks_a_persons_facts_exactly_and_stays_in_scope(
     assert [w.stored for w in elsewhere] == [True, True]
     assert hnsw == []
     await vectors.close()
+
+
+class CountingIndex(VectorIndex):
+    """The real Chroma index, counting its upserts."""
+
+    upserts = 0
+
+    async def upsert(self, collection: CollectionName, **kwargs: Any) -> None:
+        self.upserts += 1
+        await super().upsert(collection, **kwargs)
+
+
+async def test_messages_indexed_at_once_share_writes_and_all_land(
+    store: MongoStore, model_dir: Path, tmp_path: Path
+) -> None:
+    index = CountingIndex.persistent(tmp_path / "chroma")
+    knowledge = Knowledge(store, index, OnnxEmbedder(model_dir))
+    messages = [
+        Memory(
+            id=stable_id("message", str(n)),
+            user_id=SAM,
+            agent_id=AGENT,
+            room_id=ROOM,
+            world_id=WORLD,
+            content=Content(text=f"Message number {n} about the weekend"),
+        )
+        for n in range(20)
+    ]
+    await asyncio.gather(*(knowledge.index_message(m) for m in messages))
+    assert await index.existing_ids("messages", [m.id for m in messages]) == {
+        m.id for m in messages
+    }
+    assert index.upserts < len(messages)  # rooms arriving together share a write
+    await index.close()

@@ -8,6 +8,7 @@ rebuild; every vector hit is hydrated through MongoDB, so a vector whose documen
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,6 +20,8 @@ from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorHit, VectorIndex
 
 log = logging.getLogger(__name__)
+
+MESSAGE_WRITE_BATCH = 256
 
 
 def scope_filter(**conditions: Any) -> dict[str, Any]:
@@ -68,6 +71,9 @@ class Knowledge:
         self.store = store
         self.vectors = vectors
         self.embedder = embedder
+        # Message vectors waiting for the next batched write, with who waits for each.
+        self._unwritten: dict[str, tuple[list[float], dict[str, Any], asyncio.Future[None]]] = {}
+        self._writer: asyncio.Task[None] | None = None
 
     # messages -----------------------------------------------------------------------------
     async def index_message(self, memory: Memory) -> None:
@@ -76,16 +82,37 @@ class Knowledge:
             return
         # The exact text, as the recall provider queries with: one cached embedding serves both.
         [vector] = await self.embedder.embed([memory.content.text])
-        try:
-            await self.vectors.upsert(
-                "messages",
-                ids=[memory.id],
-                embeddings=[vector],
-                metadatas=[_message_metadata(memory)],
-            )
-        except Exception:
-            # The message is safe in MongoDB; retrieval falls back to keywords until reindexed.
-            log.warning("vector write failed for message %s", memory.id, exc_info=True)
+        written = asyncio.get_running_loop().create_future()
+        self._unwritten[memory.id] = (vector, _message_metadata(memory), written)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_messages())
+        await asyncio.shield(written)
+
+    async def _write_messages(self) -> None:
+        """One Chroma upsert for every message vector queued meanwhile: under load, rooms
+        share a write instead of queueing one write each behind Chroma's lock."""
+        while self._unwritten:
+            batch = dict(list(self._unwritten.items())[:MESSAGE_WRITE_BATCH])
+            for message_id in batch:
+                del self._unwritten[message_id]
+            try:
+                await self.vectors.upsert(
+                    "messages",
+                    ids=list(batch),
+                    embeddings=[vector for vector, _, _ in batch.values()],
+                    metadatas=[metadata for _, metadata, _ in batch.values()],
+                )
+            except asyncio.CancelledError:
+                for _, _, written in (*batch.values(), *self._unwritten.values()):
+                    written.cancel()
+                self._unwritten.clear()
+                raise
+            except Exception:
+                # Messages are safe in MongoDB; retrieval falls back to keywords for them.
+                log.warning("vector write failed for %d messages", len(batch), exc_info=True)
+            for _, _, written in batch.values():
+                if not written.done():
+                    written.set_result(None)
 
     # facts --------------------------------------------------------------------------------
     async def add_facts(
