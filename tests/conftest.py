@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 from bot.storage.embedded import EmbeddedMongo
+from bot.storage.embeddings import CachedEmbedder, OnnxEmbedder
+from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.vectors import VectorIndex
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,3 +67,22 @@ async def store(mongo_uri: str) -> AsyncIterator[MongoStore]:
     finally:
         await mongo.client.drop_database(mongo.db.name)
         await mongo.close()
+
+
+@pytest.fixture(scope="session")
+def onnx_embedder(model_dir: Path) -> OnnxEmbedder:
+    """One ONNX session for the whole run: loading it is the slow part, and it holds no
+    event-loop state (unlike CachedEmbedder's batcher, which is made per test)."""
+    return OnnxEmbedder(model_dir)
+
+
+@pytest.fixture
+async def knowledge(
+    store: MongoStore, onnx_embedder: OnnxEmbedder, tmp_path: Path
+) -> AsyncIterator[Knowledge]:
+    """Knowledge on the test's database, a fresh Chroma folder and the shared model."""
+    vectors = VectorIndex.persistent(tmp_path / "chroma")
+    try:
+        yield Knowledge(store, vectors, CachedEmbedder(onnx_embedder))
+    finally:
+        await vectors.close()

@@ -29,9 +29,9 @@ def fact(text: str) -> Fact:
 
 
 async def test_a_failed_vector_write_loses_nothing_and_is_rebuilt(
-    store: MongoStore, model_dir: Path, tmp_path: Path
+    store: MongoStore, onnx_embedder: OnnxEmbedder, tmp_path: Path
 ) -> None:
-    embedder = OnnxEmbedder(model_dir)
+    embedder = onnx_embedder
     # Chroma is down: nothing listens on this port.
     down = Knowledge(store, VectorIndex.remote("127.0.0.1", closed_port()), embedder)
     writes = await down.add_facts([fact("Sam lives in Lisbon")], near_duplicate_distance=0.04)
@@ -58,10 +58,10 @@ async def test_a_failed_vector_write_loses_nothing_and_is_rebuilt(
 
 
 async def test_a_vector_whose_document_is_gone_is_never_shown(
-    store: MongoStore, model_dir: Path, tmp_path: Path
+    store: MongoStore, onnx_embedder: OnnxEmbedder, tmp_path: Path
 ) -> None:
     vectors = VectorIndex.persistent(tmp_path / "chroma")
-    knowledge = Knowledge(store, vectors, OnnxEmbedder(model_dir))
+    knowledge = Knowledge(store, vectors, onnx_embedder)
     [write] = await knowledge.add_facts([fact("Sam plays the cello")], near_duplicate_distance=0.04)
     # The document is deleted but the vector delete never happens (a crash in between).
     await store.delete_fact(write.fact.id, world_id=WORLD)
@@ -82,10 +82,10 @@ def fact_about(text: str, *, subject_id: str = SAM, world_id: str = WORLD) -> Fa
 
 
 async def test_fact_search_ranks_a_persons_facts_exactly_and_stays_in_scope(
-    store: MongoStore, model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: MongoStore, onnx_embedder: OnnxEmbedder, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     vectors = VectorIndex.persistent(tmp_path / "chroma")
-    knowledge = Knowledge(store, vectors, OnnxEmbedder(model_dir))
+    knowledge = Knowledge(store, vectors, onnx_embedder)
     # The facts path ranks exactly; HNSW (`query`) is for messages only.
     hnsw: list[dict[str, Any]] = []
     real_query = vectors.query
@@ -145,10 +145,10 @@ class CountingIndex(VectorIndex):
 
 
 async def test_messages_indexed_at_once_share_writes_and_all_land(
-    store: MongoStore, model_dir: Path, tmp_path: Path
+    store: MongoStore, onnx_embedder: OnnxEmbedder, tmp_path: Path
 ) -> None:
     index = CountingIndex.persistent(tmp_path / "chroma")
-    knowledge = Knowledge(store, index, OnnxEmbedder(model_dir))
+    knowledge = Knowledge(store, index, onnx_embedder)
     messages = [
         Memory(
             id=stable_id("message", str(n)),

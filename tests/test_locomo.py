@@ -4,7 +4,6 @@ conversation scored end to end through Mnemo's own storage and retrieval."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +12,8 @@ import pytest
 from bot.bench.locomo import LocomoError, load_locomo, normalise_evidence
 from bot.bench.recall import conversation_scope, main, run_recall
 from bot.retrieval import MessageRetriever
-from bot.storage.embeddings import CachedEmbedder, OnnxEmbedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 
 
 @pytest.mark.parametrize(
@@ -96,22 +93,6 @@ def data(tmp_path: Path) -> Path:
     path = tmp_path / "locomo.json"
     path.write_text(json.dumps([SAMPLE]), encoding="utf-8")
     return path
-
-
-@pytest.fixture(scope="module")
-def embedder(model_dir: Path) -> Iterator[CachedEmbedder]:
-    yield CachedEmbedder(OnnxEmbedder(model_dir))
-
-
-@pytest.fixture
-async def knowledge(
-    store: MongoStore, embedder: CachedEmbedder, tmp_path: Path
-) -> AsyncIterator[Knowledge]:
-    vectors = VectorIndex.persistent(tmp_path / "chroma")
-    try:
-        yield Knowledge(store, vectors, embedder)
-    finally:
-        await vectors.close()
 
 
 def test_the_file_is_read_into_sessions_turns_and_questions(data: Path) -> None:

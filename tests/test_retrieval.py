@@ -6,38 +6,16 @@ Knowledge.index_message), and searched through the same class the recall provide
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 
 from bot.models import Account, Content, Memory, Room, new_id, stable_id, utcnow
 from bot.retrieval import MessageRetriever, reciprocal_rank_fusion
-from bot.storage.embeddings import CachedEmbedder, OnnxEmbedder
 from bot.storage.knowledge import Knowledge
-from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 
 AGENT = stable_id("agent", "test")
-
-
-@pytest.fixture(scope="module")
-def embedder(model_dir: Path) -> Iterator[CachedEmbedder]:
-    # One ONNX session for the module: it is not tied to an event loop.
-    yield CachedEmbedder(OnnxEmbedder(model_dir))
-
-
-@pytest.fixture
-async def knowledge(
-    store: MongoStore, embedder: CachedEmbedder, tmp_path: Path
-) -> AsyncIterator[Knowledge]:
-    vectors = VectorIndex.persistent(tmp_path / "chroma")
-    try:
-        yield Knowledge(store, vectors, embedder)
-    finally:
-        await vectors.close()
 
 
 @pytest.fixture
