@@ -261,8 +261,13 @@ class AgentRuntime:
         providers: bool = True,
         room: Room | None = None,
     ) -> State:
-        recent = await self.store.recent_memories(memory.room_id, self.options.recent_messages)
-        room = room or await self.store.get_room(memory.room_id)
+        if room is None:
+            recent, room = await asyncio.gather(
+                self.store.recent_memories(memory.room_id, self.options.recent_messages),
+                self.store.get_room(memory.room_id),
+            )
+        else:
+            recent = await self.store.recent_memories(memory.room_id, self.options.recent_messages)
         if not any(m.id == memory.id for m in recent):
             recent = [*recent, memory][-self.options.recent_messages :]
         people = {m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)

@@ -111,7 +111,7 @@ class ConsoleChat:
         async def send(content: Content) -> None:
             self.say(f"{self.runtime.character.name}: {content.text}")
 
-        await self.runtime.handle(memory, send)
+        await self.runtime.handle(memory, send, account=self.account, room=self.room)
 
     async def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
