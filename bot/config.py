@@ -192,6 +192,17 @@ class PlatformSettings(_Group):
                 normalized.append(value)
         return normalized
 
+    def admin_ids_for(self, platform: str) -> frozenset[str]:
+        """The admin user ids that apply on one platform: `platform:123` and bare `123`."""
+        ids = set()
+        for entry in self.admin_ids:
+            prefix, sep, user = entry.partition(":")
+            if not sep:
+                ids.add(prefix)
+            elif prefix == platform:
+                ids.add(user)
+        return frozenset(ids)
+
 
 class RuntimeSettings(_Group):
     model_config = _config("MNEMO_")

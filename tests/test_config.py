@@ -371,3 +371,9 @@ def test_selection_and_log_level_are_case_insensitive(monkeypatch: pytest.Monkey
 def test_variable_names_are_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("mnemo_small_model", "lower")
     assert load().model.small_model == "lower"
+
+
+def test_admin_ids_apply_to_their_platform_and_bare_ids_to_every_platform() -> None:
+    settings = PlatformSettings(_env_file=None, admin_ids="discord:11, telegram:22, 33")  # type: ignore[call-arg]
+    assert settings.admin_ids_for("discord") == {"11", "33"}
+    assert settings.admin_ids_for("telegram") == {"22", "33"}

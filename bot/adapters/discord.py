@@ -289,19 +289,6 @@ def _where(channel: object) -> str:
 
 
 # --------------------------------------------------------------------------- slash commands
-def admin_user_ids(entries: Iterable[str]) -> frozenset[int]:
-    """Discord user ids among MNEMO_ADMIN_IDS: `discord:123`, or a bare `123`."""
-    ids: set[int] = set()
-    for entry in entries:
-        platform, sep, user = entry.partition(":")
-        value = user if sep else platform
-        if sep and platform.lower() != PLATFORM:
-            continue
-        if value.strip().isdigit():
-            ids.add(int(value.strip()))
-    return frozenset(ids)
-
-
 def interaction_scope(interaction: discord.Interaction) -> admin.Scope:
     """Where a command was used: only what was learned in that server (or DM) is shown."""
     channel_id = interaction.channel_id
@@ -392,7 +379,7 @@ class DiscordAdapter:
         )
         self.tree = app_commands.CommandTree(self.client)
         self.tree.on_error = self._on_command_error
-        self.admins = admin_user_ids(settings.admin_ids)
+        self.admins = frozenset(int(i) for i in settings.admin_ids_for(PLATFORM) if i.isdigit())
         self.locks = ChannelLocks()
         self._runtime: AgentRuntime | None = None
         self._gateway: asyncio.Task[None] | None = None

@@ -361,7 +361,7 @@ class TelegramAdapter:
         self.admin_cache_seconds = admin_cache_seconds
         self.typing_interval = typing_interval
         self.stop_grace = stop_grace
-        self._admin_ids = _telegram_admin_ids(settings.admin_ids)
+        self._admin_ids = settings.admin_ids_for(PLATFORM)
         self._group_admins: dict[int, tuple[float, frozenset[int]]] = {}
         self._usernames: dict[str, int] = {}
         self._lanes = ChatLanes()
@@ -869,17 +869,6 @@ class TelegramAdapter:
 
 
 # ---------------------------------------------------------------------- helpers
-def _telegram_admin_ids(entries: list[str]) -> frozenset[str]:
-    """User ids from MNEMO_ADMIN_IDS that apply here: `telegram:123` and bare `123`."""
-    ids = set()
-    for entry in entries:
-        platform, sep, user = entry.partition(":")
-        value = user if sep else platform
-        if (not sep or platform == PLATFORM) and value.strip().lstrip("-").isdigit():
-            ids.add(value.strip())
-    return frozenset(ids)
-
-
 def _command_parts(text: str) -> tuple[str, str]:
     """`/facts@mnemo_bot sarah 2` → ("facts", "sarah 2")."""
     head, _, rest = text.strip().partition(" ")
