@@ -21,6 +21,9 @@ from bot.llm.base import LanguageModel
 from bot.llm.factory import make_model
 from bot.llm.usage import UsageLedger
 from bot.models import stable_id
+from bot.ops.events import NO_EVENTS
+from bot.ops.metrics import Metrics, dependencies_of
+from bot.ops.server import MetricsServer
 from bot.plugins import Registry, discover
 from bot.ratelimit import RateLimiter
 from bot.runtime import AgentRuntime, RuntimeOptions
@@ -46,6 +49,8 @@ class App:
     registry: Registry
     ledger: UsageLedger
     bundled_mongo: bool
+    # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
+    metrics_server: MetricsServer | None = None
 
     @property
     def offline(self) -> bool:
@@ -101,6 +106,9 @@ async def open_app(
         model = model or make_model(settings.model, ledger)
         stack.push_async_callback(model.close)
         knowledge = Knowledge(store, vectors, embedder)
+        metrics = None
+        if settings.ops.metrics_port is not None:
+            metrics = Metrics(ledger, settings.ops.model_prices, dependencies_of(store, vectors))
         runtime = AgentRuntime(
             agent_id=agent_id_for(character),
             character=character,
@@ -115,6 +123,7 @@ async def open_app(
                 evaluator_timeout=settings.runtime.evaluator_timeout,
             ),
             rate_limiter=RateLimiter(settings.platforms.rate_limit_per_minute),
+            events=metrics or NO_EVENTS,
         )
         for plugin in registry.plugins:
             if plugin.setup is not None:
@@ -128,6 +137,14 @@ async def open_app(
         )
         scheduler.start()
         stack.push_async_callback(_shutdown_scheduler, scheduler)
+        metrics_server = None
+        if metrics is not None:
+            metrics_server = MetricsServer(
+                metrics, settings.ops.metrics_host, settings.ops.metrics_port or 0
+            )
+            await metrics_server.start()
+            stack.push_async_callback(metrics_server.stop)
+            log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
         yield App(
             settings=settings,
             character=character,
@@ -139,4 +156,5 @@ async def open_app(
             registry=registry,
             ledger=ledger,
             bundled_mongo=bundled,
+            metrics_server=metrics_server,
         )

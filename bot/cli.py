@@ -146,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         _secrets(settings),
         log_file=settings.storage.data_dir / "mnemo.log",
         quiet=command == "chat" or (command == "run" and _no_platforms(settings)),
+        log_format=settings.ops.log_format,
+        max_bytes=int(settings.ops.log_max_mb * 1024 * 1024),
+        backups=settings.ops.log_backups,
     )
     runner = {"run": _run, "chat": _chat, "doctor": _doctor}[command]
     try:

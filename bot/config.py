@@ -13,6 +13,7 @@ environment: `SMALL_MODEL`, `DATA_DIR`, `MAX_RETRIES` ... names Mnemo never prom
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,6 +246,62 @@ class RuntimeSettings(_Group):
         return value.strip().upper() if isinstance(value, str) else value
 
 
+def _parse_prices(value: object) -> object:
+    """`gpt-4o=2.5/10, gpt-4o-mini=0.15/0.6` -> {model: (prompt, completion)} per 1M tokens."""
+    if not isinstance(value, str):
+        return value
+    prices: dict[str, tuple[float, float]] = {}
+    for entry in _split_csv(value):  # type: ignore[union-attr]
+        model, sep, pair = str(entry).partition("=")
+        prompt, slash, completion = pair.partition("/")
+        try:
+            if not sep or not slash or not model.strip():
+                raise ValueError
+            prices[model.strip()] = (float(prompt), float(completion))
+        except ValueError:
+            raise ValueError(
+                f"{entry!r} is not MODEL=PROMPT/COMPLETION (USD per million tokens)"
+            ) from None
+    return prices
+
+
+class OpsSettings(_Group):
+    """Running as a service: the metrics endpoint, log files, model prices."""
+
+    model_config = _config("MNEMO_")
+
+    # Unset: no metrics server (a console chat opens no port). 0 picks a free port.
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    # Loopback by default: metrics are for the operator's scraper, not the internet.
+    metrics_host: str = "127.0.0.1"
+    # `text` to stderr and a rotating file under MNEMO_DATA_DIR; `json` lines on stdout only
+    # (containers, where the platform collects stdout).
+    log_format: Literal["text", "json"] = "text"
+    log_max_mb: float = Field(10.0, gt=0)
+    log_backups: int = Field(5, ge=0, le=1000)
+    # USD per million prompt / completion tokens, by model name, for the cost estimate.
+    model_prices: Annotated[dict[str, tuple[float, float]], NoDecode] = Field(
+        default_factory=lambda: {"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6)}
+    )
+
+    _prices = field_validator("model_prices", mode="before")(_parse_prices)
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+def _default_ops() -> OpsSettings:
+    # Settings built in code (tests, benches) get the defaults without reading the environment.
+    return OpsSettings.model_construct(
+        **{
+            name: info.get_default(call_default_factory=True)
+            for name, info in OpsSettings.model_fields.items()
+        }
+    )
+
+
 @dataclass(frozen=True)
 class Settings:
     """All settings, one sub-model per service. Built by `load_settings()`."""
@@ -254,6 +311,7 @@ class Settings:
     storage: StorageSettings
     platforms: PlatformSettings
     runtime: RuntimeSettings
+    ops: OpsSettings = dataclasses.field(default_factory=_default_ops)
 
 
 def _groups() -> dict[str, type[_Group]]:
@@ -263,6 +321,7 @@ def _groups() -> dict[str, type[_Group]]:
         "storage": StorageSettings,
         "platforms": PlatformSettings,
         "runtime": RuntimeSettings,
+        "ops": OpsSettings,
     }
 
 
@@ -333,7 +392,7 @@ def load_settings(env_file: Path | None = Path(".env"), **overrides: dict[str, o
     """Read every settings group; raise `ConfigError` with one line on the first bad value.
 
     `env_file=None` reads the environment only; `overrides` maps a group (`model`, `embedding`,
-    `storage`, `platforms`, `runtime`) to field values that win over the environment.
+    `storage`, `platforms`, `runtime`, `ops`) to field values that win over the environment.
     """
     classes = _groups()
     unknown = sorted(set(overrides) - set(classes))

@@ -1,4 +1,4 @@
-"""Logging set-up with secret redaction.
+"""Logging set-up with secret redaction, file rotation, and JSON lines for containers.
 
 Libraries log request URLs (httpx logs Telegram's `.../bot<TOKEN>/getUpdates` at INFO), so every
 record passes through a filter that replaces the configured secrets before any handler sees it.
@@ -9,7 +9,11 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterable
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
+from typing import Literal
+
+from pythonjsonlogger.json import JsonFormatter
 
 REDACTED = "[redacted]"
 
@@ -39,26 +43,62 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+class _JsonLines(JsonFormatter):
+    """One JSON object per line. The whole line is redacted too: the formatter renders a
+    traceback from the exception itself, past the filter's redacted copy."""
+
+    def __init__(self, redact: RedactSecrets) -> None:
+        super().__init__(
+            "{asctime}{levelname}{name}{message}",
+            style="{",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        )
+        self._redact = redact
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._redact.redact(super().format(record))
+
+
 def configure_logging(
-    level: str, secrets: Iterable[str], *, log_file: Path | None = None, quiet: bool = False
+    level: str,
+    secrets: Iterable[str],
+    *,
+    log_file: Path | None = None,
+    quiet: bool = False,
+    log_format: Literal["text", "json"] = "text",
+    max_bytes: int = 10 * 1024 * 1024,
+    backups: int = 5,
 ) -> None:
-    """Log to stderr (WARNING only when `quiet`, e.g. in the console chat) and to a file."""
+    """`text`: stderr (WARNING only when `quiet`, e.g. in the console chat) and a file that
+    rotates at `max_bytes`, keeping `backups` old ones. `json`: JSON lines on stdout only, for
+    containers whose platform collects and rotates stdout itself."""
     redact = RedactSecrets(secrets)
-    formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     handlers: list[logging.Handler] = []
-    stderr = logging.StreamHandler(sys.stderr)
-    stderr.setLevel(logging.WARNING if quiet else level)
-    handlers.append(stderr)
-    if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        file_handler = logging.FileHandler(log_file, encoding="utf-8")
-        file_handler.setLevel(level)
-        handlers.append(file_handler)
+    if log_format == "json":
+        stdout = logging.StreamHandler(sys.stdout)
+        stdout.setLevel(logging.WARNING if quiet else level)
+        stdout.setFormatter(_JsonLines(redact))
+        handlers.append(stdout)
+    else:
+        formatter = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        stderr = logging.StreamHandler(sys.stderr)
+        stderr.setLevel(logging.WARNING if quiet else level)
+        handlers.append(stderr)
+        if log_file is not None:
+            log_file.parent.mkdir(parents=True, exist_ok=True)
+            file_handler = RotatingFileHandler(
+                log_file, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+            )
+            file_handler.setLevel(level)
+            handlers.append(file_handler)
+        for handler in handlers:
+            handler.setFormatter(formatter)
     root = logging.getLogger()
+    for old in root.handlers:
+        old.close()
     root.handlers.clear()
     root.setLevel(level)
     for handler in handlers:
-        handler.setFormatter(formatter)
         handler.addFilter(redact)
         root.addHandler(handler)
     # Chatty libraries: their INFO is noise for an operator.

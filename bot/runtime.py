@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -24,6 +25,7 @@ from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, parse_evaluator_selection, parse_reply
 from bot.llm.usage import UsageLedger
 from bot.models import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
+from bot.ops.events import NO_EVENTS, RuntimeEvents
 from bot.plugins import Action, Context, Evaluator, Registry
 from bot.prompts import (
     BUILTIN_TEMPLATES,
@@ -87,6 +89,7 @@ class AgentRuntime:
         ledger: UsageLedger,
         options: RuntimeOptions | None = None,
         rate_limiter: RateLimiter | None = None,
+        events: RuntimeEvents = NO_EVENTS,
     ) -> None:
         from bot.evaluation import EvaluationQueue
 
@@ -99,6 +102,7 @@ class AgentRuntime:
         self.ledger = ledger
         self.options = options or RuntimeOptions()
         self.rate_limiter = rate_limiter
+        self.events = events
         self.evaluations = EvaluationQueue(store, self._run_job)
         self._seen: OrderedDict[str, Account | Room] = OrderedDict()
         self._prefetches: set[asyncio.Task[Any]] = set()
@@ -124,6 +128,7 @@ class AgentRuntime:
         room: Room | None = None,
     ) -> HandleResult:
         """Process one incoming message. Safe to call twice with the same message."""
+        arrived = time.perf_counter()
         self._prefetch_embedding(memory)
         if account is not None and self._seen.get(account.id) != account:
             await self.store.upsert_account(account)
@@ -135,6 +140,7 @@ class AgentRuntime:
         if position is None:
             log.debug("message %s already handled", memory.id)
             return HandleResult(stored=False)
+        self.events.message_received()
         room = room or await self.store.get_room(memory.room_id)
         result = HandleResult(stored=True, position=position)
         if self.should_respond(memory, room):
@@ -143,6 +149,8 @@ class AgentRuntime:
             else:
                 async with typing():
                     await self._respond(memory, send, result, room)
+                if result.replies:
+                    self.events.replied(len(result.replies), time.perf_counter() - arrived)
         result.job = await self.evaluations.enqueue(
             memory, did_respond=result.responded, position=result.position
         )

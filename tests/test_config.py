@@ -119,6 +119,17 @@ CASES = [
         ["goals", "weather"],
     ),
     ("MNEMO_LOG_LEVEL", "DEBUG", ("runtime", "log_level"), "DEBUG"),
+    ("MNEMO_METRICS_PORT", "9464", ("ops", "metrics_port"), 9464),
+    ("MNEMO_METRICS_HOST", "0.0.0.0", ("ops", "metrics_host"), "0.0.0.0"),
+    ("MNEMO_LOG_FORMAT", "JSON", ("ops", "log_format"), "json"),
+    ("MNEMO_LOG_MAX_MB", "2.5", ("ops", "log_max_mb"), 2.5),
+    ("MNEMO_LOG_BACKUPS", "0", ("ops", "log_backups"), 0),
+    (
+        "MNEMO_MODEL_PRICES",
+        "gpt-4o=2.5/10, local-llama=0/0",
+        ("ops", "model_prices"),
+        {"gpt-4o": (2.5, 10.0), "local-llama": (0.0, 0.0)},
+    ),
 ]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 import openai
@@ -72,6 +73,7 @@ class OpenAIModel:
         if max_tokens is not None:
             # `max_tokens` rather than `max_completion_tokens`: every compatible server knows it.
             options["max_tokens"] = max_tokens
+        started = time.perf_counter()
         try:
             response = await self._client.chat.completions.create(
                 model=model,
@@ -97,7 +99,13 @@ class OpenAIModel:
         usage = getattr(response, "usage", None)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        self._ledger.record(task, prompt_tokens, completion_tokens)
+        self._ledger.record(
+            task,
+            prompt_tokens,
+            completion_tokens,
+            model=model,
+            seconds=time.perf_counter() - started,
+        )
         log.debug(
             "model call task=%s model=%s prompt_tokens=%d completion_tokens=%d",
             task,

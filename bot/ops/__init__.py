@@ -1,0 +1,1 @@
+"""Running Mnemo as a service: metrics and health, schema migrations, backup and restore."""

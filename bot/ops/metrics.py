@@ -1,0 +1,218 @@
+"""Prometheus metrics for one Mnemo process.
+
+Counters that the code already keeps (the `UsageLedger`'s calls and tokens) are read at scrape
+time by a collector instead of being counted twice; what only happens in passing (a reply's
+latency, a model call's duration) is observed as it happens; what lives in the databases
+(queue depth, job states, reachability) is looked up when scraped, each look bounded by a
+time-out so a dead database makes the scrape say so instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from bot.llm.usage import ModelCall, UsageLedger
+from bot.models import JobStatus
+from bot.storage.mongo import MongoStore
+from bot.storage.vectors import VectorIndex
+
+log = logging.getLogger(__name__)
+
+# USD per million prompt and completion tokens, by model name.
+Prices = Mapping[str, tuple[float, float]]
+
+# Replies are dominated by the model: from tens of milliseconds (a local or offline model)
+# to a minute (a slow remote one at its time-out).
+LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
+PROBE_TIMEOUT_SECONDS = 2.0
+# Where the evaluation jobs live; the only collection this module reads.
+JOBS_COLLECTION = "evaluations"
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """How to reach what the process depends on; each call raises when it is unreachable."""
+
+    mongodb: Callable[[], Awaitable[Any]]
+    chroma: Callable[[], Awaitable[Any]]
+    # {status: number of jobs}, and how many jobs were handed out more than once.
+    job_counts: Callable[[], Awaitable[tuple[dict[str, int], int]]]
+
+
+class _LedgerCollector(Collector):
+    """Model calls, tokens and estimated cost, read from the ledger at each scrape."""
+
+    def __init__(self, ledger: UsageLedger, prices: Prices) -> None:
+        self._ledger = ledger
+        self._prices = dict(prices)
+
+    def collect(self) -> Iterator[Metric]:
+        calls = CounterMetricFamily(
+            "mnemo_model_calls", "Model calls answered, by task", labels=["task"]
+        )
+        failures = CounterMetricFamily(
+            "mnemo_model_failures",
+            "Model calls that failed after retries, by task",
+            labels=["task"],
+        )
+        prompt = CounterMetricFamily(
+            "mnemo_model_prompt_tokens", "Prompt tokens sent, by task", labels=["task"]
+        )
+        completion = CounterMetricFamily(
+            "mnemo_model_completion_tokens", "Completion tokens received, by task", labels=["task"]
+        )
+        for task, usage in sorted(self._ledger.snapshot().items()):
+            calls.add_metric([task], usage.calls)
+            failures.add_metric([task], usage.failures)
+            prompt.add_metric([task], usage.prompt_tokens)
+            completion.add_metric([task], usage.completion_tokens)
+        tokens = CounterMetricFamily(
+            "mnemo_model_tokens",
+            "Tokens by model and kind (prompt, completion)",
+            labels=["model", "kind"],
+        )
+        cost = CounterMetricFamily(
+            "mnemo_model_cost_usd",
+            "Estimated spend in USD by model, from MNEMO_MODEL_PRICES (unpriced models absent)",
+            labels=["model"],
+        )
+        for model, usage in sorted(self._ledger.model_snapshot().items()):
+            tokens.add_metric([model, "prompt"], usage.prompt_tokens)
+            tokens.add_metric([model, "completion"], usage.completion_tokens)
+            price = self._prices.get(model)
+            if price is not None:
+                cost.add_metric(
+                    [model], estimated_cost(usage.prompt_tokens, usage.completion_tokens, price)
+                )
+        embeddings = CounterMetricFamily("mnemo_embedding_calls", "Embedding model calls")
+        embeddings.add_metric([], self._ledger.embedding_calls)
+        texts = CounterMetricFamily("mnemo_embedded_texts", "Texts embedded")
+        texts.add_metric([], self._ledger.embedded_texts)
+        yield from (calls, failures, prompt, completion, tokens, cost, embeddings, texts)
+
+
+def estimated_cost(prompt_tokens: int, completion_tokens: int, price: tuple[float, float]) -> float:
+    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
+
+
+class Metrics:
+    """Every metric of one process, in its own registry (no global state: two apps in one
+    process, as in tests, do not mix their numbers). Implements `RuntimeEvents`."""
+
+    def __init__(self, ledger: UsageLedger, prices: Prices, dependencies: Dependencies) -> None:
+        self.registry = CollectorRegistry()
+        self._dependencies = dependencies
+        self.messages_received = Counter(
+            "mnemo_messages_received",
+            "Messages stored (redeliveries not counted)",
+            registry=self.registry,
+        )
+        self.replies_sent = Counter(
+            "mnemo_replies_sent", "Reply messages sent", registry=self.registry
+        )
+        self.reply_latency = Histogram(
+            "mnemo_reply_latency_seconds",
+            "From a message's arrival to its last reply sent",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.model_time = Histogram(
+            "mnemo_model_call_seconds",
+            "Time inside the model per answered call",
+            ["task", "model"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.up = Gauge(
+            "mnemo_dependency_up",
+            "1 if the dependency answered the last probe",
+            ["dependency"],
+            registry=self.registry,
+        )
+        self.jobs = Gauge(
+            "mnemo_evaluation_jobs", "Evaluation jobs by status", ["status"], registry=self.registry
+        )
+        self.queue_depth = Gauge(
+            "mnemo_evaluation_queue_depth",
+            "Evaluation jobs waiting or running",
+            registry=self.registry,
+        )
+        self.retried = Gauge(
+            "mnemo_evaluation_jobs_retried",
+            "Evaluation jobs handed out more than once",
+            registry=self.registry,
+        )
+        self.registry.register(_LedgerCollector(ledger, prices))
+        ledger.listeners.append(self._model_call)
+
+    # RuntimeEvents ---------------------------------------------------------------------------
+    def message_received(self) -> None:
+        self.messages_received.inc()
+
+    def replied(self, replies: int, seconds: float) -> None:
+        self.replies_sent.inc(replies)
+        self.reply_latency.observe(seconds)
+
+    def _model_call(self, call: ModelCall) -> None:
+        if call.seconds is not None:
+            self.model_time.labels(call.task, call.model or "unnamed").observe(call.seconds)
+
+    # scrape-time lookups ---------------------------------------------------------------------
+    async def health(self) -> dict[str, bool]:
+        """Whether MongoDB and Chroma answer now; also updates `mnemo_dependency_up`."""
+        names = ("mongodb", "chroma")
+        results = await asyncio.gather(
+            _answers(self._dependencies.mongodb), _answers(self._dependencies.chroma)
+        )
+        for name, ok in zip(names, results, strict=True):
+            self.up.labels(name).set(1 if ok else 0)
+        return dict(zip(names, results, strict=True))
+
+    async def refresh(self) -> None:
+        """Bring the looked-up gauges up to date before a scrape."""
+        health = await self.health()
+        if not health["mongodb"]:
+            return  # the queue gauges keep their last values; mnemo_dependency_up says why
+        try:
+            counts, retried = await asyncio.wait_for(
+                self._dependencies.job_counts(), PROBE_TIMEOUT_SECONDS
+            )
+        except Exception as error:
+            log.warning("metrics: cannot count evaluation jobs: %s", error)
+            return
+        for status in {*get_args(JobStatus), *counts}:
+            self.jobs.labels(status).set(counts.get(status, 0))
+        self.queue_depth.set(counts.get("pending", 0) + counts.get("running", 0))
+        self.retried.set(retried)
+
+
+async def _answers(probe: Callable[[], Awaitable[Any]]) -> bool:
+    try:
+        await asyncio.wait_for(probe(), PROBE_TIMEOUT_SECONDS)
+    except Exception as error:
+        log.warning("health probe failed: %s", error)
+        return False
+    return True
+
+
+def dependencies_of(store: MongoStore, vectors: VectorIndex) -> Dependencies:
+    async def job_counts() -> tuple[dict[str, int], int]:
+        jobs = store.db[JOBS_COLLECTION]
+        # Grouped by whatever statuses exist, so a new state (retry, dead) shows up unasked.
+        cursor = await jobs.aggregate([{"$group": {"_id": "$status", "n": {"$sum": 1}}}])
+        counts = {str(row["_id"]): int(row["n"]) async for row in cursor}
+        retried = await jobs.count_documents({"attempts": {"$gt": 1}})
+        return counts, retried
+
+    async def chroma() -> int:
+        return await vectors.count("facts")
+
+    return Dependencies(mongodb=store.ping, chroma=chroma, job_counts=job_counts)
