@@ -28,12 +28,12 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check bot plugins tests
-	$(BIN)/ruff format --check bot plugins tests
+	$(BIN)/ruff check bot benchmarks plugins tests
+	$(BIN)/ruff format --check bot benchmarks plugins tests
 
 format: $(STAMP)
-	$(BIN)/ruff check --fix bot plugins tests
-	$(BIN)/ruff format bot plugins tests
+	$(BIN)/ruff check --fix bot benchmarks plugins tests
+	$(BIN)/ruff format bot benchmarks plugins tests
 
 bench: $(STAMP)
 	$(BIN)/mnemo bench all

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from bot.config import ConfigError, Settings, load_settings
@@ -124,18 +124,32 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="start every platform with a token, else the console chat")
     sub.add_parser("chat", help="talk to the bot in this terminal")
     sub.add_parser("doctor", help="check settings, storage, embedder and model")
-    bench = sub.add_parser("bench", help="run benchmarks (see `mnemo bench --help`)")
+    # No -h of its own: `mnemo bench --help` and `mnemo bench PART --help` reach the benchmarks.
+    bench = sub.add_parser(
+        "bench", help="run benchmarks (see `mnemo bench --help`)", add_help=False
+    )
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    # argparse leaves an option right after `bench` (`mnemo bench --help`) out of its
+    # remainder; the benchmarks' own parser gets it.
+    args, unknown = parser.parse_known_args(argv)
     command = args.command or "run"
+    if unknown and command != "bench":
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if command == "bench":
-        from bot.bench.cli import main as bench_main
-
-        return bench_main(args.rest)
+        bench_main = _load_benchmarks()
+        if bench_main is None:
+            print(
+                "mnemo bench: the benchmarks are not installed with Mnemo; run `mnemo bench` "
+                "from a Mnemo checkout (git clone, then `make bench`)",
+                file=sys.stderr,
+            )
+            return EXIT_CONFIG
+        return bench_main([*unknown, *args.rest])
     try:
         settings = load_settings(args.env_file if args.env_file.exists() else None)
     except ConfigError as error:
@@ -159,6 +173,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mnemo: {error}", file=sys.stderr)
         return EXIT_CONFIG
     return 0
+
+
+def _load_benchmarks() -> Callable[[Sequence[str]], int] | None:
+    """`benchmarks.cli.main`, or None when Mnemo runs from a wheel, which has no benchmarks.
+
+    The benchmarks live beside `bot/` in a checkout and are not installed; an editable
+    install's `mnemo` script does not put the checkout on the import path, so it is added.
+    """
+    try:
+        from benchmarks.cli import main as bench_main
+    except ModuleNotFoundError as error:
+        if error.name != "benchmarks":
+            raise
+        checkout = Path(__file__).resolve().parents[1]
+        if not (checkout / "benchmarks" / "cli.py").is_file():
+            return None
+        sys.path.insert(0, str(checkout))
+        from benchmarks.cli import main as bench_main
+    return bench_main
 
 
 def _no_platforms(settings: Settings) -> bool:

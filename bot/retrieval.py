@@ -13,7 +13,7 @@ message's keyword document holds its own words twice and those of the `keyword_c
 messages on each side once; its vector similarity gains `vector_context` times its direct
 neighbours' similarities. The two rankings are then fused with weighted reciprocal-rank
 fusion (Cormack et al., 2009): score(m) = sum over rankers of weight / (k + rank(m)).
-Every default was chosen by measuring on LoCoMo (`bot.bench.recall`, table in its docstring).
+Every default was chosen by measuring on LoCoMo (`benchmarks.recall`, table in its docstring).
 
 The keyword index is cached per scope and rebuilt lazily when the scope's newest message
 changed (tokens are cached per message, so a rebuild only tokenises what is new). MongoDB is
@@ -63,7 +63,7 @@ class Scope:
 
 @dataclass(frozen=True)
 class RetrieverOptions:
-    """Tuning knobs; the defaults are the best measured on LoCoMo (see `bot.bench.recall`)."""
+    """Tuning knobs; the defaults are the best measured on LoCoMo (see `benchmarks.recall`)."""
 
     # Reciprocal-rank fusion. A small k lets a ranker's first places count for more; the
     # keyword ranker is trusted more because it sees speakers, dates and captions.

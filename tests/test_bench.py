@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.bench import cli
-from bot.bench.cost import (
+from benchmarks import cli
+from benchmarks.cost import (
     SERVER_USAGE,
     FakeModelAnswers,
     available_names,
@@ -23,18 +23,18 @@ from bot.bench.cost import (
     load_token_counter,
     run_mode,
 )
-from bot.bench.embedder import run_embedder
-from bot.bench.report import to_markdown, write_report
-from bot.bench.scale import (
+from benchmarks.embedder import run_embedder
+from benchmarks.report import to_markdown, write_report
+from benchmarks.scale import (
     ScaleOptions,
     bench_stores,
     lost_and_duplicated,
     order_violations,
     run_scale,
 )
-from bot.bench.startup import measure_once
-from bot.bench.stats import percentile, summary
-from bot.bench.vectors import derived_vectors, fact_vectors, run_vectors
+from benchmarks.startup import measure_once
+from benchmarks.stats import percentile, summary
+from benchmarks.vectors import derived_vectors, fact_vectors, run_vectors
 from bot.storage.embeddings import OnnxEmbedder
 from bot.storage.vectors import VectorIndex
 
@@ -200,7 +200,7 @@ def test_bench_scale_command_writes_json_markdown_and_chart(mongo_uri: str, tmp_
             "--messages",
             "1",
             "--variants",
-            "no-vectors",
+            "hash-embedder",
             "--mongodb-uri",
             mongo_uri,
             "--out",
@@ -210,11 +210,11 @@ def test_bench_scale_command_writes_json_markdown_and_chart(mongo_uri: str, tmp_
     assert code == 0
     results = json.loads((out / "results.json").read_text())
     [run] = results["parts"]["scale"]["runs"]
-    assert (run["rooms"], run["messages"], run["variant"]) == (2, 2, "no-vectors")
+    assert (run["rooms"], run["messages"], run["variant"]) == (2, 2, "hash-embedder")
     assert results["machine"]["python"] and results["machine"]["cores"]
     markdown = (out / "results.md").read_text()
     assert markdown.startswith("## Performance")
-    assert "| 2 × 1 | no-vectors |" in markdown
+    assert "| 2 × 1 | hash-embedder |" in markdown
     assert "evaluation backlog drains after the burst" in markdown
     assert (out / "scale.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -322,3 +322,18 @@ def test_startup_reaches_the_banner_and_quits_cleanly(model_dir: Path) -> None:
     assert run["first_reply_seconds"] is not None
     # Zero set-up: the bundled MongoDB server runs beside it.
     assert run["idle"]["bundled_mongodb_rss_mib"] is not None
+
+
+def test_each_bench_part_has_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
+    from bot.cli import main as mnemo
+
+    with pytest.raises(SystemExit) as exit_:
+        mnemo(["bench", "scale", "--help"])
+    assert exit_.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "usage: mnemo bench scale" in help_text
+    assert "--rooms" in help_text and "--script" not in help_text
+    with pytest.raises(SystemExit):
+        mnemo(["bench", "--help"])
+    listing = capsys.readouterr().out
+    assert all(part in listing for part in ("cost", "scale", "recall", "startup", "all"))

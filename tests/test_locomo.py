@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.bench.locomo import LocomoError, load_locomo, normalise_evidence
-from bot.bench.recall import conversation_scope, main, run_recall
+from benchmarks.locomo import LocomoError, load_locomo, normalise_evidence
+from benchmarks.recall import conversation_scope, main, run_recall
 from bot.retrieval import MessageRetriever
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore

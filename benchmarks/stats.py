@@ -17,8 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-# The checkout this package runs from (plugins/, characters/ and ../shared live around it).
-REPO_ROOT = Path(__file__).resolve().parents[2]
+# The checkout the benchmarks run from (plugins/, characters/ and ../shared live around it):
+# they are not installed with Mnemo, so they always run from one.
+REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class BenchError(Exception):

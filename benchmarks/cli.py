@@ -1,10 +1,13 @@
 """`mnemo bench <part> [options]`: run benchmarks, write results.json, results.md and charts.
 
-Parts: cost, overhead (from a cost run), scale, recall, vectors, embedder, startup, all.
-`all` runs every part once (overhead comes from the cost run) and draws the scale and
-recall charts; `--quick` scales every part down for a fast look. Benchmarks report: a missed
-goal is a row in the report, never a failing exit code. Exit code 2 means nothing could be
-measured (a missing model, an unreadable script ...), with the reason on one line.
+Parts (each a subcommand with its own `--help`): cost, overhead (from a cost run), scale,
+recall, vectors, embedder, startup, all. `all` runs every part once (overhead comes from the
+cost run) and draws the scale and recall charts; `--quick` scales every part down for a fast
+look. Benchmarks report: a missed goal is a row in the report, never a failing exit code. Exit
+code 2 means nothing could be measured (a missing model, an unreadable script ...), with the
+reason on one line.
+
+The benchmarks are not part of the installed package: they run from a Mnemo checkout.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bot.bench.stats import REPO_ROOT, BenchError
+from benchmarks.stats import REPO_ROOT, BenchError
 
 log = logging.getLogger(__name__)
 
-PARTS = ("cost", "overhead", "scale", "recall", "vectors", "embedder", "startup", "all")
 # `all` in this order: the cheap, always-available parts first.
 ALL_PARTS = ("cost", "scale", "recall", "vectors", "embedder", "startup")
 DEFAULT_OUT = Path("bench-results")
@@ -37,7 +40,7 @@ SIZES: dict[str, tuple[Any, Any]] = {
     # The bundled MongoDB server scans whole collections, so a run's cost grows with the
     # square of its messages: 1,000 rooms send one message each unless asked for more.
     "max_messages": (1000, 300),
-    "variants": ("full,no-vectors", "full,no-vectors"),
+    "variants": ("full,hash-embedder", "full,hash-embedder"),
     # None: the other variants run at the largest room count, beside the goal's run.
     "variant_rooms": (None, None),
     "conversations": (None, 1),
@@ -50,30 +53,39 @@ SIZES: dict[str, tuple[Any, Any]] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mnemo bench",
-        description="Measure Mnemo: cost per message, overhead, scale, recall, vector search, "
-        "embedder speed and start-up. Results go to OUT/results.json and OUT/results.md.",
-    )
-    parser.add_argument("part", choices=PARTS, help="what to measure (`all` runs every part)")
+@dataclass(frozen=True)
+class Part:
+    """One `mnemo bench` subcommand: its help line, its own options, and how it runs."""
+
+    name: str
+    help: str
+    add_options: Callable[[argparse.ArgumentParser], None]
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results folder")
     parser.add_argument("--quick", action="store_true", help="small sizes, for a fast look")
     parser.add_argument("--model-dir", type=Path, help="all-MiniLM-L6-v2 ONNX folder")
     parser.add_argument("--mongodb-uri", help="a MongoDB to use instead of the bundled server")
     parser.add_argument("--plugins-dir", type=Path, help="folder with the facts and goals plugins")
     parser.add_argument("--no-charts", action="store_true", help="do not draw PNG charts")
+
+
+def _cost_options(parser: argparse.ArgumentParser) -> None:
     cost = parser.add_argument_group("cost and overhead")
     cost.add_argument("--script", type=Path, help="JSON list of user messages")
     cost.add_argument("--selection", choices=("llm", "all", "both"), default="both")
     cost.add_argument("--messages-limit", type=int, help="only the script's first N messages")
+
+
+def _scale_options(parser: argparse.ArgumentParser) -> None:
     scale = parser.add_argument_group("scale")
     scale.add_argument("--rooms", help="room counts, comma separated (default 10,100,1000)")
     scale.add_argument("--messages", type=int, help="messages per room (default 5)")
     scale.add_argument(
         "--variants",
-        help="full, hash-embedder, no-vectors; the first runs at every room count, the "
-        "others at --variant-rooms (default full,no-vectors)",
+        help="full, hash-embedder; the first runs at every room count, the "
+        "others at --variant-rooms (default full,hash-embedder)",
     )
     scale.add_argument(
         "--variant-rooms", type=int, help="rooms for the other variants (default: the most)"
@@ -83,25 +95,70 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="cap on a run's messages: rooms × min(messages, cap // rooms) (default 1000)",
     )
+
+
+def _recall_options(parser: argparse.ArgumentParser) -> None:
     recall = parser.add_argument_group("recall")
     recall.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON file")
     recall.add_argument("--conversations", type=int, help="only the first N conversations")
+
+
+def _vectors_options(parser: argparse.ArgumentParser) -> None:
     vectors = parser.add_argument_group("vectors")
     vectors.add_argument("--sizes", help="stored facts, comma separated (default 10000,100000)")
     vectors.add_argument("--embed-texts", type=int, help="texts really embedded (default 10000)")
     vectors.add_argument("--embed-all", action="store_true", help="embed every stored fact")
     vectors.add_argument("--queries", type=int, help="queries per size (default 200)")
+
+
+def _embedder_options(parser: argparse.ArgumentParser) -> None:
     embedder = parser.add_argument_group("embedder")
     embedder.add_argument("--texts", type=int, help="texts for Mnemo's embedder (default 1024)")
     embedder.add_argument("--stock-texts", type=int, help="texts for Chroma's (default 128)")
+
+
+def _startup_options(parser: argparse.ArgumentParser) -> None:
     startup = parser.add_argument_group("startup")
     startup.add_argument("--runs", type=int, help="launches of `mnemo chat` (default 3)")
+
+
+# A new benchmark is one module here plus one Part (and its runner in `run_parts`).
+PARTS: tuple[Part, ...] = (
+    Part("cost", "prompt tokens, model calls and embeddings per message", _cost_options),
+    Part("overhead", "Mnemo's own time per message, from a cost run", _cost_options),
+    Part("scale", "many rooms at once: throughput, latency, nothing lost", _scale_options),
+    Part("recall", "message retrieval on LoCoMo", _recall_options),
+    Part("vectors", "fact search latency and memory at 10k-100k facts", _vectors_options),
+    Part("embedder", "the ONNX embedder's speed against Chroma's", _embedder_options),
+    Part("startup", "time to the `mnemo chat` banner, idle memory", _startup_options),
+)
+
+
+def _all_options(parser: argparse.ArgumentParser) -> None:
+    # Each part's adder is called once, even where parts share one (cost and overhead).
+    for add in dict.fromkeys(part.add_options for part in PARTS):
+        add(parser)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mnemo bench",
+        description="Measure Mnemo. Results go to OUT/results.json and OUT/results.md; "
+        "`mnemo bench PART --help` lists a part's options.",
+    )
+    sub = parser.add_subparsers(dest="part", metavar="PART", required=True)
+    everything = (*PARTS, Part("all", "every part once (overhead from the cost run)", _all_options))
+    for part in everything:
+        child = sub.add_parser(part.name, help=part.help, description=part.help)
+        _common_options(child)
+        part.add_options(child)
     return parser
 
 
 def _resolve_sizes(args: argparse.Namespace) -> None:
     for name, (full, quick) in SIZES.items():
-        if getattr(args, name) is None:
+        # Only the options this part's parser has.
+        if hasattr(args, name) and getattr(args, name) is None:
             setattr(args, name, quick if args.quick else full)
 
 
@@ -120,13 +177,13 @@ def _ints(text: str, option: str) -> list[int]:
 
 
 def _model_dir(args: argparse.Namespace) -> Path:
-    from bot.bench.embedder import find_model_dir
+    from benchmarks.embedder import find_model_dir
 
     return find_model_dir(args.model_dir)
 
 
 def run_cost_part(args: argparse.Namespace, *, selections: Sequence[str]) -> dict[str, Any]:
-    from bot.bench.cost import default_script_path, load_script, run_cost
+    from benchmarks.cost import default_script_path, load_script, run_cost
 
     script = load_script(args.script)
     if args.messages_limit:
@@ -152,7 +209,7 @@ def _display(path: Path) -> str:
 
 
 def run_scale_part(args: argparse.Namespace) -> dict[str, Any]:
-    from bot.bench.scale import VARIANTS, run_scale_series
+    from benchmarks.scale import VARIANTS, run_scale_series
 
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     unknown = [v for v in variants if v not in VARIANTS]
@@ -184,10 +241,10 @@ def run_recall_part(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _recall(args: argparse.Namespace, model_dir: Path) -> dict[str, Any]:
-    from bot.bench.embedder import local_embedder
-    from bot.bench.locomo import LocomoError
-    from bot.bench.recall import run_recall
-    from bot.bench.scale import bench_stores
+    from benchmarks.embedder import local_embedder
+    from benchmarks.locomo import LocomoError
+    from benchmarks.recall import run_recall
+    from benchmarks.scale import bench_stores
     from bot.retrieval import MessageRetriever
     from bot.storage.embeddings import CachedEmbedder
     from bot.storage.knowledge import Knowledge
@@ -218,8 +275,8 @@ def run_vectors_part(args: argparse.Namespace) -> dict[str, Any]:
 async def _vectors(
     model_dir: Path, sizes: Sequence[int], embed_texts: int, queries: int
 ) -> dict[str, Any]:
-    from bot.bench.embedder import local_embedder
-    from bot.bench.vectors import open_index, run_vectors
+    from benchmarks.embedder import local_embedder
+    from benchmarks.vectors import open_index, run_vectors
 
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-vectors-") as folder:
         index = await open_index(Path(folder))
@@ -237,7 +294,7 @@ async def _vectors(
 
 
 def run_embedder_part(args: argparse.Namespace) -> dict[str, Any]:
-    from bot.bench.embedder import run_embedder
+    from benchmarks.embedder import run_embedder
 
     if args.texts < 1 or args.stock_texts < 0:
         raise BenchError("--texts must be at least 1 and --stock-texts at least 0")
@@ -247,7 +304,7 @@ def run_embedder_part(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
-    from bot.bench.startup import run_startup
+    from benchmarks.startup import run_startup
 
     if args.runs < 1:
         raise BenchError("--runs must be at least 1")
@@ -294,7 +351,7 @@ def _measure(name: str, run: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_parts(part: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    from bot.bench.cost import overhead_of
+    from benchmarks.cost import overhead_of
 
     wanted = ALL_PARTS if part == "all" else (part,)
     parts: dict[str, dict[str, Any]] = {}
@@ -336,14 +393,14 @@ def _configure_logging() -> None:
         root.addHandler(handler)
     root.setLevel(logging.WARNING)
     # Progress of the benchmarks themselves; everything else only when it goes wrong.
-    logging.getLogger("bot.bench").setLevel(logging.INFO)
+    logging.getLogger("benchmarks").setLevel(logging.INFO)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _resolve_sizes(args)
     _configure_logging()
-    from bot.bench.report import machine_info, write_report
+    from benchmarks.report import machine_info, write_report
 
     command = "mnemo bench " + " ".join(argv if argv is not None else sys.argv[1:])
     started = time.perf_counter()

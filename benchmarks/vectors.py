@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from bot.bench.stats import mib, peak_rss_bytes, rate, reset_peak_rss, rss_bytes, summary
+from benchmarks.stats import mib, peak_rss_bytes, rate, reset_peak_rss, rss_bytes, summary
 from bot.models import stable_id
 from bot.storage.embeddings import Embedder
 from bot.storage.knowledge import nearest_facts

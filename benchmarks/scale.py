@@ -10,15 +10,15 @@ queue must drain with no job left pending.
 
 Where the time goes is measured without a profiler: CPU seconds of the event-loop thread (the
 runtime, pydantic, PyMongo), of the other threads (ONNX inference and Chroma run in worker
-threads), and of the bundled nx-27017 server process. Variants switch parts off to show what
-they cost: `full` (ONNX embedder + Chroma), `hash-embedder` (instant hash vectors + Chroma) and
-`no-vectors` (hash vectors, no Chroma writes or queries).
+threads), and of the bundled nx-27017 server process. Variants show what the local embedder
+costs: `full` (ONNX embedder + Chroma) and `hash-embedder` (the OpenAI embedder client against
+the fake OpenAI server, which answers hash vectors at once, + Chroma). The model is the test
+harness's `ScriptedModel` answering at once; nothing of Mnemo's own is replaced.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import json
 import logging
@@ -34,31 +34,33 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
+import openai
 from pymongo import AsyncMongoClient, monitoring
 
+from benchmarks.cost import CHARACTER, memory_plugins
+from benchmarks.embedder import local_embedder
+from benchmarks.stats import BenchError, cpu_seconds, rate, summary
 from bot.app import agent_id_for
-from bot.bench.cost import CHARACTER, memory_plugins
-from bot.bench.embedder import local_embedder
-from bot.bench.stats import BenchError, cpu_seconds, rate, summary
 from bot.characters import load_character
-from bot.llm.base import ModelClass, Task
+from bot.llm.base import Task
 from bot.llm.usage import UsageLedger
 from bot.models import Content, Memory
 from bot.plugins import Context, Evaluator, Plugin, Registry
 from bot.runtime import AgentRuntime, RuntimeOptions
 from bot.state import State
 from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import CachedEmbedder, Embedder
+from bot.storage.embeddings import CachedEmbedder, Embedder, OpenAIEmbedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorHit, VectorIndex
+from bot.storage.vectors import VectorIndex
 from bot.testing.harness import TestChat
+from bot.testing.openai_server import FakeOpenAIServer
+from bot.testing.scripted import ScriptedModel
 
 log = logging.getLogger(__name__)
 
-Variant = Literal["full", "hash-embedder", "no-vectors"]
-VARIANTS: tuple[Variant, ...] = ("full", "hash-embedder", "no-vectors")
+Variant = Literal["full", "hash-embedder"]
+VARIANTS: tuple[Variant, ...] = ("full", "hash-embedder")
 THROUGHPUT_GOAL = 100.0  # messages per second at 1,000 rooms
 GOAL_ROOMS = 1000
 REPLY = '{"text": "ok", "action": "NONE"}'
@@ -66,83 +68,17 @@ PROBE = "BENCH_ORDER"
 
 
 # ---------------------------------------------------------------------------------------------
-# Stand-ins for the parts a variant switches off
+# The instant model and the probe
 
 
-class InstantModel:
-    """A LanguageModel that answers at once: a fixed reply, every candidate evaluator, and
-    "[]" (nothing learned, no goal change) for everything else."""
-
-    name = "instant"
-
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-    ) -> str:
-        if task == Task.REPLY:
-            return REPLY
-        if task == Task.EVALUATOR_SELECTION and state is not None:
-            return json.dumps(state.data.get("evaluator_names", []))
-        return "[]"
-
-    async def close(self) -> None:
-        return None
-
-
-class HashEmbedder:
-    """Instant deterministic unit vectors from a hash of the text (embedding switched off)."""
-
-    name = "hash"
-    dimensions = 384
-
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        return [self._one(text) for text in texts]
-
-    def _one(self, text: str) -> list[float]:
-        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
-        vector = np.random.default_rng(seed).standard_normal(self.dimensions)
-        return (vector / np.linalg.norm(vector)).tolist()
-
-
-class NoVectors(VectorIndex):
-    """Vector indexing switched off: writes vanish, queries find nothing (facts then come
-    from MongoDB's recent ones, the provider's fallback)."""
-
-    def __init__(self) -> None:
-        super().__init__(self._refuse, describe="no vector index")
-
-    @staticmethod
-    def _refuse() -> Any:
-        raise BenchError("NoVectors has no client")
-
-    async def upsert(self, collection: Any, **_: Any) -> None:
-        return None
-
-    async def query(self, collection: Any, embedding: Any, **_: Any) -> list[VectorHit]:
-        return []
-
-    async def nearest_within(self, collection: Any, embedding: Any, **_: Any) -> list[VectorHit]:
-        return []
-
-    async def nearest_among(self, collection: Any, embedding: Any, **_: Any) -> list[VectorHit]:
-        return []
-
-    async def delete(self, collection: Any, **_: Any) -> None:
-        return None
-
-    async def count(self, collection: Any) -> int:
-        return 0
-
-    async def existing_ids(self, collection: Any, ids: list[str]) -> set[str]:
-        return set()
-
-    async def close(self) -> None:
-        return None
+def instant_answers(prompt: str, task: str, state: State | None) -> str:
+    """The model's answers: a fixed reply, every candidate evaluator, and "[]" (nothing
+    learned, no goal change) for everything else, at once."""
+    if task == Task.REPLY:
+        return REPLY
+    if task == Task.EVALUATOR_SELECTION and state is not None:
+        return json.dumps(state.data.get("evaluator_names", []))
+    return "[]"
 
 
 @dataclass
@@ -264,17 +200,18 @@ class _Tally:
     sent: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
 
-def _embedder(variant: Variant, model_dir: Path | None) -> Embedder:
+def _embedder(variant: Variant, model_dir: Path | None, server: FakeOpenAIServer) -> Embedder:
     if variant == "full":
         if model_dir is None:
             raise BenchError("the full variant needs the embedding model (--model-dir)")
         return CachedEmbedder(local_embedder(model_dir))
-    return CachedEmbedder(HashEmbedder())
+    client = openai.AsyncOpenAI(api_key="sk-bench-fake", base_url=server.base_url, max_retries=0)
+    return CachedEmbedder(OpenAIEmbedder(client, "text-embedding-3-small"))
 
 
 def _registry(probe: OrderProbe, plugins_dir: Path | None) -> Registry:
     registry = memory_plugins(plugins_dir)
-    registry.add(probe.plugin(), "bot.bench.scale")
+    registry.add(probe.plugin(), "benchmarks.scale")
     return registry
 
 
@@ -365,18 +302,25 @@ async def run_scale(
     plugins_dir: Path | None = None,
 ) -> dict[str, Any]:
     """One run of `options.rooms` rooms × `options.messages` messages; plain results."""
+    async with FakeOpenAIServer() as server:
+        # The server answers the `hash-embedder` variant's embeddings; `full` leaves it idle.
+        embedder = _embedder(options.variant, model_dir, server)
+        return await _run_scale(options, stores, embedder, plugins_dir)
+
+
+async def _run_scale(
+    options: ScaleOptions, stores: BenchStores, embedder: Embedder, plugins_dir: Path | None
+) -> dict[str, Any]:
     probe = OrderProbe()
     registry = _registry(probe, plugins_dir)
-    vectors = stores.vectors if options.variant != "no-vectors" else NoVectors()
-    embedder = _embedder(options.variant, model_dir)
     await embedder.embed(["warm-up"])  # loads the ONNX model outside the measurement
     character = load_character(CHARACTER)
     runtime = AgentRuntime(
         agent_id=agent_id_for(character),
         character=character,
         store=stores.store,
-        knowledge=Knowledge(stores.store, vectors, embedder),
-        model=InstantModel(),
+        knowledge=Knowledge(stores.store, stores.vectors, embedder),
+        model=ScriptedModel(instant_answers),
         registry=registry,
         ledger=UsageLedger(),
         options=RuntimeOptions(evaluator_selection="llm"),

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from bot.bench.stats import REPO_ROOT, BenchError, child_pids, mib, rss_bytes
+from benchmarks.stats import REPO_ROOT, BenchError, child_pids, mib, rss_bytes
 
 log = logging.getLogger(__name__)
 

@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from bot.bench.locomo import (
+from benchmarks.locomo import (
     CATEGORY_NAMES,
     RETRIEVAL_CATEGORIES,
     Conversation,

@@ -20,7 +20,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bot.bench.stats import REPO_ROOT
+from benchmarks.stats import REPO_ROOT
 
 log = logging.getLogger(__name__)
 
@@ -314,9 +314,10 @@ def scale_section(part: dict[str, Any], chart: str | None) -> list[str]:
         "All rooms at once, each sending its messages one after another, through "
         "`AgentRuntime.handle()` with the real facts and goals plugins, an instant model and "
         f"real stores ({part['mongodb']}). Variants: `full` = ONNX embedder + Chroma; "
-        "`hash-embedder` = instant hash vectors + Chroma; `no-vectors` = no embedding and no "
-        'Chroma. "Problems" counts replies and evaluations lost, duplicated or out of order '
-        "(each checked per message and per room, in the callbacks and in MongoDB).",
+        "`hash-embedder` = hash vectors from the fake OpenAI server through the OpenAI "
+        'embedder client + Chroma. "Problems" counts replies and evaluations lost, duplicated '
+        "or out of order (each checked per message and per room, in the callbacks and in "
+        "MongoDB).",
         "",
         *_table(
             [
@@ -382,7 +383,7 @@ def _bottleneck(runs: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def recall_section(part: dict[str, Any], chart: str | None) -> list[str]:
-    from bot.bench.recall import format_table
+    from benchmarks.recall import format_table
 
     lines = [
         f"LoCoMo ({_plural(len(part['conversations']), 'conversation')}, {part['turns']:,} turns, "

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from bot.bench.stats import REPO_ROOT, BenchError, rate, ratio
-from bot.bench.vectors import synthetic_sentences
+from benchmarks.stats import REPO_ROOT, BenchError, rate, ratio
+from benchmarks.vectors import synthetic_sentences
 from bot.storage.embeddings import (
     LOCAL_MODEL_NAME,
     MODEL_FILES,
@@ -158,9 +158,16 @@ def _stock(model_dir: Path, texts: list[str]) -> tuple[dict[str, Any], np.ndarra
         texts_path = Path(folder) / "texts.json"
         vectors_path = Path(folder) / "vectors.npy"
         texts_path.write_text(json.dumps(texts), encoding="utf-8")
-        env = {**os.environ, "HOME": str(home), "ANONYMIZED_TELEMETRY": "False"}
+        # The worker imports `benchmarks`, which is not installed: it runs from this checkout.
+        path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+        env = {
+            **os.environ,
+            "HOME": str(home),
+            "ANONYMIZED_TELEMETRY": "False",
+            "PYTHONPATH": path,
+        }
         code = (
-            "import sys\nfrom bot.bench.embedder import stock_worker\n"
+            "import sys\nfrom benchmarks.embedder import stock_worker\n"
             "stock_worker(sys.argv[1], sys.argv[2])"
         )
         try:

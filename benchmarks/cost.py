@@ -1,6 +1,6 @@
 """`mnemo bench cost` and `overhead`: what one user message costs, next to elizaOS's figures.
 
-A conversation script (by default `bot/bench/data/conversation.json`: Sarah tells the bot about
+A conversation script (by default `benchmarks/data/conversation.json`: Sarah tells the bot about
 herself over 30 messages, repeating facts in other words) runs through the full app
 (`open_app`: the bundled MongoDB server, Chroma in a temporary folder, the local ONNX embedder)
 with the real facts and goals plugins, as one person in one DM with one goal in progress. The
@@ -31,14 +31,13 @@ import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
+from benchmarks.stats import REPO_ROOT, BenchError, ratio, summary
 from bot.app import App, open_app
-from bot.bench.stats import REPO_ROOT, BenchError, ratio, summary
 from bot.config import (
     Settings,
 )
@@ -113,7 +112,7 @@ _MESSAGE_TIMEOUT = 120.0
 
 
 def default_script_path() -> Path:
-    return Path(str(resources.files("bot.bench.data").joinpath("conversation.json")))
+    return Path(__file__).resolve().parent / "data" / "conversation.json"
 
 
 def load_script(path: Path | None = None) -> list[str]:
@@ -576,7 +575,7 @@ async def run_cost(
     *,
     model_dir: Path,
     selections: Sequence[Selection] = ("llm", "all"),
-    script_source: str = "bot/bench/data/conversation.json",
+    script_source: str = "benchmarks/data/conversation.json",
     mongodb_uri: str | None = None,
     plugins_dir: Path | None = None,
 ) -> dict[str, Any]:

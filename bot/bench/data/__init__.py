@@ -1,1 +1,0 @@
-"""Data the benchmarks ship with: the default conversation script of `mnemo bench cost`."""
