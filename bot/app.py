@@ -125,11 +125,7 @@ async def open_app(
             rate_limiter=RateLimiter(settings.platforms.rate_limit_per_minute),
             events=metrics or NO_EVENTS,
         )
-        for plugin in registry.plugins:
-            if plugin.setup is not None:
-                await plugin.setup(runtime)
-            if plugin.teardown is not None:
-                stack.push_async_callback(plugin.teardown)
+        # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
         stack.push_async_callback(runtime.stop)
         scheduler = build_scheduler(

@@ -1,4 +1,4 @@
-"""Plugins: evaluators, providers and actions, and how they are found.
+"""Plugins: how they are found, checked and registered (their types are in bot.plugin_api).
 
 A plugin is a module or package in `plugins/` (names starting with `_` or `.` are skipped) or an
 installed package exposing the `mnemo.plugins` entry point; either way it exposes
@@ -22,112 +22,35 @@ import importlib.util
 import inspect
 import keyword
 import logging
+import re
 import sys
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
 from pydantic_settings.exceptions import SettingsError
 
 from bot.config import describe_error
-from bot.models import Content, Memory
-
-if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
-    from bot.state import State
+from bot.plugin_api import (
+    Action,
+    Command,
+    Context,
+    Evaluator,
+    EvaluatorExample,
+    ExampleTurn,
+    OfflineAnswer,
+    Plugin,
+    Provider,
+)
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "mnemo.plugins"
-
-# Sends extra content to the room the message came from (actions and evaluators may speak).
-Callback = Callable[[Content], Awaitable[None]]
-
-
-async def _no_callback(content: Content) -> None:
-    log.debug("no callback for content: %s", content.text[:80])
-
-
-@dataclass(frozen=True)
-class Context:
-    """What a handler gets: everything it may touch is passed in, nothing is global."""
-
-    runtime: AgentRuntime
-    message: Memory
-    state: State
-    settings: Any = None
-    callback: Callback = _no_callback
-
-
-@dataclass(frozen=True)
-class ExampleTurn:
-    user: str
-    text: str
-    action: str | None = None
-
-
-@dataclass(frozen=True)
-class EvaluatorExample:
-    """A worked example shown to the model: the scene, the messages and the expected outcome."""
-
-    context: str
-    messages: Sequence[ExampleTurn]
-    outcome: str
-
-
-async def _always(ctx: Context) -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class Evaluator:
-    name: str
-    description: str
-    handler: Callable[[Context], Awaitable[Any]] | None
-    validate: Callable[[Context], Awaitable[bool]] = _always
-    similes: Sequence[str] = ()
-    examples: Sequence[EvaluatorExample] = ()
-    # Run even when the bot did not reply (it still learns from messages it only overheard).
-    always_run: bool = False
-
-
-@dataclass(frozen=True)
-class Provider:
-    """Contributes text to the prompt; `get` returns "" when it has nothing to say."""
-
-    name: str
-    get: Callable[[Context], Awaitable[str]]
-    description: str = ""
-
-
-@dataclass(frozen=True)
-class Action:
-    name: str
-    description: str
-    handler: Callable[[Context], Awaitable[Any]]
-    validate: Callable[[Context], Awaitable[bool]] = _always
-    similes: Sequence[str] = ()
-    examples: Sequence[Sequence[ExampleTurn]] = ()
-    # The action speaks for itself: the reply text the model wrote is not sent.
-    suppress_initial_message: bool = False
-
-
-@dataclass(frozen=True)
-class Plugin:
-    name: str
-    description: str = ""
-    evaluators: Sequence[Evaluator] = ()
-    providers: Sequence[Provider] = ()
-    actions: Sequence[Action] = ()
-    # A pydantic(-settings) model; read once at start-up and handed to handlers as ctx.settings.
-    settings_model: type[BaseModel] | None = None
-    setup: Callable[[AgentRuntime], Awaitable[None]] | None = None
-    teardown: Callable[[], Awaitable[None]] | None = None
 
 
 class PluginError(Exception):
@@ -153,6 +76,16 @@ def _check_callable(owner: str, what: str, value: object, *, optional: bool = Fa
         raise PluginError(f"{owner}: {what} must be declared with `async def`")
 
 
+_COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+MAX_COMMAND_DESCRIPTION = 100
+
+
+def _check_sequence(owner: str, attribute: str, parts: object) -> Sequence[Any]:
+    if isinstance(parts, str | bytes) or not isinstance(parts, Sequence):
+        raise PluginError(f"{owner}: {attribute} must be a list, not {_kind_name(parts)}")
+    return parts
+
+
 def _check_parts(plugin: Plugin, where: str) -> None:
     """Malformed plugins fail at start-up with a reason, not at the first message."""
     owner = f"plugin {plugin.name} ({where})"
@@ -160,11 +93,10 @@ def _check_parts(plugin: Plugin, where: str) -> None:
         ("evaluators", plugin.evaluators, Evaluator),
         ("providers", plugin.providers, Provider),
         ("actions", plugin.actions, Action),
+        ("commands", plugin.commands, Command),
     )
     for attribute, parts, expected in kinds:
-        if isinstance(parts, str | bytes) or not isinstance(parts, Sequence):
-            raise PluginError(f"{owner}: {attribute} must be a list, not {_kind_name(parts)}")
-        for index, part in enumerate(parts):
+        for index, part in enumerate(_check_sequence(owner, attribute, parts)):
             if not isinstance(part, expected):
                 raise PluginError(
                     f"{owner}: {attribute}[{index}] is {_kind_name(part)}, not {expected.__name__}"
@@ -177,16 +109,44 @@ def _check_parts(plugin: Plugin, where: str) -> None:
                 _check_callable(
                     owner, f"{label} handler", part.handler, optional=isinstance(part, Evaluator)
                 )
+                if part.offline is not None and not callable(part.offline):
+                    raise PluginError(f"{owner}: {label} offline is not a function")
+            elif isinstance(part, Command):
+                _check_command(owner, label, part)
             else:
                 _check_callable(owner, f"{label} get", part.get)
-    _check_callable(owner, "setup", plugin.setup, optional=True)
-    _check_callable(owner, "teardown", plugin.teardown, optional=True)
+    for hook in ("setup", "teardown", "forget", "export"):
+        _check_callable(owner, hook, getattr(plugin, hook), optional=True)
+    answers = plugin.offline_answers
+    if not isinstance(answers, Mapping):
+        raise PluginError(f"{owner}: offline_answers must be a dict, not {_kind_name(answers)}")
+    for task, answer in answers.items():
+        if not isinstance(task, str) or not task.strip() or not callable(answer):
+            raise PluginError(f"{owner}: offline_answers[{task!r}] must map a task to a function")
     model = plugin.settings_model
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise PluginError(
             f"{owner}: settings_model must be a pydantic(-settings) model class, "
             f"not {getattr(model, '__name__', None) or _kind_name(model)}"
         )
+
+
+def _check_command(owner: str, label: str, command: Command) -> None:
+    # Every surface must be able to show it: Telegram and Discord both allow 1-32 of
+    # a-z0-9_ (Discord also allows "-", Telegram does not), Discord 100 description chars.
+    if not _COMMAND_NAME.fullmatch(command.name):
+        raise PluginError(
+            f"{owner}: {label} name must be 1-32 lower-case letters, digits or underscores"
+        )
+    description = command.description
+    if not isinstance(description, str) or not description.strip() or "\n" in description:
+        raise PluginError(f"{owner}: {label} needs a one-line description")
+    if len(description) > MAX_COMMAND_DESCRIPTION:
+        raise PluginError(
+            f"{owner}: {label} description is {len(description)} characters; "
+            f"surfaces show at most {MAX_COMMAND_DESCRIPTION}"
+        )
+    _check_callable(owner, f"{label} handler", command.handler)
 
 
 def _read_settings(plugin: Plugin, where: str, env_file: Path | None) -> Any:
@@ -234,15 +194,39 @@ class Registry:
     def actions(self) -> list[Action]:
         return [a for p in self.plugins for a in p.actions]
 
-    def plugin_of(self, part: Evaluator | Provider | Action) -> Plugin:
+    @property
+    def commands(self) -> list[Command]:
+        return [c for p in self.plugins for c in p.commands]
+
+    def plugin_of(self, part: Evaluator | Provider | Action | Command) -> Plugin:
         # Identity, not equality: two frozen dataclasses with equal fields are still two parts.
         for plugin in self.plugins:
-            if any(part is own for own in (*plugin.evaluators, *plugin.providers, *plugin.actions)):
+            owned = (*plugin.evaluators, *plugin.providers, *plugin.actions, *plugin.commands)
+            if any(part is own for own in owned):
                 return plugin
         raise KeyError(part.name)
 
-    def settings_for(self, part: Evaluator | Provider | Action) -> Any:
+    def settings_for(self, part: Evaluator | Provider | Action | Command) -> Any:
         return self.settings.get(self.plugin_of(part).name)
+
+    def offline_answers(self) -> dict[str, list[OfflineAnswer]]:
+        """Task -> the offline answers plugins registered for it, in registration order."""
+        answers: dict[str, list[OfflineAnswer]] = {}
+        for plugin in self.plugins:
+            for evaluator in plugin.evaluators:
+                if evaluator.offline is not None:
+                    answers.setdefault(f"evaluator:{evaluator.name}", []).append(evaluator.offline)
+            for action in plugin.actions:
+                if action.offline is not None:
+                    answers.setdefault(f"action:{action.name}", []).append(action.offline)
+            for task, answer in plugin.offline_answers.items():
+                answers.setdefault(task, []).append(answer)
+        return answers
+
+    @property
+    def idle_marks(self) -> list[str]:
+        """The room marks evaluators keep of what they have read (see Evaluator.idle_mark)."""
+        return list(dict.fromkeys(e.idle_mark for e in self.evaluators if e.idle_mark))
 
     def find_action(self, name: str | None) -> Action | None:
         if not name:
@@ -258,8 +242,8 @@ class Registry:
 
         `source` says where the plugin came from (a path, an entry point) for messages.
 
-        Names of plugins and of their evaluators, providers and actions must be unique,
-        ignoring case: the model names evaluators and actions back to us in any case.
+        Names of plugins and of their evaluators, providers, actions and commands must be
+        unique, ignoring case: the model names evaluators and actions back to us in any case.
         """
         if not isinstance(plugin, Plugin):
             raise PluginError(f"plugin {source}: `plugin` is {_kind_name(plugin)}, not a Plugin")
@@ -277,6 +261,7 @@ class Registry:
             ("evaluator", self.evaluators, plugin.evaluators),
             ("provider", self.providers, plugin.providers),
             ("action", self.actions, plugin.actions),
+            ("command", self.commands, plugin.commands),
         ):
             taken = {part.name.casefold(): self.plugin_of(part).name for part in existing}
             for part in new:
@@ -433,3 +418,21 @@ def discover(
     for plugin in registry.plugins:
         log.info("plugin %s loaded from %s", plugin.name, registry.sources[plugin.name])
     return registry
+
+
+# The plugin types, importable from here as before; new code imports them from `bot`.
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "Action",
+    "Command",
+    "Context",
+    "Evaluator",
+    "EvaluatorExample",
+    "ExampleTurn",
+    "Plugin",
+    "PluginError",
+    "Provider",
+    "Registry",
+    "discover",
+    "plugin_sources",
+]

@@ -10,6 +10,7 @@ evaluator's handler runs only if (1) it has a handler, (2) the bot responded or 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import re
 import time
@@ -26,7 +27,9 @@ from bot.llm.parsing import ReplyDraft, parse_evaluator_selection, parse_reply
 from bot.llm.usage import UsageLedger
 from bot.models import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
 from bot.ops.events import NO_EVENTS, RuntimeEvents
-from bot.plugins import Action, Context, Evaluator, Registry
+from bot.plugin_api import Action, Agent, Context, Evaluator, Provided, Provider
+from bot.plugin_host import PluginHost
+from bot.plugins import Registry
 from bot.prompts import (
     BUILTIN_TEMPLATES,
     character_values,
@@ -104,15 +107,32 @@ class AgentRuntime:
         self.rate_limiter = rate_limiter
         self.events = events
         self.evaluations = EvaluationQueue(store, self._run_job)
+        self.plugins = PluginHost(
+            registry,
+            store=store,
+            knowledge=knowledge,
+            model=model,
+            agent=Agent(
+                id=agent_id,
+                name=character.name,
+                names=tuple(character.names),
+                bio=" ".join(character.bio).strip(),
+            ),
+            templates=character.templates,
+            max_message_chars=self.options.max_message_chars,
+        )
         self._seen: OrderedDict[str, Account | Room] = OrderedDict()
         self._prefetches: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
+        """Set the plugins up (each keeps what its setup returns), then resume evaluations."""
+        await self.plugins.setup()
         await self.evaluations.recover()
 
     async def stop(self) -> None:
         await self.evaluations.stop()
+        await self.plugins.teardown()
 
     def template(self, name: str, default: str | None = None) -> str:
         return self.character.template(name, default or BUILTIN_TEMPLATES[name])
@@ -229,13 +249,7 @@ class AgentRuntime:
         if action is None or not action.suppress_initial_message:
             await say(Content(text=draft.text, action=draft.action))
         if action is not None:
-            context = Context(
-                runtime=self,
-                message=memory,
-                state=state,
-                settings=self.registry.settings_for(action),
-                callback=say,
-            )
+            context = self._context(action, memory, state, say)
             try:
                 await action.handler(context)
             except Exception:
@@ -253,7 +267,7 @@ class AgentRuntime:
             if draft.action:
                 log.info("model named unknown action %r; ignoring it", draft.action)
             return None
-        context = Context(self, memory, state, self.registry.settings_for(action), say)
+        context = self._context(action, memory, state, say)
         try:
             return action if await action.validate(context) else None
         except Exception:
@@ -307,33 +321,31 @@ class AgentRuntime:
 
     async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
         """Names for account ids: from the state's actors, else looked up."""
-        names = {i: state.name_of(i) for i in ids if i in state.actors or i == state.agent_id}
-        missing = sorted(ids - set(names))
-        if missing:
-            accounts = await self.store.get_accounts(missing)
-            names.update({i: a.name for i, a in accounts.items()})
-        return names
+        return await self.plugins.conversations.display_names(state, ids)
 
     async def _run_providers(self, memory: Memory, state: State) -> list[str]:
-        async def one(provider: Any) -> str:
-            context = Context(self, memory, state, self.registry.settings_for(provider))
+        """Run the providers concurrently, then merge what they returned into the state in
+        registration order (providers never write into the shared state themselves)."""
+
+        async def one(provider: Provider) -> Provided:
+            context = self._context(provider, memory, state)
             try:
-                text = await provider.get(context)
+                output = await provider.get(context)
             except Exception:
                 log.exception("provider %s failed", provider.name)
-                return ""
-            state.values[provider.name] = text or ""
-            return text or ""
+                return Provided()
+            return output if isinstance(output, Provided) else Provided(text=output or "")
 
-        return list(await asyncio.gather(*(one(p) for p in self.registry.providers)))
+        providers = self.registry.providers
+        outputs = await asyncio.gather(*(one(p) for p in providers))
+        for provider, output in zip(providers, outputs, strict=True):
+            state.values[provider.name] = output.text
+            if output.data is not None:
+                state.provided[provider.name] = output.data
+        return [output.text for output in outputs]
 
     def format_messages(self, state: State, messages: list[Memory]) -> str:
-        limit = self.options.max_message_chars
-        lines = []
-        for m in messages:
-            text = m.content.text if len(m.content.text) <= limit else m.content.text[:limit] + "…"
-            lines.append(f"{state.name_of(m.user_id)}: {text}")
-        return "\n".join(lines)
+        return self.plugins.conversations.format(state, messages)
 
     # ------------------------------------------------------------------ evaluation
     async def _run_job(self, job: EvaluationJob) -> list[str]:
@@ -348,23 +360,34 @@ class AgentRuntime:
         state = await self.compose_state(
             message, data={"trigger": job.trigger, "position": job.position}, providers=False
         )
-        return await self.evaluate(message, state, did_respond=job.did_respond)
+        return await self.evaluate(message, state, did_respond=job.did_respond, job_id=job.id)
 
     async def evaluate(
-        self, message: Memory, state: State, *, did_respond: bool, callback: Send | None = None
+        self,
+        message: Memory,
+        state: State,
+        *,
+        did_respond: bool,
+        callback: Send | None = None,
+        job_id: str | None = None,
     ) -> list[str]:
         """Run the evaluators that pass all four conditions; returns the names that ran."""
-        candidates = await self._validated(message, state, did_respond, callback)
-        if not candidates:
+        validated = await self._validated(message, state, did_respond, callback, job_id)
+        if not validated:
             return []
-        chosen = await self._select(candidates, state)
+        # By identity: evaluators are frozen dataclasses holding lists, so not hashable.
+        found = {id(evaluator): finding for evaluator, finding in validated}
+        chosen = await self._select([evaluator for evaluator, _ in validated], state)
         ran = []
         for evaluator in chosen:  # one after another, in registration order
-            context = self._context(evaluator, message, state, callback)
+            context = self._context(evaluator, message, state, callback, job_id)
             if evaluator.handler is None:
                 continue
             try:
-                await asyncio.wait_for(evaluator.handler(context), self.options.evaluator_timeout)
+                await asyncio.wait_for(
+                    _call_handler(evaluator, context, found[id(evaluator)]),
+                    self.options.evaluator_timeout,
+                )
             except TimeoutError:
                 log.error(
                     "evaluator %s timed out after %ss",
@@ -379,33 +402,44 @@ class AgentRuntime:
         return ran
 
     def _context(
-        self, evaluator: Evaluator, message: Memory, state: State, callback: Send | None
+        self,
+        part: Evaluator | Provider | Action,
+        message: Memory,
+        state: State,
+        callback: Send | None = None,
+        job_id: str | None = None,
     ) -> Context:
-        settings = self.registry.settings_for(evaluator)
-        if callback is None:
-            return Context(self, message, state, settings)
-        return Context(self, message, state, settings, callback)
+        return self.plugins.context(
+            part, message, state, callback=callback, job_id=job_id, runtime=self
+        )
 
     async def _validated(
-        self, message: Memory, state: State, did_respond: bool, callback: Send | None
-    ) -> list[Evaluator]:
-        async def check(evaluator: Evaluator) -> Evaluator | None:
+        self,
+        message: Memory,
+        state: State,
+        did_respond: bool,
+        callback: Send | None,
+        job_id: str | None,
+    ) -> list[tuple[Evaluator, Any]]:
+        """The evaluators passing conditions 1-3, each with what its validate found."""
+
+        async def check(evaluator: Evaluator) -> tuple[Evaluator, Any] | None:
             if evaluator.handler is None:  # condition 1
                 return None
             if not did_respond and not evaluator.always_run:  # condition 2
                 return None
-            context = self._context(evaluator, message, state, callback)
+            context = self._context(evaluator, message, state, callback, job_id)
             try:  # condition 3
-                valid = await asyncio.wait_for(
+                found = await asyncio.wait_for(
                     evaluator.validate(context), self.options.evaluator_timeout
                 )
             except Exception:
                 log.exception("evaluator %s validate failed", evaluator.name)
                 return None
-            return evaluator if valid else None
+            return (evaluator, found) if found else None
 
         checked = await asyncio.gather(*(check(e) for e in self.registry.evaluators))
-        return [e for e in checked if e is not None]
+        return [pair for pair in checked if pair is not None]
 
     async def _select(self, candidates: list[Evaluator], state: State) -> list[Evaluator]:
         """Condition 4: which validated evaluators run. `all` mode skips the model call."""
@@ -441,6 +475,24 @@ class AgentRuntime:
         """Learn now from a room's unlearned messages (as the idle flush would) and wait."""
         await self.evaluations.enqueue(memory, did_respond=True, trigger="idle")
         return await self.evaluations.join(memory.room_id, timeout)
+
+
+def _call_handler(evaluator: Evaluator, context: Context, found: Any) -> Awaitable[Any]:
+    """`handler(ctx, found)` for a handler taking what validate found (python-telegram-bot's
+    check_update -> handle_update(check_result)), else `handler(ctx)`."""
+    assert evaluator.handler is not None
+    if _takes_finding(evaluator.handler):
+        return evaluator.handler(context, found)
+    return evaluator.handler(context)
+
+
+def _takes_finding(handler: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
 
 
 def _names_in(name: str, text: str) -> bool:

@@ -26,6 +26,8 @@ class State:
     facts: list[Fact] = field(default_factory=list)
     goals: list[Goal] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)
+    # What providers returned besides their text (`Provided.data`), by provider name.
+    provided: dict[str, Any] = field(default_factory=dict)
     # Task-specific structured hints (e.g. the evaluator candidates for selection).
     data: dict[str, Any] = field(default_factory=dict)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from bot.models import stable_id, utcnow
+from bot.plugin_api import PluginContext
 from bot.plugins import Context, Evaluator, EvaluatorExample, ExampleTurn, Plugin
-from bot.runtime import AgentRuntime
 
 COLLECTION = "question_counts"  # the plugin's own collection: pick a name nobody else uses
 
@@ -35,8 +35,8 @@ async def handler(ctx: Context) -> None:
     await ctx.runtime.store.db[COLLECTION].update_one(key, update, upsert=True)
 
 
-async def setup(runtime: AgentRuntime) -> None:  # once at start-up, before any message
-    await runtime.store.db[COLLECTION].create_index("world_id", name="world")
+async def setup(ctx: PluginContext) -> None:  # once at start-up, before any message
+    await ctx.knowledge.store.db[COLLECTION].create_index("world_id", name="world")
 
 
 # The selection step shows the model this description and example to pick what runs.

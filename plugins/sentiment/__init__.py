@@ -12,9 +12,7 @@ small), `MNEMO_SENTIMENT_MIN_CHARS` (default 3). Disable with
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from bot.plugins import Plugin
+from bot.plugin_api import Plugin, PluginContext
 
 from .evaluator import (
     SENTIMENT_TEMPLATE,
@@ -31,13 +29,10 @@ from .store import (
     sentiment_summary,
 )
 
-if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
 
-
-async def setup(runtime: AgentRuntime) -> None:
+async def setup(ctx: PluginContext) -> None:
     # Indexes are created at start-up (idempotent), not on the first message.
-    await ensure_indexes(runtime)
+    await ensure_indexes(ctx.knowledge.store.db[COLLECTION])
 
 
 plugin = Plugin(

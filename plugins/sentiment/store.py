@@ -43,8 +43,8 @@ def collection(runtime: AgentRuntime) -> AsyncCollection:
     return runtime.store.db[COLLECTION]
 
 
-async def ensure_indexes(runtime: AgentRuntime) -> None:
-    await collection(runtime).create_indexes(_INDEXES)
+async def ensure_indexes(scores: AsyncCollection) -> None:
+    await scores.create_indexes(_INDEXES)
 
 
 async def record_score(runtime: AgentRuntime, message: Memory, score: float, label: str) -> bool:

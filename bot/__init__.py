@@ -1,0 +1,62 @@
+"""Mnemo. A plugin needs only this module:
+
+    from bot import Plugin, Evaluator, Provider, Action, Command, Context, CommandContext
+
+The rest of the package is Mnemo's own and may change; what is exported here is the plugin
+API (defined in `bot.plugin_api`, documented in docs/plugins.md).
+"""
+
+from bot.llm.base import ModelClass, ModelError
+from bot.llm.parsing import parse_json_array, parse_json_object
+from bot.models import Account, Content, Memory, Room, stable_id, utcnow
+from bot.plugin_api import (
+    Action,
+    Agent,
+    Collections,
+    Command,
+    CommandContext,
+    Context,
+    Conversations,
+    Evaluator,
+    EvaluatorExample,
+    ExampleTurn,
+    ModelHandle,
+    OfflineAnswer,
+    OfflineRequest,
+    Plugin,
+    PluginContext,
+    Provided,
+    Provider,
+)
+from bot.state import State
+
+__all__ = [
+    "Account",
+    "Action",
+    "Agent",
+    "Collections",
+    "Command",
+    "CommandContext",
+    "Content",
+    "Context",
+    "Conversations",
+    "Evaluator",
+    "EvaluatorExample",
+    "ExampleTurn",
+    "Memory",
+    "ModelClass",
+    "ModelError",
+    "ModelHandle",
+    "OfflineAnswer",
+    "OfflineRequest",
+    "Plugin",
+    "PluginContext",
+    "Provided",
+    "Provider",
+    "Room",
+    "State",
+    "parse_json_array",
+    "parse_json_object",
+    "stable_id",
+    "utcnow",
+]
