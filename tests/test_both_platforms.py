@@ -12,10 +12,10 @@ from bot.adapters.startup import run_platforms
 from bot.adapters.telegram import TelegramAdapter
 from bot.config import PlatformSettings
 from bot.state import State
-from bot.testing.discord_fakes import FakeDiscordServer, Person, pointed_at
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
-from bot.testing.telegram_server import FakeTelegramServer
+from tests.fakes.discord_fakes import FakeDiscordServer, Person, pointed_at
+from tests.fakes.telegram_server import FakeTelegramServer
 
 
 def echo(prompt: str, task: str, state: State | None) -> str:

@@ -32,15 +32,15 @@ from bot.models import Fact, account_id, message_id, room_id
 from bot.plugins import Context, Evaluator, Plugin
 from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
-from bot.testing.discord_fakes import (
+from bot.testing.harness import open_test_app
+from bot.testing.scripted import ScriptedModel
+from tests.fakes.discord_fakes import (
     FakeDiscord,
     FakeDiscordServer,
     FakeInteraction,
     Person,
     pointed_at,
 )
-from bot.testing.harness import open_test_app
-from bot.testing.scripted import ScriptedModel
 
 HELLO = '{"text": "Hello there!", "action": "NONE"}'
 

@@ -24,7 +24,7 @@ from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
-from bot.testing.telegram_server import FakeChat, FakeTelegramServer, FakeUser, SentMessage
+from tests.fakes.telegram_server import FakeChat, FakeTelegramServer, FakeUser, SentMessage
 
 # --------------------------------------------------------------------------- set-up
 

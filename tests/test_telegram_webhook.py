@@ -23,7 +23,7 @@ from bot.config import PlatformSettings
 from bot.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
-from bot.testing.telegram_server import FakeTelegramServer
+from tests.fakes.telegram_server import FakeTelegramServer
 
 WEBHOOK_URL = "https://example.invalid/mnemo"
 
