@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
 MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
@@ -36,6 +36,16 @@ def new_id() -> str:
 
 def utcnow() -> datetime:
     return to_millis(datetime.now(UTC))
+
+
+def epoch_millis(value: datetime) -> int:
+    """Integer milliseconds since the epoch: how fact lifetimes are stored, because nx-27017
+    compares dates only to the second and stores dates written by `$set` as strings."""
+    return int(to_millis(value).timestamp() * 1000)
+
+
+def from_epoch_millis(value: int) -> datetime:
+    return datetime.fromtimestamp(value / 1000, UTC)
 
 
 def to_millis(value: datetime) -> datetime:
@@ -132,7 +142,13 @@ class Room(Document):
 
 
 class Fact(Document):
-    """A claim learned about someone (its subject), scoped to the world it was learned in."""
+    """A claim learned about someone (its subject), scoped to the world it was learned in.
+
+    A fact has a lifetime: it holds from `valid_from` (when it was said) until `valid_until`,
+    which stays None while it is current. An update closes the old fact and names its
+    successor in `superseded_by`; a retraction closes it without one. Nothing is deleted by
+    an update, so the history stays queryable. Times are integer milliseconds since the epoch.
+    """
 
     id: str = Field(default_factory=new_id)
     text: str
@@ -145,6 +161,21 @@ class Fact(Document):
     created_at: datetime = Field(default_factory=utcnow)
     # Set once the fact's vector is in Chroma; None marks it for re-indexing.
     indexed_at: datetime | None = None
+    valid_from: int = 0
+    valid_until: int | None = None
+    superseded_by: str | None = None
+
+    @model_validator(mode="after")
+    def _said_when_learned(self) -> Fact:
+        # Facts stored before lifetimes existed (and callers that do not say when it was
+        # said) held from when they were learned.
+        if not self.valid_from:
+            self.valid_from = epoch_millis(self.created_at)
+        return self
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_until is None
 
 
 class Objective(Document):

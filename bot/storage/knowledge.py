@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pymongo.errors import DuplicateKeyError
+
 from bot.models import Fact, Memory, utcnow
 from bot.storage.embeddings import Embedder
+from bot.storage.fact_values import state_different_values
 from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorHit, VectorIndex
 
@@ -64,6 +67,8 @@ class FactWrite:
     fact: Fact
     stored: bool
     duplicate_of: str | None = None
+    # The current fact this one replaced: closed, with this one as its successor.
+    superseded: str | None = None
 
 
 class Knowledge:
@@ -116,54 +121,148 @@ class Knowledge:
 
     # facts --------------------------------------------------------------------------------
     async def add_facts(
-        self, facts: Sequence[Fact], *, near_duplicate_distance: float
+        self,
+        facts: Sequence[Fact],
+        *,
+        near_duplicate_distance: float,
+        replaces: Mapping[str, str] | None = None,
     ) -> list[FactWrite]:
-        """Store new facts, skipping exact and near duplicates of the subject's known facts
-        (and of each other). One embedding call for the whole batch."""
+        """Store new facts, skipping exact and near duplicates (paraphrases) of the subject's
+        current facts and of each other. One embedding call for the whole batch.
+
+        `replaces` maps a new fact's id to the current fact it updates: once the new fact is
+        stored, the old one is closed with it as successor. A near duplicate whose numbers,
+        dates or names differ ("has 2 kids" / "has 3 kids") is such an update, never a
+        duplicate. A fact whose id is already stored (a re-run extraction) changes nothing.
+        """
         if not facts:
             return []
+        replaces = replaces or {}
         vectors = await self.embedder.embed([f.text for f in facts])
         results: list[FactWrite] = []
         accepted: list[tuple[Fact, list[float]]] = []
         for fact, vector in zip(facts, vectors, strict=True):
-            duplicate = await self._duplicate_of(fact, vector, accepted, near_duplicate_distance)
+            duplicate, resembled = await self._resemblance(
+                fact, vector, accepted, near_duplicate_distance
+            )
             if duplicate is not None:
                 results.append(FactWrite(fact, stored=False, duplicate_of=duplicate))
                 continue
-            await self.store.insert_fact(fact)
+            try:
+                await self.store.insert_fact(fact)
+            except DuplicateKeyError:
+                # Stored by an earlier run of this same extraction: what it closed is closed.
+                results.append(FactWrite(fact, stored=False, duplicate_of=fact.id))
+                continue
             accepted.append((fact, vector))
-            results.append(FactWrite(fact, stored=True))
+            superseded = await self._supersede(fact, replaces.get(fact.id) or resembled)
+            results.append(FactWrite(fact, stored=True, superseded=superseded))
         if accepted:
             await self._index_facts(accepted)
         return results
 
-    async def _duplicate_of(
+    async def _resemblance(
         self,
         fact: Fact,
         vector: list[float],
         accepted: list[tuple[Fact, list[float]]],
         threshold: float,
-    ) -> str | None:
-        for other, other_vector in accepted:
+    ) -> tuple[str | None, str | None]:
+        """(the fact this one duplicates, the current fact it may update): a near duplicate
+        that states different values is a possible update, not a duplicate."""
+        for other, other_vector in reversed(accepted):
             if (
                 other.subject_id == fact.subject_id
                 and _cosine_distance(vector, other_vector) <= threshold
             ):
-                return other.id
+                if state_different_values(fact.text, other.text):
+                    return None, other.id
+                return other.id, None
         same = await self.store.find_fact_by_text(
             subject_id=fact.subject_id, world_id=fact.world_id, text=fact.text
         )
         if same is not None:
-            return same.id
+            return same.id, None
         hits = await self._nearest_facts_or_nothing(
             vector, subject_ids=[fact.subject_id], world_id=fact.world_id, limit=1
         )
         if hits and hits[0].distance <= threshold:
-            # Only trust the vector if its document still exists.
-            existing = await self.store.get_facts([hits[0].id])
+            # Only trust the vector if its document still exists and still holds.
+            existing = [f for f in await self.store.get_facts([hits[0].id]) if f.is_current]
             if existing:
-                return existing[0].id
-        return None
+                if state_different_values(fact.text, existing[0].text):
+                    return None, existing[0].id
+                return existing[0].id, None
+        return None, None
+
+    async def _supersede(self, fact: Fact, old_id: str | None) -> str | None:
+        """Close `old_id` with `fact` as its successor, if it is a current fact about the same
+        person in the same world; returns the id closed."""
+        if old_id is None or old_id == fact.id:
+            return None
+        found = await self.store.get_facts([old_id])
+        old = found[0] if found else None
+        if old is None or old.subject_id != fact.subject_id or old.world_id != fact.world_id:
+            log.info("fact %s cannot replace %s: not the same person's", fact.id, old_id)
+            return None
+        until = max(fact.valid_from, old.valid_from)
+        if not await self.store.close_fact(
+            old_id, world_id=fact.world_id, until=until, superseded_by=fact.id
+        ):
+            return None  # closed already (a re-run, or another update got there first)
+        # Only current facts are searched; the history is read from MongoDB.
+        await self._delete_vectors("facts", ids=[old_id])
+        return old_id
+
+    async def retract_facts(
+        self, fact_ids: Sequence[str], *, world_id: str, when: int
+    ) -> list[str]:
+        """Close current facts without a successor ("I no longer work there"); returns the
+        ids closed. Closing is conditional on the fact being current: never twice."""
+        closed = []
+        for fact_id in dict.fromkeys(fact_ids):
+            if await self.store.close_fact(
+                fact_id, world_id=world_id, until=when, superseded_by=None
+            ):
+                closed.append(fact_id)
+        if closed:
+            await self._delete_vectors("facts", ids=closed)
+        return closed
+
+    async def similar_facts(
+        self,
+        texts: Sequence[str],
+        *,
+        subject_ids: Sequence[str],
+        world_id: str,
+        per_text: int = 3,
+        limit: int = 12,
+    ) -> list[Fact]:
+        """The current facts about these people most similar to any of `texts` (what was
+        just said), most similar first: what a new claim may update, retract or repeat.
+        The texts are messages, so their embeddings are usually cached already."""
+        texts = [t for t in dict.fromkeys(texts) if t.strip()]
+        if not texts or not subject_ids or limit <= 0:
+            return []
+        vectors = await self.embedder.embed(texts)
+        found = await asyncio.gather(
+            *(
+                self._nearest_facts_or_nothing(
+                    v, subject_ids=subject_ids, world_id=world_id, limit=per_text
+                )
+                for v in vectors
+            )
+        )
+        best: dict[str, float] = {}
+        for hits in found:
+            for hit in hits:
+                best[hit.id] = min(hit.distance, best.get(hit.id, 2.0))
+        ranked = sorted(best, key=best.__getitem__)[:limit]
+        return [f for f in await self.store.get_facts(ranked) if f.is_current]
+
+    async def fact_history(self, subject_id: str, world_id: str) -> list[Fact]:
+        """Every fact about a person in a world, current and closed, oldest first."""
+        return await self.store.fact_history(subject_id, world_id)
 
     async def _index_facts(self, pairs: list[tuple[Fact, list[float]]]) -> None:
         try:
@@ -199,7 +298,8 @@ class Knowledge:
                 vector, subject_ids=subject_ids, world_id=world_id, limit=limit
             )
             relevant = [hit.id for hit in hits if hit.distance <= max_distance]
-            found = await self.store.get_facts(relevant)
+            # A vector can outlive its fact's lifetime (a failed delete): check in MongoDB.
+            found = [f for f in await self.store.get_facts(relevant) if f.is_current]
         if not found:
             found = await self.store.facts_about(list(subject_ids), world_id, limit=limit)
         return found
@@ -223,8 +323,8 @@ class Knowledge:
         return deleted
 
     async def forget_person(self, *, user_id: str, world_id: str) -> tuple[int, int]:
-        """Delete everything learned about or said by a person in a world, in both stores.
-        Returns (facts deleted, messages deleted)."""
+        """Delete everything learned about or said by a person in a world, in both stores,
+        the facts' history included. Returns (facts deleted, messages deleted)."""
         fact_ids = await self.store.delete_facts(subject_id=user_id, world_id=world_id)
         messages = await self.store.delete_memories(user_id=user_id, world_id=world_id)
         if fact_ids:

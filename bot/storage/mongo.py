@@ -74,6 +74,12 @@ _INDEXES: dict[str, list[IndexModel]] = {
 }
 
 
+# The filter for facts that still hold. `$in: [None]`, not `None`: nx-27017 counts
+# (`count_documents`, an aggregation) miss documents on a plain None, and both servers match
+# a fact stored before lifetimes existed (no field at all) this way.
+_CURRENT: dict[str, Any] = {"valid_until": {"$in": [None]}}
+
+
 class StorageUnavailable(RuntimeError):
     """The database cannot be reached (or refuses us). The message never holds a password."""
 
@@ -300,6 +306,8 @@ class MongoStore:
         )
 
     # facts --------------------------------------------------------------------------------
+    # Reads for the prompt, /me and /facts see only current facts (see Fact); the history
+    # is read through `fact_history`.
     async def insert_fact(self, fact: Fact) -> None:
         """Store a new fact (a DuplicateKeyError if its id exists: ids are never reused)."""
         await self.db.facts.insert_one({**_dump(fact), "text_key": fact_text_key(fact.text)})
@@ -321,20 +329,30 @@ class MongoStore:
         return await self._by_ids("facts", Fact, ids)
 
     async def find_fact_by_text(self, *, subject_id: str, world_id: str, text: str) -> Fact | None:
-        """Exact duplicate check: same subject, same world, same normalised text."""
+        """Exact duplicate check: same subject, same world, same normalised text, current
+        (a value that held before and holds again is stored again: "moved back to Seattle")."""
         document = await self.db.facts.find_one(
-            {"subject_id": subject_id, "world_id": world_id, "text_key": fact_text_key(text)}
+            {
+                "subject_id": subject_id,
+                "world_id": world_id,
+                "text_key": fact_text_key(text),
+                **_CURRENT,
+            }
         )
         return _load_one(Fact, document)
 
     async def facts_about(
         self, subject_ids: list[str], world_id: str, *, limit: int = 10
     ) -> list[Fact]:
-        """Most recent facts about these subjects in this world, newest first."""
+        """Most recent current facts about these subjects in this world, newest first."""
         if not subject_ids or limit <= 0:
             return []
         cursor = self.db.facts.find(
-            {"subject_id": {"$in": list(dict.fromkeys(subject_ids))}, "world_id": world_id}
+            {
+                "subject_id": {"$in": list(dict.fromkeys(subject_ids))},
+                "world_id": world_id,
+                **_CURRENT,
+            }
         ).sort("created_at", DESCENDING)
         return _load_all(Fact, await cursor.limit(limit).to_list())
 
@@ -347,9 +365,9 @@ class MongoStore:
         skip: int = 0,
         limit: int = 20,
     ) -> tuple[list[Fact], int]:
-        """A page of a world's facts (newest first), optionally for one subject and containing
-        `search` (case-insensitive substring), with the total count."""
-        query: dict[str, Any] = {"world_id": world_id}
+        """A page of a world's current facts (newest first), optionally for one subject and
+        containing `search` (case-insensitive substring), with the total count."""
+        query: dict[str, Any] = {"world_id": world_id, **_CURRENT}
         if subject_id is not None:
             query["subject_id"] = subject_id
         if search and search.strip():
@@ -361,6 +379,23 @@ class MongoStore:
             self.db.facts.find(query).sort("created_at", DESCENDING).skip(max(skip, 0)).limit(limit)
         )
         return _load_all(Fact, await cursor.to_list()), total
+
+    async def fact_history(self, subject_id: str, world_id: str, *, limit: int = 500) -> list[Fact]:
+        """Every fact about a subject in a world, current and closed, oldest first."""
+        cursor = self.db.facts.find({"subject_id": subject_id, "world_id": world_id})
+        facts = _load_all(Fact, await cursor.limit(limit).to_list())
+        return sorted(facts, key=lambda fact: (fact.valid_from, fact.created_at))
+
+    async def close_fact(
+        self, fact_id: str, *, world_id: str, until: int, superseded_by: str | None
+    ) -> bool:
+        """End a current fact's lifetime. Only a current fact is closed, so a redelivered or
+        re-run extraction never closes one twice (nor moves its end or successor)."""
+        result = await self.db.facts.update_one(
+            {"_id": fact_id, "world_id": world_id, **_CURRENT},
+            {"$set": {"valid_until": until, "superseded_by": superseded_by}},
+        )
+        return result.modified_count == 1
 
     async def facts_with_id_prefix(
         self, world_id: str, prefix: str, *, limit: int = 5

@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from bot.llm.parsing import parse_json_array
-from bot.models import Account, FactType
+from bot.models import Account, FactType, Memory
 
 log = logging.getLogger(__name__)
+
+# What a claim does to what is known: adds to it, replaces a known fact, ends one, or says
+# one again (mem0's ADD / UPDATE / DELETE / NONE).
+Change = Literal["new", "update", "retract", "repeat"]
+_CHANGES = frozenset(("new", "update", "retract", "repeat"))
 
 
 class Claim(BaseModel):
@@ -34,6 +39,9 @@ class Claim(BaseModel):
     subject_id: str | None = None
     in_bio: bool = False
     already_known: bool = False
+    change: Change = "new"
+    # The short id ("f2") of the known fact an update, retraction or repeat is about.
+    fact: str | None = None
 
     @field_validator("claim")
     @classmethod
@@ -46,6 +54,24 @@ class Claim(BaseModel):
     @classmethod
     def _lower(cls, value: object) -> object:
         return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("change", mode="before")
+    @classmethod
+    def _known_change(cls, value: object) -> object:
+        # A word the prompt did not offer ("add", "same") says nothing usable: treat the
+        # claim as new, and dedup catches it if it is known after all.
+        if isinstance(value, str) and value.strip().lower() in _CHANGES:
+            return value.strip().lower()
+        return "new"
+
+    @field_validator("fact", mode="before")
+    @classmethod
+    def _short_id(cls, value: object) -> object:
+        # "f2", "[f2]", 2 and "F2" all name the second known fact.
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            return None
+        text = str(value).strip().strip("[]()").strip().lower()
+        return f"f{text}" if text.isdigit() else text or None
 
     @field_validator("subject", "subject_id", mode="before")
     @classmethod
@@ -72,8 +98,14 @@ def parse_claims(raw: str) -> list[Claim] | None:
 
 
 def keep(claim: Claim, keep_types: Iterable[str]) -> bool:
-    """New information of a kept type; what the model already knew is not stored again."""
-    return claim.type in set(keep_types) and not claim.already_known and not claim.in_bio
+    """New information of a kept type; what the model already knew is not stored again.
+    An update of a known fact is kept as a fact or a status (a model calls a move either)."""
+    if claim.change in ("retract", "repeat") or claim.already_known or claim.in_bio:
+        return False
+    kept = set(keep_types)
+    if claim.change == "update" and claim.type == "status":
+        return True
+    return claim.type in kept
 
 
 def _norm(name: str) -> str:
@@ -92,6 +124,8 @@ class People:
     actors: Mapping[str, Account]
     # The speaker of the latest user message: whom an unclear claim is most likely about.
     fallback_id: str
+    # The users' messages the claims were read from, to find who said a claim.
+    messages: Sequence[Memory] = ()
 
     @cached_property
     def _lookup(self) -> dict[str, str | None]:
@@ -119,20 +153,77 @@ class People:
             return None
         return self._lookup.get(_norm(name))
 
-    def subject_of(self, claim: Claim) -> str:
+    def subject_of(self, claim: Claim) -> str | None:
         """The account a claim is about: its named subject, else a name the claim starts
-        with ("Sam lives in Lisbon"), else the latest speaker. Never the agent by default."""
+        with ("Sam lives in Lisbon"), else whoever said it (a partner, a pet or a race that
+        is not in the conversation is the speaker's fact). Never the agent: None when the
+        claim is about the assistant itself (see `attribute`)."""
         found = self.match(claim.subject)
-        if found is None and claim.subject_id in {*self.actors, self.agent_id}:
+        if found is None and claim.subject_id in self.actors:
             found = claim.subject_id
         if found is None:
             leading = _LEADING_NAME.match(claim.claim)
             found = self.match(leading.group(1)) if leading else None
+        if found == self.agent_id:
+            return None
         if found is None:
             if claim.subject:
-                log.info("claim subject %r is not in the conversation", claim.subject)
-            return self.fallback_id
+                log.info("claim subject %r is not a person in the conversation", claim.subject)
+            return self.said_by(claim).user_id if self.messages else self.fallback_id
         return found
+
+    def attribute(self, claim: Claim) -> tuple[str, str] | None:
+        """(subject id, claim text), or None for a claim not to keep.
+
+        The assistant is never the subject of what a user says. A claim filed under it is
+        either about it ("Mnemo is named after Mnemosyne", from "is your name from ...?"),
+        dropped, or the speaker's own news misfiled (a real model wrote "Mnemo has a rescue
+        greyhound" for "we have a rescue greyhound"), given back to the speaker."""
+        subject = self.subject_of(claim)
+        if subject is not None:
+            return subject, claim.claim
+        if not self.messages:
+            return None
+        source = self.said_by(claim)
+        words = set(re.findall(r"[\w']+", source.content.text.casefold()))
+        if words & _SECOND_PERSON or not words & _FIRST_PERSON:
+            return None
+        speaker = self.actors[source.user_id].name if source.user_id in self.actors else None
+        if speaker is None:
+            return None
+        text = claim.claim
+        for name in sorted(self.agent_names, key=len, reverse=True):
+            if name and text.casefold().startswith(name.casefold()):
+                text = speaker + text[len(name) :]
+                break
+        return source.user_id, text
+
+    def said_by(self, claim: Claim, speaker: str | None = None) -> Memory:
+        """The user message a claim most likely came from (of `speaker`'s, if they said
+        anything): the one sharing the most words with it (the latest on a tie), else the
+        latest."""
+        messages = [m for m in self.messages if m.user_id == speaker] or list(self.messages)
+        words = _content_words(claim.claim)
+        best, best_overlap = messages[-1], 0
+        for message in messages:
+            overlap = len(words & _content_words(message.content.text))
+            if overlap >= best_overlap and overlap > 0:
+                best, best_overlap = message, overlap
+        return best
+
+
+_FIRST_PERSON = frozenset({"i", "i'm", "i've", "my", "me", "we", "we're", "our", "us"})
+_SECOND_PERSON = frozenset({"you", "your", "you're", "yours"})
+# Words too common to tell which message a claim came from.
+_SMALL_WORDS = frozenset(
+    "a an the and or but is are was were be been has have had of to in on at for with by my "  # noqa: SIM905
+    "our your their his her its i we you they he she it that this as from now".split()
+)
+
+
+def _content_words(text: str) -> set[str]:
+    words = {w.strip("'") for w in re.findall(r"[\w']+", text.casefold())}
+    return {w for w in words if w and w not in _SMALL_WORDS}
 
 
 def describe_account(account: Account) -> str:

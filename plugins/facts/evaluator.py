@@ -5,6 +5,9 @@ Differences from elizaOS's fact evaluator (seeds/000), each a defect there:
 - the prompt shows the known facts, the actors' descriptions and the examples, so
   `already_known` / `in_bio` are informed rather than guessed;
 - a claim already stored (same text, or a paraphrase by embedding distance) is not stored again;
+- facts change: the prompt shows the known facts that resemble what was said, with short ids,
+  and each claim says whether it is new or updates, retracts or repeats one of them; an update
+  closes the old fact (kept as history), all in the one extraction call;
 - facts keep their source messages and when they were learned;
 - extraction reads the messages since the room's extraction mark, not a fixed window, and the
   mark only moves once the facts are stored, so a failure is retried rather than lost.
@@ -12,13 +15,14 @@ Differences from elizaOS's fact evaluator (seeds/000), each a defect there:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 
 from bot.llm.base import ModelClass, ModelError, evaluator_task
-from bot.models import Account, Fact, Memory
+from bot.models import Account, Fact, Memory, epoch_millis, stable_id
 from bot.plugins import Context, Evaluator
 from bot.prompts import render
 from bot.state import State
@@ -32,6 +36,12 @@ log = logging.getLogger(__name__)
 NAME = "GET_FACTS"
 # Room mark: created_at of the newest message facts were extracted from.
 MARK = "facts_extracted_at"
+# State data: short id shown in the prompt ("f1") -> the known fact's id.
+FACT_REFS = "fact_refs"
+# Similar facts are looked up for this many of the window's latest user messages.
+SIMILAR_FROM_MESSAGES = 8
+# The most recent facts shown beside the similar ones (names, what was said last time).
+RECENT_KNOWN_FACTS = 4
 
 
 def settings_of(ctx: Context) -> FactsSettings:
@@ -106,21 +116,28 @@ async def handle(ctx: Context) -> list[Fact]:
         agent_names=tuple(runtime.character.names),
         actors=state.actors,
         fallback_id=users[-1].user_id,
+        messages=users,
     )
-    facts = [
-        _fact(claim, people.subject_of(claim), users, message)
-        for claim in claims
-        if keep(claim, settings.keep_types)
-    ]
+    plan = _reconcile(claims, state, people, users, message, settings)
+    if plan.invented:
+        log.warning(
+            "room %s: ignored %d fact id(s) the model invented", message.room_id, plan.invented
+        )
     stored: list[Fact] = []
-    if facts:
+    if plan.facts:
         writes = await runtime.knowledge.add_facts(
-            facts, near_duplicate_distance=settings.near_duplicate_distance
+            plan.facts,
+            near_duplicate_distance=settings.near_duplicate_distance,
+            replaces=plan.replaces,
         )
         stored = [w.fact for w in writes if w.stored]
         skipped = len(writes) - len(stored)
         if skipped:
             log.info("room %s: %d claim(s) were already known", message.room_id, skipped)
+    if plan.retract:
+        await runtime.knowledge.retract_facts(
+            plan.retract, world_id=message.world_id, when=_said_at(users)
+        )
     # Only now: had storing failed, the same messages would be read again next time.
     await runtime.store.set_room_mark(message.room_id, MARK, window[-1].created_at)
     log.info(
@@ -133,9 +150,74 @@ async def handle(ctx: Context) -> list[Fact]:
     return stored
 
 
-def _fact(claim: Claim, subject_id: str, users: Sequence[Memory], message: Memory) -> Fact:
-    own = [m.id for m in users if m.user_id == subject_id]
+@dataclass
+class Reconciliation:
+    """What an extraction changes: facts to store (some replacing known ones), known facts
+    that stopped being true, and how many short ids the model made up."""
+
+    facts: list[Fact] = field(default_factory=list)
+    replaces: dict[str, str] = field(default_factory=dict)
+    retract: list[str] = field(default_factory=list)
+    invented: int = 0
+
+
+def _reconcile(
+    claims: Sequence[Claim],
+    state: State,
+    people: People,
+    users: Sequence[Memory],
+    message: Memory,
+    settings: FactsSettings,
+) -> Reconciliation:
+    """Map each claim's short id back to the known fact it names (ids the prompt never showed
+    are ignored) and sort the claims into new facts, updates and retractions."""
+    refs: dict[str, str] = state.data.get(FACT_REFS, {})
+    plan = Reconciliation()
+    for claim in claims:
+        target: str | None = None
+        if claim.change != "new" and claim.fact is not None:
+            target = refs.get(claim.fact)
+            plan.invented += target is None
+        if claim.change == "retract":
+            if target is not None and target not in plan.retract:
+                plan.retract.append(target)
+            continue
+        if claim.change == "repeat" and target is not None:
+            continue
+        if claim.change == "repeat" or (claim.change == "update" and target is None):
+            # Named nothing real: judge it as a new claim (dedup still catches a repeat).
+            claim = claim.model_copy(update={"change": "new"})
+        if not keep(claim, settings.keep_types):
+            continue
+        attributed = people.attribute(claim)
+        if attributed is None:
+            continue
+        subject_id, text = attributed
+        claim = claim.model_copy(update={"claim": text})
+        fact = _fact(claim, subject_id, users, message, said=people.said_by(claim, subject_id))
+        plan.facts.append(fact)
+        if target is not None:
+            plan.replaces[fact.id] = target
+    return plan
+
+
+def _said_at(messages: Sequence[Memory]) -> int:
+    return max(epoch_millis(m.created_at) for m in messages)
+
+
+def _fact(
+    claim: Claim, subject_id: str, users: Sequence[Memory], message: Memory, *, said: Memory
+) -> Fact:
+    own = [m for m in users if m.user_id == subject_id]
+    said_by = own or list(users)
+    # Valid from when it was said: the message most like the claim, when it is the
+    # subject's own (or the window's only speaker's); else the subject's latest word.
+    said_at = epoch_millis(said.created_at) if said in said_by else _said_at(said_by)
     return Fact(
+        # The same claim from the same evaluated message always gets the same id, so a
+        # redelivered or re-run extraction stores it once and closes nothing twice.
+        id=stable_id("fact", message.id, subject_id, " ".join(claim.claim.casefold().split())),
+        valid_from=said_at,
         text=claim.claim,
         type=claim.type,
         subject_id=subject_id,
@@ -143,7 +225,7 @@ def _fact(claim: Claim, subject_id: str, users: Sequence[Memory], message: Memor
         world_id=message.world_id,
         agent_id=message.agent_id,
         # The subject's own messages said it; failing that (told by someone else), the window.
-        source_message_ids=own or [m.id for m in users],
+        source_message_ids=[m.id for m in said_by],
     )
 
 
@@ -151,7 +233,7 @@ async def _extraction_state(
     ctx: Context, window: Sequence[Memory], settings: FactsSettings
 ) -> State:
     """A copy of the state about the extracted messages (the offline model reads it)."""
-    runtime, message = ctx.runtime, ctx.message
+    runtime = ctx.runtime
     people = {m.user_id for m in window} | {p for m in window for p in m.mentions}
     people -= {runtime.agent_id}
     missing = sorted(people - set(ctx.state.actors))
@@ -159,9 +241,7 @@ async def _extraction_state(
     if missing:
         actors.update(await runtime.store.get_accounts(missing))
     actors = {i: a for i, a in actors.items() if i in people}
-    known = await runtime.store.facts_about(
-        [*sorted(actors), runtime.agent_id], message.world_id, limit=settings.known_facts
-    )
+    known = await _known_facts(ctx, window, sorted(actors), settings)
     state = replace(
         ctx.state,
         recent_messages=list(window),
@@ -171,6 +251,8 @@ async def _extraction_state(
         data=dict(ctx.state.data),
     )
     examples = render_examples()
+    refs = {f"f{index}": fact.id for index, fact in enumerate(known, start=1)}
+    state.data[FACT_REFS] = refs
     state.values.update(
         recentMessages=runtime.format_messages(state, list(window)),
         actors=_actors_block(ctx, actors),
@@ -190,15 +272,37 @@ def _actors_block(ctx: Context, actors: dict[str, Account]) -> str:
     return "\n".join(lines)
 
 
+async def _known_facts(
+    ctx: Context, window: Sequence[Memory], people: list[str], settings: FactsSettings
+) -> list[Fact]:
+    """The current facts a claim could update, retract or repeat: those about the people in
+    the window most similar to what they said, then their most recent ones."""
+    runtime, message = ctx.runtime, ctx.message
+    if not people or settings.known_facts <= 0:
+        return []
+    said = [m.content.text for m in window if m.user_id != runtime.agent_id]
+    similar, recent = await asyncio.gather(
+        runtime.knowledge.similar_facts(
+            said[-SIMILAR_FROM_MESSAGES:],
+            subject_ids=people,
+            world_id=message.world_id,
+            limit=settings.known_facts,
+        ),
+        runtime.store.facts_about(people, message.world_id, limit=RECENT_KNOWN_FACTS),
+    )
+    chosen = {fact.id: fact for fact in [*similar, *recent]}
+    return list(chosen.values())[: settings.known_facts]
+
+
 def _known_block(known: Sequence[Fact], state: State) -> str:
+    """One line per known fact with its short id ("f1: Sarah lives in Seattle")."""
     if not known:
         return "None"
     lines = []
-    # Oldest first reads like a story; facts_about returns newest first.
-    for fact in reversed(known):
+    for index, fact in enumerate(known, start=1):
         name = state.name_of(fact.subject_id)
         about = "" if name.casefold() in fact.text.casefold() else f"(about {name}) "
-        lines.append(f"- {about}{fact.text}")
+        lines.append(f"f{index}: {about}{fact.text}")
     return "\n".join(lines)
 
 

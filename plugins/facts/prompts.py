@@ -1,144 +1,115 @@
-"""The fact extraction prompt: the seed's template, plus what the model needs to answer it.
+"""The fact extraction prompt: the seed's task, plus what the model needs to answer it.
 
 elizaOS's template asks whether a claim is `already_known` or `in_bio` without ever showing the
 known facts or anyone's description, and its examples never arrive (the template says
-`{{evaluationExamples}}`, a key nothing fills). Here the known facts, the actors' descriptions
-and the rendered examples are all in the prompt, and each claim names its subject.
+`{{evaluationExamples}}`, a key nothing fills). Here the actors' descriptions, the known facts
+that resemble what was said (each with a short id) and the examples are all in the prompt, and
+each claim names its subject and whether it is new or updates, retracts or repeats a known
+fact: reconciliation costs no second model call.
+
+The examples are literal, valid JSON (a small model copies what it sees, `//` comments and
+`"a"|"b"` unions included) and their people stay `{{user1}}`-style placeholders, as elizaOS
+writes them: a real model copied the seed's "Priya" and "Alex" into claims about real users.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from bot.plugins import EvaluatorExample, ExampleTurn
 from bot.prompts import format_example
 
 TEMPLATE_NAME = "factsTemplate"
 
-FACTS_TEMPLATE = """TASK: Extract Claims from the conversation as an array of claims in JSON format.
+FACTS_TEMPLATE = """TASK: Extract claims about the people in the conversation as a JSON array.
 
 # START OF EXAMPLES
-These are examples of the expected output of this task:
 {{evaluationExamples}}
 # END OF EXAMPLES
 
 # INSTRUCTIONS
-
-Extract any claims from the conversation that are not already present in the list of known facts below:
-- Try not to include already-known facts. If you think a fact is already known, but you're not sure, respond with already_known: true.
-- If the fact is already in the person's description, set in_bio to true
-- If we've already extracted this fact, set already_known to true
-- Set the claim type to 'status', 'fact' or 'opinion'
-- For true facts about the world or the character that do not change, set the claim type to 'fact'
-- For facts that are true but change over time, set the claim type to 'status'
-- For non-facts, set the type to 'opinion'
-- 'opinion' includes non-factual opinions and also includes the character's thoughts, feelings, judgments or recommendations
-- Include any factual detail, including where the user lives, works, or goes to school, what they do for a living, their hobbies, and any other relevant information
-- Set subject to the name of the person the claim is about, exactly as written in "Actors in the scene"
-- Write each claim with the person's name, never "the user" or "I"
+Extract what the Recent Messages say about the people in them, compared with the known facts:
+- Write each claim with the person's name, never "the user" or "I".
+- subject: the name of the person the claim is about, exactly as in "Actors in the scene". What someone says about a person not listed there (a partner, a pet, a race) is a claim about the speaker. The assistant is never the subject of what a user says.
+- type: "fact" for facts about a person or the world, "status" for what is true now but changes, "opinion" for opinions, feelings and judgements.
+- change: "new" if it is not known; "update" if it replaces a known fact (moved, new job, a new number), with fact set to that fact's id; "retract" if a known fact is no longer true, with its id; "repeat" if it says a known fact again, with its id.
+- in_bio: true if the person's description already says it.
 
 # Actors in the scene
 {{actors}}
 
-# Known facts about the actors
+# Known facts
 {{knownFacts}}
 
 # Recent Messages
 {{recentMessages}}
 
-Response should be a JSON object array inside a JSON markdown block. Correct response format:
-```json
-[
-  {"claim": string, "subject": string, "type": enum<fact|opinion|status>, "in_bio": boolean, "already_known": boolean },
-  {"claim": string, "subject": string, "type": enum<fact|opinion|status>, "in_bio": boolean, "already_known": boolean },
-  ...
-]
-```"""  # noqa: E501 - the prompt's lines are the seed's
+Answer with only a JSON array in a ```json block, one object per claim, as in the examples."""  # noqa: E501 - prompt lines read as sentences
 
-# The seed's three examples. Their contexts and messages are unchanged; the outcomes gain the
-# `subject` each claim is about, and proper ```json fences (the seed writes json```).
 EXAMPLES: tuple[EvaluatorExample, ...] = (
     EvaluatorExample(
         context="""Actors in the scene:
 {{user1}}: Programmer and moderator of the local story club.
 {{user2}}: New member of the club. Likes to write and read.
 
-Facts about the actors:
+Known facts:
 None""",
         messages=(
             ExampleTurn("{{user1}}", "So where are you from"),
-            ExampleTurn("{{user2}}", "I'm from the city"),
-            ExampleTurn("{{user1}}", "Which city?"),
-            ExampleTurn("{{user2}}", "Oakland"),
-            ExampleTurn("{{user1}}", "Oh, I've never been there, but I know it's in California"),
+            ExampleTurn("{{user2}}", "I'm from Oakland, and I work as a nurse"),
         ),
-        outcome='{ "claim": "{{user2}} is from Oakland", "subject": "{{user2}}", '
-        '"type": "fact", "in_bio": false, "already_known": false },',
-    ),
-    EvaluatorExample(
-        context="""Actors in the scene:
-{{user1}}: Athelete and cyclist. Worked out every day for a year to prepare for a marathon.
-{{user2}}: Likes to go to the beach and shop.
-
-Facts about the actors:
-{{user1}} and {{user2}} are talking about the marathon
-{{user1}} and {{user2}} have just started dating""",
-        messages=(
-            ExampleTurn("{{user1}}", "I finally completed the marathon this year!"),
-            ExampleTurn("{{user2}}", "Wow! How long did it take?"),
-            ExampleTurn("{{user1}}", "A little over three hours."),
-            ExampleTurn("{{user1}}", "I'm so proud of myself."),
-        ),
-        outcome="""Claims:
-```json
+        outcome="""```json
 [
-  { "claim": "Alex just completed a marathon in just under 4 hours.", "subject": "Alex", "type": "fact", "in_bio": false, "already_known": false },
-  { "claim": "Alex worked out 2 hours a day at the gym for a year.", "subject": "Alex", "type": "fact", "in_bio": true, "already_known": false },
-  { "claim": "Alex is really proud of himself.", "subject": "Alex", "type": "opinion", "in_bio": false, "already_known": false }
+  {"claim": "{{user2}} is from Oakland", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
+  {"claim": "{{user2}} works as a nurse", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false}
 ]
 ```""",  # noqa: E501
     ),
     EvaluatorExample(
         context="""Actors in the scene:
-{{user1}}: Likes to play poker and go to the park. Friends with Eva.
-{{user2}}: Also likes to play poker. Likes to write and read.
+{{user1}}: Likes to bake.
 
-Facts about the actors:
-Mike and Eva won a regional poker tournament about six months ago
-Mike is married to Alex
-Eva studied Philosophy before switching to Computer Science""",
+Known facts:
+f1: {{user1}} lives in Seattle
+f2: {{user1}} works at a bakery
+f3: {{user1}} has 2 kids""",
         messages=(
-            ExampleTurn(
-                "{{user1}}", "Remember when we won the regional poker tournament last spring"
-            ),
-            ExampleTurn("{{user2}}", "That was one of the best days of my life"),
-            ExampleTurn("{{user1}}", "It really put our poker club on the map"),
+            ExampleTurn("{{user1}}", "We finally moved to Berlin, and I quit the bakery."),
+            ExampleTurn("{{user1}}", "With 2 kids it was a lot of packing!"),
         ),
-        outcome="""Claims:
-```json
+        outcome="""```json
 [
-  { "claim": "Mike and Eva won the regional poker tournament last spring", "subject": "Mike", "type": "fact", "in_bio": false, "already_known": true },
-  { "claim": "Winning the regional poker tournament put the poker club on the map", "subject": "Mike", "type": "opinion", "in_bio": false, "already_known": false }
+  {"claim": "{{user1}} lives in Berlin", "subject": "{{user1}}", "type": "fact", "change": "update", "fact": "f1", "in_bio": false},
+  {"claim": "{{user1}} works at a bakery", "subject": "{{user1}}", "type": "fact", "change": "retract", "fact": "f2", "in_bio": false},
+  {"claim": "{{user1}} has 2 kids", "subject": "{{user1}}", "type": "fact", "change": "repeat", "fact": "f3", "in_bio": false}
+]
+```""",  # noqa: E501
+    ),
+    EvaluatorExample(
+        context="""Actors in the scene:
+{{user1}}: Likes poker.
+{{user2}}: Likes to write and read.
+
+Known facts:
+None""",
+        messages=(
+            ExampleTurn("{{user2}}", "My partner Tom is a paramedic, and our dog Comet is 3."),
+            ExampleTurn("{{user1}}", "Comet is adorable."),
+        ),
+        outcome="""```json
+[
+  {"claim": "{{user2}}'s partner Tom is a paramedic", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
+  {"claim": "{{user2}} has a dog named Comet", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
+  {"claim": "{{user1}} thinks Comet is adorable", "subject": "{{user1}}", "type": "opinion", "change": "new", "in_bio": false}
 ]
 ```""",  # noqa: E501
     ),
 )
 
-# Names for each example's {{user1}}/{{user2}}, chosen to agree with the names its outcome
-# already uses (example 2's outcome is about Alex, example 3's about Mike and Eva).
-EXAMPLE_NAMES: tuple[Mapping[str, str], ...] = (
-    {"user1": "Jordan", "user2": "Priya"},
-    {"user1": "Alex", "user2": "Jamie"},
-    {"user1": "Mike", "user2": "Eva"},
-)
 
-
-def render_examples(
-    examples: Sequence[EvaluatorExample] = EXAMPLES,
-    names: Sequence[Mapping[str, str]] = EXAMPLE_NAMES,
-) -> str:
+def render_examples(examples: Sequence[EvaluatorExample] = EXAMPLES) -> str:
+    """The examples with their placeholders kept: no name in them can be a real user's."""
     blocks = []
     for index, example in enumerate(examples):
-        filled = names[index] if index < len(names) else {"user1": "Alex", "user2": "Sam"}
-        blocks.append(f"Example {index + 1}:\n{format_example(example, filled)}")
+        blocks.append(f"Example {index + 1}:\n{format_example(example, {})}")
     return "\n\n".join(blocks)

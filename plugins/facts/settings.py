@@ -32,8 +32,9 @@ class FactsSettings(BaseSettings):
     max_messages: int = Field(default=64, ge=1, le=1000)
     # How many facts about the people in the conversation the provider puts in the prompt.
     relevant_facts: int = Field(default=8, ge=0, le=100)
-    # How many known facts the extraction prompt shows, so the model can tell what is new.
-    known_facts: int = Field(default=40, ge=0, le=500)
+    # How many known facts the extraction prompt shows (those most similar to what was said,
+    # then the most recent), so the model can tell what is new, changed or repeated.
+    known_facts: int = Field(default=12, ge=0, le=500)
 
     @field_validator("keep_types", mode="before")
     @classmethod
