@@ -1,0 +1,218 @@
+"""Memory that stays true: facts that change are updated (with their history), dedup never
+swallows a change, and re-runs, restarts and /forgetme behave. Real MongoDB (bundled server),
+Chroma and embedder; only the model is scripted. Each test fails on the add-only memory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bot import admin
+from bot.app import open_app
+from bot.llm.base import Task
+from bot.models import Fact, Memory
+from bot.plugins import Context, Registry
+from bot.testing.harness import TestChat, open_test_app, test_settings
+from bot.testing.scripted import ScriptedModel
+from plugins.facts import MARK, plugin
+
+FACTS = "evaluator:GET_FACTS"
+REPLY = '{"text": "Noted.", "action": "NONE"}'
+NEVER = 10_000  # extraction only when a test asks for it
+
+
+def claim(text: str, subject: str, change: str = "new", fact: str | None = None) -> dict:
+    item: dict[str, Any] = {
+        "claim": text,
+        "subject": subject,
+        "type": "fact",
+        "change": change,
+        "in_bio": False,
+    }
+    if fact is not None:
+        item["fact"] = fact
+    return item
+
+
+def answer(*claims: dict) -> str:
+    return "```json\n" + json.dumps(list(claims)) + "\n```"
+
+
+def scripted(*answers: str) -> ScriptedModel:
+    return ScriptedModel(
+        answers={
+            Task.REPLY: [REPLY],
+            Task.EVALUATOR_SELECTION: ['["GET_FACTS"]'],
+            FACTS: list(answers),
+        }
+    )
+
+
+async def say_and_learn(chat: TestChat, text: str) -> Memory:
+    memory = chat.message(text)
+    await chat.send(memory)
+    await chat.settle()
+    assert await chat.runtime.flush_room(memory, timeout=60)
+    return memory
+
+
+async def history(chat: TestChat) -> list[Fact]:
+    return await chat.runtime.knowledge.fact_history(chat.account.id, chat.room.world_id)
+
+
+async def test_a_move_updates_the_fact_and_keeps_where_they_lived_as_history(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted(
+        answer(claim("Sarah lives in Seattle", "Sarah")),
+        answer(claim("Sarah lives in Berlin", "Sarah", "update", "f1")),
+    )
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=model,
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+        conversation_length=NEVER,
+    ) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        await say_and_learn(chat, "I live in Seattle")
+        moved = await say_and_learn(chat, "I moved to Berlin last month")
+        scope = admin.scope_of(moved)
+        listed = await admin.list_facts(app.runtime, scope)
+        me = await admin.describe_me(app.runtime, scope)
+        probe = await app.runtime.compose_state(chat.message("Where do I live now?"))
+        chain = await history(chat)
+
+    # The second prompt offered the known fact by a short id.
+    assert "f1: Sarah lives in Seattle" in model.calls_for(FACTS)[1].prompt
+    for shown in (listed, me, probe.values["facts"]):
+        assert "Berlin" in shown and "Seattle" not in shown
+    seattle, berlin = chain
+    assert (seattle.text, berlin.text) == ("Sarah lives in Seattle", "Sarah lives in Berlin")
+    assert seattle.superseded_by == berlin.id and berlin.is_current
+    assert seattle.valid_until == berlin.valid_from
+    assert isinstance(seattle.valid_until, int)  # integer milliseconds, on every server
+
+
+async def test_a_changed_number_is_never_swallowed_as_a_near_duplicate(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # The model does not reconcile here ("new" both times): storage must see the change.
+    model = scripted(
+        answer(claim("Sarah has 2 kids", "Sarah")),
+        answer(claim("Sarah has 3 kids", "Sarah"), claim("Sarah has three kids", "Sarah")),
+        answer(claim("Sarah has three kids", "Sarah")),  # a paraphrase: still one fact
+    )
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=model,
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+        conversation_length=NEVER,
+    ) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        await say_and_learn(chat, "I have 2 kids")
+        await say_and_learn(chat, "We have 3 kids now")
+        await say_and_learn(chat, "Three kids keep me busy")
+        facts, _ = await app.store.list_facts(chat.room.world_id)
+        chain = await history(chat)
+
+    assert [f.text for f in facts] == ["Sarah has 3 kids"]
+    assert [(f.text, f.is_current) for f in chain] == [
+        ("Sarah has 2 kids", False),
+        ("Sarah has 3 kids", True),
+    ]
+
+
+async def test_a_retraction_closes_the_fact_and_invented_ids_change_nothing(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted(
+        answer(claim("Sam works at the bakery", "Sam"), claim("Sam has a cat", "Sam")),
+        answer(
+            claim("Sam works at the bakery", "Sam", "retract", "f1"),
+            claim("Sam has a dog", "Sam", "update", "f7"),  # f7 was never shown
+            claim("Sam has a cat", "Sam", "retract", "f42"),
+        ),
+    )
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=model,
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+        conversation_length=NEVER,
+    ) as app:
+        chat = TestChat(app.runtime, name="Sam")
+        await say_and_learn(chat, "I work at the bakery and I have a cat")
+        await say_and_learn(chat, "I no longer work at the bakery. Got a dog too")
+        facts, _ = await app.store.list_facts(chat.room.world_id)
+        chain = {f.text: f for f in await history(chat)}
+
+    assert sorted(f.text for f in facts) == ["Sam has a cat", "Sam has a dog"]
+    bakery = chain["Sam works at the bakery"]
+    assert bakery.valid_until is not None and bakery.superseded_by is None
+
+
+async def test_a_rerun_extraction_stores_nothing_twice_and_closes_nothing_twice(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    update = answer(claim("Sam lives in Porto", "Sam", "update", "f1"))
+    model = scripted(answer(claim("Sam lives in Lisbon", "Sam")), update, update)
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=model,
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+        conversation_length=NEVER,
+    ) as app:
+        chat = TestChat(app.runtime, name="Sam")
+        await say_and_learn(chat, "I live in Lisbon")
+        room = chat.room.id
+        before_move = await app.store.get_room_mark(room, MARK)
+        moved = await say_and_learn(chat, "We moved to Porto")
+        first = {f.text: f for f in await history(chat)}
+        # The same job again (a redelivery after a crash before the mark moved): same window.
+        await app.store.set_room_mark(room, MARK, before_move)
+        state = await app.runtime.compose_state(moved, data={"trigger": "idle"}, providers=False)
+        [evaluator] = plugin.evaluators
+        await evaluator.handler(Context(app.runtime, moved, state, None))
+        second = {f.text: f for f in await history(chat)}
+
+    assert len(model.calls_for(FACTS)) == 3
+    assert list(second) == ["Sam lives in Lisbon", "Sam lives in Porto"]
+    assert second == first  # no second copy; Lisbon's end and successor unchanged
+
+
+async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    settings = test_settings(
+        tmp_path, mongodb_uri=mongo_uri, model_dir=model_dir, conversation_length=NEVER
+    )
+    model = scripted(
+        answer(claim("Sam is 34", "Sam")), answer(claim("Sam is 35", "Sam", "update", "f1"))
+    )
+    registry = Registry()
+    registry.add(plugin, plugin.name)
+    async with open_app(settings, model=model, registry=registry) as app:
+        chat = TestChat(app.runtime, name="Sam")
+        await say_and_learn(chat, "I'm 34")
+        said = await say_and_learn(chat, "I'm 35 now")
+        await app.runtime.evaluations.stop(grace=5)
+
+    async with open_test_app(tmp_path, plugins=[plugin], model=model, settings=settings) as app:
+        chat = TestChat(app.runtime, name="Sam")
+        kept = [(f.text, f.is_current) for f in await history(chat)]
+        reply = await admin.forget_me(app.runtime, admin.scope_of(said))
+        left = await history(chat)
+        documents = await app.store.db.facts.count_documents({"subject_id": chat.account.id})
+        vectors = await app.knowledge.vectors.count("facts")
+
+    assert kept == [("Sam is 34", False), ("Sam is 35", True)]
+    assert "2 facts" in reply
+    assert left == [] and documents == 0 and vectors == 0
