@@ -11,8 +11,8 @@ from typing import Any
 from bot import admin
 from bot.app import open_app
 from bot.llm.base import Task
-from bot.models import Fact, Memory
-from bot.plugins import Context, Registry
+from bot.models import Fact, Memory, stable_id
+from bot.plugins import Registry
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 from plugins.facts import MARK, plugin
@@ -179,8 +179,8 @@ async def test_a_rerun_extraction_stores_nothing_twice_and_closes_nothing_twice(
         # The same job again (a redelivery after a crash before the mark moved): same window.
         await app.store.set_room_mark(room, MARK, before_move)
         state = await app.runtime.compose_state(moved, data={"trigger": "idle"}, providers=False)
-        [evaluator] = plugin.evaluators
-        await evaluator.handler(Context(app.runtime, moved, state, None))
+        job = stable_id("evaluation", "idle", moved.id)  # the job that ran it the first time
+        assert await app.runtime.evaluate(moved, state, did_respond=True, job_id=job)
         second = {f.text: f for f in await history(chat)}
 
     assert len(model.calls_for(FACTS)) == 3

@@ -21,7 +21,7 @@ from bot.prompts import format_example
 
 TEMPLATE_NAME = "factsTemplate"
 
-FACTS_TEMPLATE = """TASK: Extract claims about the people in the conversation as a JSON array.
+FACTS_TEMPLATE = """TASK: Extract Claims about the people in the conversation as a JSON array.
 
 # START OF EXAMPLES
 {{evaluationExamples}}
