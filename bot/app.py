@@ -23,6 +23,7 @@ from bot.llm.usage import UsageLedger
 from bot.models import stable_id
 from bot.ops.events import NO_EVENTS
 from bot.ops.metrics import Metrics, dependencies_of
+from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer
 from bot.plugins import Registry, discover
 from bot.ratelimit import RateLimiter
@@ -94,6 +95,7 @@ async def open_app(
         stack.push_async_callback(store.close)
         await store.ping()
         await store.ensure_indexes()
+        await migrate(store.db)
 
         if settings.storage.chroma_host:
             vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)

@@ -24,6 +24,7 @@ EXIT_CONFIG = 2
 
 def _startup_errors() -> tuple[type[BaseException], ...]:
     from bot.characters import CharacterError
+    from bot.ops.migrations import MigrationError
     from bot.plugins import PluginError
     from bot.storage.embedded import EmbeddedMongoError
     from bot.storage.embeddings import EmbedderError
@@ -38,6 +39,7 @@ def _startup_errors() -> tuple[type[BaseException], ...]:
         EmbedderError,
         StorageUnavailable,
         VectorIndexError,
+        MigrationError,
     ]
     with contextlib.suppress(ImportError):
         from bot.adapters.startup import PlatformStartupError

@@ -1,0 +1,163 @@
+"""The database's schema version, and the migrations that bring an older database up to it.
+
+Every start-up calls `migrate()`: one read when the database is current. Otherwise the process
+takes a lock document in MongoDB (with an expiry, renewed while it works, so a process killed
+mid-migration does not block the others forever), re-reads the version (another process may
+have finished meanwhile), runs each missing migration in order and records the version after
+each one, so a crash resumes where it stopped. Other processes starting at the same moment wait
+for the lock holder instead of migrating twice.
+
+Times are integer milliseconds: nx-27017 compares dates only to the second.
+
+Adding a migration: append `Migration(N + 1, "what it changes", apply)` to `MIGRATIONS`, where
+`apply(db)` is safe to run again on a database it already changed (a crash between the change
+and the version record replays it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+log = logging.getLogger(__name__)
+
+META_COLLECTION = "mnemo_meta"
+SCHEMA_ID = "schema"
+LOCK_ID = "migration_lock"
+# A lock not renewed for this long belongs to a dead process and may be taken over.
+LOCK_TTL_MS = 60_000
+RENEW_EVERY_SECONDS = LOCK_TTL_MS / 1000 / 4
+WAIT_POLL_SECONDS = 0.2
+
+
+class MigrationError(RuntimeError):
+    """The database cannot be brought to this Mnemo's schema; the message is one line."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    apply: Callable[[AsyncDatabase], Awaitable[None]]
+
+
+async def _baseline(db: AsyncDatabase) -> None:
+    """Version 1 is the layout releases before schema versions wrote: nothing to change,
+    only the version to record. Later migrations start from it."""
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(1, "schema version recorded (the layout of earlier releases)", _baseline),
+)
+
+
+def latest_version(migrations: Sequence[Migration] = MIGRATIONS) -> int:
+    return max((m.version for m in migrations), default=0)
+
+
+async def schema_version(db: AsyncDatabase) -> int:
+    """The recorded version; 0 for a database written before versions were recorded."""
+    document = await db[META_COLLECTION].find_one({"_id": SCHEMA_ID})
+    return int(document["version"]) if document else 0
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+async def migrate(
+    db: AsyncDatabase,
+    migrations: Sequence[Migration] = MIGRATIONS,
+    *,
+    wait_seconds: float = 600.0,
+) -> list[int]:
+    """Bring `db` to the latest version; returns the versions this call applied."""
+    ordered = sorted(migrations, key=lambda m: m.version)
+    latest = latest_version(ordered)
+    version = await schema_version(db)
+    if version > latest:
+        raise MigrationError(
+            f"the database's schema version {version} is newer than this Mnemo's ({latest}): "
+            "upgrade Mnemo, or restore a backup made by this version"
+        )
+    if version == latest:
+        return []
+    applied: list[int] = []
+    async with _lock(db, wait_seconds) as still_held:
+        version = await schema_version(db)  # another process may have migrated meanwhile
+        for migration in ordered:
+            if migration.version <= version:
+                continue
+            if not still_held():
+                raise MigrationError("lost the migration lock (renewals failed); start again")
+            log.info(
+                "migrating the database to version %d: %s", migration.version, migration.description
+            )
+            await migration.apply(db)
+            await db[META_COLLECTION].update_one(
+                {"_id": SCHEMA_ID},
+                {"$set": {"version": migration.version, "migrated_ms": _now_ms()}},
+                upsert=True,
+            )
+            applied.append(migration.version)
+    return applied
+
+
+@contextlib.asynccontextmanager
+async def _lock(db: AsyncDatabase, wait_seconds: float) -> AsyncIterator[Callable[[], bool]]:
+    """Hold the migration lock; yields a function telling whether it is still ours."""
+    meta = db[META_COLLECTION]
+    owner = str(uuid.uuid4())
+    deadline = time.monotonic() + wait_seconds
+    while not await _try_take(meta, owner):
+        if time.monotonic() > deadline:
+            raise MigrationError(
+                f"another process has held the migration lock for over {wait_seconds:.0f} s; "
+                f"if none is running, delete the {LOCK_ID!r} document in {META_COLLECTION}"
+            )
+        await asyncio.sleep(WAIT_POLL_SECONDS)
+    held = True
+
+    async def renew() -> None:
+        nonlocal held
+        while True:
+            await asyncio.sleep(RENEW_EVERY_SECONDS)
+            result = await meta.update_one(
+                {"_id": LOCK_ID, "owner": owner}, {"$set": {"expires_ms": _now_ms() + LOCK_TTL_MS}}
+            )
+            held = result.matched_count == 1
+
+    renewer = asyncio.create_task(renew(), name="migration-lock")
+    try:
+        yield lambda: held
+    finally:
+        renewer.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await renewer
+        await meta.delete_one({"_id": LOCK_ID, "owner": owner})
+
+
+async def _try_take(meta: AsyncCollection, owner: str) -> bool:
+    now = _now_ms()
+    try:
+        await meta.insert_one({"_id": LOCK_ID, "owner": owner, "expires_ms": now + LOCK_TTL_MS})
+        return True
+    except DuplicateKeyError:
+        pass
+    # Held: take it over only if its holder stopped renewing it (died).
+    taken = await meta.find_one_and_update(
+        {"_id": LOCK_ID, "expires_ms": {"$lt": now}},
+        {"$set": {"owner": owner, "expires_ms": now + LOCK_TTL_MS}},
+    )
+    if taken is not None:
+        log.warning("took over the migration lock of a process that stopped renewing it")
+    return taken is not None
