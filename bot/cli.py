@@ -58,6 +58,15 @@ def _secrets(settings: Settings) -> list[str]:
     return [v.get_secret_value() for v in values if v is not None]
 
 
+def shown_path(path: Path) -> str:
+    """A path as the person typed it: relative when it lies under the working folder
+    (settings hold absolute paths, see bot.config)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def banner(app: object) -> str:
     from bot.app import App
 
@@ -68,7 +77,7 @@ def banner(app: object) -> str:
         else f"{app.settings.model.large_model} / {app.settings.model.small_model}"
     )
     storage = (
-        f"bundled MongoDB server in {app.settings.storage.data_dir}/mongo"
+        f"bundled MongoDB server in {shown_path(app.settings.storage.data_dir / 'mongo')}"
         if app.bundled_mongo
         else "MongoDB at MONGODB_URI"
     )

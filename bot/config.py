@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pydantic_settings.exceptions import SettingsError
@@ -71,6 +78,19 @@ def _http_url(value: str | None) -> str | None:
     return value
 
 
+def _absolute(path: Path) -> Path:
+    """A path setting made absolute once, against the folder Mnemo was started in.
+
+    Relative paths are resolved here rather than where they are used: the bundled MongoDB runs
+    with another working folder, so a relative path handed to it named a different place.
+    """
+    return path.expanduser().absolute()
+
+
+# Every path setting has this type (and `validate_default=True` when its default is relative).
+AbsolutePath = Annotated[Path, AfterValidator(_absolute)]
+
+
 def _preferred_alias(info: FieldInfo) -> str | None:
     alias = info.validation_alias
     if isinstance(alias, AliasChoices):
@@ -118,7 +138,7 @@ class EmbeddingSettings(_Group):
 
     model: str = "local"
     # Folder holding model.onnx and tokenizer.json; default: Chroma's download cache.
-    model_dir: Path | None = None
+    model_dir: AbsolutePath | None = None
     batch_size: int = Field(64, ge=1, le=2048)
 
 
@@ -131,7 +151,9 @@ class StorageSettings(_Group):
     # No host uses an embedded PersistentClient under data_dir.
     chroma_host: str | None = Field(None, validation_alias=_env("CHROMA_HOST"))
     chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("CHROMA_PORT"))
-    data_dir: Path = Field(Path("data"), validation_alias=_env("MNEMO_DATA_DIR"))
+    data_dir: AbsolutePath = Field(
+        Path("data"), validation_alias=_env("MNEMO_DATA_DIR"), validate_default=True
+    )
 
 
 class PlatformSettings(_Group):
@@ -209,7 +231,7 @@ class RuntimeSettings(_Group):
     model_config = _config("MNEMO_")
 
     # A path, or a bare name such as `archivist` for characters/archivist.json.
-    character: Path = Path("characters/mnemo.json")
+    character: AbsolutePath = Field(Path("characters/mnemo.json"), validate_default=True)
     # `llm`: one SMALL-model call picks which validated evaluators run (the spec).
     # `all`: every validated evaluator runs, no call.
     evaluator_selection: Literal["llm", "all"] = "llm"
@@ -220,7 +242,7 @@ class RuntimeSettings(_Group):
     # so what was said last is learned even if nobody speaks again.
     evaluation_idle_flush_minutes: float = Field(10.0, gt=0)
     # The plugin folder, and plugin names to leave out (comma separated).
-    plugins_dir: Path = Path("plugins")
+    plugins_dir: AbsolutePath = Field(Path("plugins"), validate_default=True)
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 

@@ -98,9 +98,9 @@ CASES = [
     ("MNEMO_RATE_LIMIT_PER_MINUTE", "0", ("platforms", "rate_limit_per_minute"), 0),
     (
         "MNEMO_CHARACTER",
-        "characters/archivist.json",
+        "/srv/characters/archivist.json",
         ("runtime", "character"),
-        Path("characters/archivist.json"),
+        Path("/srv/characters/archivist.json"),
     ),
     ("MNEMO_EVALUATOR_SELECTION", "all", ("runtime", "evaluator_selection"), "all"),
     ("MNEMO_EVALUATOR_TIMEOUT", "30", ("runtime", "evaluator_timeout"), 30.0),
@@ -155,12 +155,12 @@ def test_every_setting_is_covered_by_a_case() -> None:
     assert len(environment_variables()) == len(set(environment_variables()))
 
 
-def test_defaults() -> None:
+def test_defaults(tmp_path: Path) -> None:
     settings = load()
     assert settings.model.offline
     assert settings.model.small_model == "gpt-4o-mini"
     assert settings.storage.mongodb_uri is None
-    assert settings.storage.data_dir == Path("data")
+    assert settings.storage.data_dir == tmp_path / "data"
     assert settings.platforms.admin_ids == []
     assert settings.platforms.telegram_webhook_url is None
     assert settings.platforms.telegram_webhook_port == 8443
@@ -169,18 +169,35 @@ def test_defaults() -> None:
     assert settings.platforms.rate_limit_per_minute == 6
     assert settings.runtime.evaluation_idle_flush_minutes == 10
     assert settings.runtime.evaluator_selection == "llm"
-    assert settings.runtime.character == Path("characters/mnemo.json")
+    assert settings.runtime.character == tmp_path / "characters" / "mnemo.json"
+
+
+def test_relative_paths_are_taken_from_the_starting_folder_once(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # The bundled MongoDB runs in another folder, so a relative path given to it named a
+    # different place; every path setting is absolute by the time anything uses it.
+    monkeypatch.setenv("MNEMO_DATA_DIR", "state")
+    monkeypatch.setenv("MNEMO_PLUGINS_DIR", "more/plugins")
+    monkeypatch.setenv("MNEMO_EMBEDDING_MODEL_DIR", "models/minilm")
+    monkeypatch.setenv("MNEMO_CHARACTER", "people/bob.json")
+    settings = load()
+    monkeypatch.chdir("/")
+    assert settings.storage.data_dir == tmp_path / "state"
+    assert settings.runtime.plugins_dir == tmp_path / "more" / "plugins"
+    assert settings.embedding.model_dir == tmp_path / "models" / "minilm"
+    assert settings.runtime.character == tmp_path / "people" / "bob.json"
 
 
 @pytest.mark.parametrize("name", FOREIGN)
 def test_bare_field_names_are_not_read_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch, name: str
+    monkeypatch: pytest.MonkeyPatch, name: str, tmp_path: Path
 ) -> None:
     monkeypatch.setenv(name, "999")
     assert load() == load_settings(env_file=Path("missing.env"))
     settings = load()
     assert settings.model.small_model == "gpt-4o-mini"
-    assert settings.storage.data_dir == Path("data")
+    assert settings.storage.data_dir == tmp_path / "data"
 
 
 def test_overrides_by_field_name_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -366,9 +383,9 @@ def test_admin_ids_comma_separated(monkeypatch: pytest.MonkeyPatch) -> None:
     assert PlatformSettings(_env_file=None, admin_ids=["9"]).admin_ids == ["9"]
 
 
-def test_character_by_bare_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_character_by_bare_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MNEMO_CHARACTER", "archivist")
-    assert load().runtime.character == Path("characters/archivist.json")
+    assert load().runtime.character == tmp_path / "characters" / "archivist.json"
 
 
 def test_selection_and_log_level_are_case_insensitive(monkeypatch: pytest.MonkeyPatch) -> None:

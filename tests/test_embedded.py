@@ -55,6 +55,22 @@ async def test_starts_answers_and_persists_across_restarts(tmp_path: Path) -> No
     assert isinstance(first_port, int)
 
 
+async def test_starts_with_a_relative_data_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `make run` on a fresh clone: MNEMO_DATA_DIR unset means the relative `data`. The child
+    # runs inside its folder, so relative paths handed to it used to point nowhere.
+    monkeypatch.chdir(tmp_path)
+    async with EmbeddedMongo(Path("data")) as server:
+        client: AsyncMongoClient = AsyncMongoClient(server.uri)
+        try:
+            await client.mnemo.notes.insert_one({"_id": "n1"})
+        finally:
+            await client.close()
+        assert (tmp_path / "data" / "mongo" / "nx-27017.pid").is_file()
+    assert (tmp_path / "data" / "mongo" / "mnemo.db").is_file()
+
+
 async def test_stop_ends_the_process(tmp_path: Path) -> None:
     server = EmbeddedMongo(tmp_path)
     await server.start()

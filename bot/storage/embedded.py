@@ -68,7 +68,9 @@ class EmbeddedMongo:
         python: str = sys.executable,
         module: str = _MODULE,
     ) -> None:
-        self.data_dir = Path(data_dir)
+        # Absolute, because the child runs with its cwd in `folder`: a relative --data-dir or
+        # --pid-file would then name a path under itself (the default `data` did exactly that).
+        self.data_dir = Path(data_dir).expanduser().absolute()
         self.folder = self.data_dir / "mongo"
         self.log_path = self.folder / _LOG_NAME
         self.host = host
