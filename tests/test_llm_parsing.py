@@ -8,10 +8,12 @@ import pytest
 
 from bot.llm.parsing import (
     ReplyDraft,
+    cap_reply,
     parse_evaluator_selection,
     parse_json_array,
     parse_json_object,
     parse_reply,
+    read_evaluator_selection,
 )
 
 FENCE = "```"
@@ -56,7 +58,26 @@ ARRAYS: list[tuple[str, str, list[Any] | None]] = [
     ("unterminated fence", f'{FENCE}json\n["A", "B"]', ["A", "B"]),
     ("commas inside strings survive", '["a, ]", "b",]', ["a, ]", "b"]),
     ("garbage", "I could not find anything.", None),
-    ("broken json", '[{"claim": "a", ', None),
+    ("cut off: what arrived is salvaged", '[{"claim": "a", ', [{"claim": "a"}]),
+    (
+        "unquoted id: the top level is repaired, never the nested array taken",
+        '[{"id": e5683f6f-facf, "status": "DONE", "objectives": [{"description": "a", '
+        '"completed": true}]}]',
+        [
+            {
+                "id": "e5683f6f-facf",
+                "status": "DONE",
+                "objectives": [{"description": "a", "completed": True}],
+            }
+        ],
+    ),
+    ("missing comma between objects", '[{"a": 1}\n{"b": 2}]', [{"a": 1}, {"b": 2}]),
+    ("single quotes", "[{'a': 'it is'}]", [{"a": "it is"}]),
+    (
+        "a // comment copied from a template",
+        '[{"id": "g1", "status": "DONE", // Updated status\n}]',
+        [{"id": "g1", "status": "DONE"}],
+    ),
     ("brackets that are not json", "[not json] {nor this}", None),
     ("empty", "", None),
 ]
@@ -78,6 +99,8 @@ OBJECTS: list[tuple[str, str, dict[str, Any] | None]] = [
     ("prose", 'The result is {"label": "neutral"} as requested.', {"label": "neutral"}),
     ("object inside an array", '[{"a": 1}]', {"a": 1}),
     ("no object", "[1, 2, 3]", None),
+    ("bare word value", '{"text": "Hi", "action": NONE}', {"text": "Hi", "action": None}),
+    ("missing comma", '{"score": 0.6 "label": "positive"}', {"score": 0.6, "label": "positive"}),
     ("garbage", "nothing here", None),
 ]
 
@@ -130,6 +153,17 @@ REPLIES: list[tuple[str, str, ReplyDraft]] = [
     ),
     ("other text key", '{"reply": "Hi", "action": "NONE"}', ReplyDraft("Hi", None)),
     ("truncated", '{"text": "Half a JSON reply', ReplyDraft("Half a JSON reply", None)),
+    (
+        "bare NONE, as a real model wrote it 17 times in 40 replies",
+        f'{FENCE}json\n{{"text": "Hey Priya, how was it?", "action": NONE}}\n{FENCE}',
+        ReplyDraft("Hey Priya, how was it?", None),
+    ),
+    ("single quotes", "{'text': 'Tom\\'s here', 'action': 'NONE'}", ReplyDraft("Tom's here", None)),
+    (
+        "wrapped twice",
+        '{"text": "{\\"text\\": \\"Hi\\", \\"action\\": \\"NONE\\"}"}',
+        ReplyDraft("Hi", None),
+    ),
     (
         "truncated in a fence",
         f'{FENCE}json\n{{"text": "Cut \\"off',
@@ -187,3 +221,65 @@ def test_parse_evaluator_selection(text: str, expected: list[str]) -> None:
 
 def test_selection_without_candidates() -> None:
     assert parse_evaluator_selection('["GET_FACTS"]', []) == []
+
+
+def test_unreadable_reply_gives_plain_words_marked_unreadable() -> None:
+    draft = parse_reply('{"thoughts": "She is happy", "action": "NONE"}')
+    assert draft.text == "She is happy"
+    assert not draft.readable
+    assert not any(mark in draft.text for mark in '{}[]"')
+
+
+@pytest.mark.parametrize("text", ["", "   \n ", f"{FENCE}json\n{FENCE}", '{"action": "NONE"}'])
+def test_empty_reply_is_empty_and_unreadable(text: str) -> None:
+    draft = parse_reply(text)
+    assert draft.text == ""
+    assert not draft.readable
+
+
+def test_plain_prose_reply_is_readable() -> None:
+    assert parse_reply("Nice to meet you, Sam.").readable
+
+
+CAPS: list[tuple[str, str, int, str]] = [
+    ("short text unchanged", "One. Two.", 50, "One. Two."),
+    (
+        "cut at the last sentence that fits",
+        "One two. Three four! Five six seven.",
+        25,
+        "One two. Three four!",
+    ),
+    (
+        "no sentence end: cut at a word, marked",
+        "word " * 30,
+        40,
+        ("word " * 8).strip() + "…",
+    ),
+    (
+        "a sentence end too early is not used",
+        "Hi. " + "a" * 10 + " " + "b" * 30,
+        40,
+        "Hi. " + "a" * 10 + "…",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"), [c[1:] for c in CAPS], ids=[c[0] for c in CAPS]
+)
+def test_cap_reply(text: str, limit: int, expected: str) -> None:
+    capped = cap_reply(text, limit)
+    assert capped == expected
+    assert len(capped) <= limit
+
+
+def test_placeholder_selection_names_nothing_known() -> None:
+    selection = read_evaluator_selection('["EVALUATOR_NAME"]', CANDIDATES)
+    assert selection.names == []
+    assert selection.named_nothing_known
+    assert not read_evaluator_selection("[]", CANDIDATES).named_nothing_known
+
+
+def test_selection_object_answer() -> None:
+    answer = '{"evaluators": ["SENTIMENT", "GET_FACTS"]}'
+    assert parse_evaluator_selection(answer, CANDIDATES) == ["GET_FACTS", "SENTIMENT"]

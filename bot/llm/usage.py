@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+# Its own logger, so `MNEMO_LOG_LEVEL=DEBUG` (or this logger alone) shows the raw answers.
+reject_log = logging.getLogger("bot.llm.rejects")
+# Raw answers are logged up to this many characters.
+_MAX_RAW = 2000
 
 
 @dataclass
@@ -13,6 +19,9 @@ class TaskUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failures: int = 0
+    # Answers (or parts of them) that could not be used, by reason: the model answered, but
+    # what it said was unreadable, named nothing known, or contradicted itself.
+    rejects: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -62,12 +71,26 @@ class UsageLedger:
     def record_failure(self, task: str) -> None:
         self.tasks[task].failures += 1
 
+    def record_reject(self, task: str, reason: str, raw: str, count: int = 1) -> None:
+        """Count answers (or parts of one: `count`) that could not be used, and log it once,
+        with the raw answer, at DEBUG: failures of the model's output are visible."""
+        rejects = self.tasks[task].rejects
+        rejects[reason] = rejects.get(reason, 0) + count
+        reject_log.debug("rejected %s answer x%d (%s): %.*r", task, count, reason, _MAX_RAW, raw)
+
+    def rejects(self, task: str) -> dict[str, int]:
+        usage = self.tasks.get(task)
+        return dict(usage.rejects) if usage is not None else {}
+
     def record_embedding(self, texts: int) -> None:
         self.embedding_calls += 1
         self.embedded_texts += texts
 
     def snapshot(self) -> dict[str, TaskUsage]:
-        return {name: TaskUsage(**vars(usage)) for name, usage in self.tasks.items()}
+        return {
+            name: TaskUsage(**{**vars(usage), "rejects": dict(usage.rejects)})
+            for name, usage in self.tasks.items()
+        }
 
     def model_snapshot(self) -> dict[str, TaskUsage]:
         return {name: TaskUsage(**vars(usage)) for name, usage in self.models.items()}
