@@ -41,7 +41,7 @@ from bot.app import App, open_app
 from bot.config import (
     Settings,
 )
-from bot.llm.base import LanguageModel, ModelClass
+from bot.llm.base import JsonAnswer, LanguageModel, ModelClass
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.usage import UsageLedger
 from bot.models import Goal, Objective
@@ -209,12 +209,20 @@ class TimedModel:
         task: str,
         state: State | None = None,
         max_tokens: int | None = None,
+        system: str | None = None,
+        json_answer: JsonAnswer | None = None,
     ) -> str:
         started = time.perf_counter()
         failed = True
         try:
             answer = await self.inner.generate_text(
-                prompt, model_class=model_class, task=task, state=state, max_tokens=max_tokens
+                prompt,
+                model_class=model_class,
+                task=task,
+                state=state,
+                max_tokens=max_tokens,
+                system=system,
+                json_answer=json_answer,
             )
             failed = False
             return answer
@@ -259,7 +267,10 @@ class FakeModelAnswers:
     def __call__(self, request: dict[str, Any]) -> str:
         prompt = last_user_message(request)
         kind = prompt_kind(prompt)
-        self.prompts.append((kind, prompt))
+        # All the text sent (a reply's system message too): what the tokens are counted on.
+        messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
+        sent = "\n".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        self.prompts.append((kind, sent))
         if kind == "selection":
             return json.dumps(available_names(prompt))
         if kind == "facts":

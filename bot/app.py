@@ -123,6 +123,7 @@ async def open_app(
                 conversation_length=settings.runtime.conversation_length,
                 evaluator_selection=settings.runtime.evaluator_selection,
                 evaluator_timeout=settings.runtime.evaluator_timeout,
+                max_reply_chars=settings.runtime.reply_max_chars,
             ),
             rate_limiter=RateLimiter(settings.platforms.rate_limit_per_minute),
             events=metrics or NO_EVENTS,

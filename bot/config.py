@@ -123,6 +123,14 @@ class ModelSettings(_Group):
     large_model: str = Field("gpt-4o", validation_alias=_env("MNEMO_LARGE_MODEL"))
     timeout_seconds: float = Field(60.0, gt=0, validation_alias=_env("MNEMO_MODEL_TIMEOUT"))
     max_retries: int = Field(3, ge=0, le=10, validation_alias=_env("MNEMO_MODEL_RETRIES"))
+    # Requests in flight at once (0: no limit). A local server that answers one request at a
+    # time wants 1: calls then wait here, and the time-out counts from when each is sent.
+    concurrency: int = Field(0, ge=0, le=1000, validation_alias=_env("MNEMO_MODEL_CONCURRENCY"))
+    # `auto`: JSON tasks send `response_format` (a JSON schema) until the endpoint refuses it,
+    # then JSON mode, then the prompt alone; `off`: never sent.
+    structured_output: Literal["auto", "off"] = Field(
+        "auto", validation_alias=_env("MNEMO_STRUCTURED_OUTPUT")
+    )
 
     _url = field_validator("openai_base_url")(_http_url)
 
@@ -236,6 +244,8 @@ class RuntimeSettings(_Group):
     # `all`: every validated evaluator runs, no call.
     evaluator_selection: Literal["llm", "all"] = "llm"
     evaluator_timeout: float = Field(120.0, gt=0)
+    # Longer replies are cut at the last sentence end that fits, before they are split and stored.
+    reply_max_chars: int = Field(4000, ge=100, le=100_000)
     # Messages of a room shown to the model (and to evaluators) as the recent conversation.
     conversation_length: int = Field(32, ge=2, le=1000)
     # Pending evaluations of a room whose conversation went quiet are run after this long,

@@ -95,24 +95,26 @@ class EvaluationQueue:
         return requeued
 
     async def join(self, room_id: str | None = None, timeout: float | None = None) -> bool:
-        """Wait until the room's (or every room's) queue is drained; False on time-out."""
+        """Wait until the room's (or every room's) queue is drained; False on time-out.
 
-        async def drained() -> None:
-            while True:
-                workers = [
-                    task
-                    for room, task in list(self._workers.items())
-                    if room_id is None or room == room_id
-                ]
-                if not workers:
-                    return
-                await asyncio.gather(*workers, return_exceptions=True)
-
-        try:
-            await asyncio.wait_for(drained(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        The deadline only stops the waiting: running evaluations go on (a slow model is
+        normal), so no model call is dropped and no job is left `running` by a caller that
+        stopped waiting. `asyncio.wait` never cancels what it waits for; `wait_for` would.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            workers = [
+                task
+                for room, task in list(self._workers.items())
+                if (room_id is None or room == room_id) and not task.done()
+            ]
+            if not workers:
+                return True
+            remaining = None if deadline is None else deadline - loop.time()
+            if remaining is not None and remaining <= 0:
+                return False
+            await asyncio.wait(workers, timeout=remaining)
 
     @property
     def busy_rooms(self) -> int:

@@ -1,15 +1,20 @@
 """Built-in prompt templates and the `{{placeholder}}` renderer.
 
 A character's `templates` override these by name (`messageHandlerTemplate`,
-`evaluationTemplate`, `factsTemplate`, `goalsTemplate`), as in elizaOS. The built-ins are
-deliberately lean: every line here is paid for in prompt tokens on every message.
+`evaluationTemplate`, `factsTemplate`, `goalsTemplate`), as in elizaOS, and `systemTemplate`
+(the character's part of a reply, sent as the system message). The built-ins are deliberately
+lean: every line here is paid for in prompt tokens on every message. They show only literal,
+valid JSON and no placeholders in answer positions: real models copy what a template shows.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from bot.llm.base import JsonAnswer
 
 if TYPE_CHECKING:
     from bot.characters import Character
@@ -17,23 +22,28 @@ if TYPE_CHECKING:
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 
-MESSAGE_HANDLER_TEMPLATE = """# You are {{agentName}}
+# The character's standing text: sent as the system message, apart from the conversation.
+SYSTEM_TEMPLATE = """{{system}}
+# You are {{agentName}}
 {{bio}}
 {{lore}}
 Traits: {{adjectives}}
 Style: {{style}}
-{{messageExamples}}
-{{providers}}
+{{messageExamples}}"""
+
+# The user message of a reply: what is known, the conversation, the task. The answer's shape
+# is described, not shown with a placeholder (a model copies placeholders as answers).
+MESSAGE_HANDLER_TEMPLATE = """{{providers}}
 # Conversation
 {{recentMessages}}
 
 # Task
 Write {{agentName}}'s next message in reply to {{senderName}}, in character, short and natural.
-{{actions}}Answer with a JSON block only:
-```json
-{"text": "<the reply>", "action": "NONE"}
-```"""
+{{actions}}Answer with one JSON object and nothing else. Its "text" is the message, a JSON \
+string; its "action" is the string "NONE", or the name of one action above in quotes."""
 
+# No placeholder name to copy (["EVALUATOR_NAME"] came back verbatim from a real model): the
+# two examples are real answers, all of the candidates or none of them.
 EVALUATION_TEMPLATE = """TASK: Decide which evaluation functions to run on this conversation \
 between {{senderName}} and {{agentName}}.
 
@@ -42,11 +52,14 @@ between {{senderName}} and {{agentName}}.
 Evaluator functions:
 {{evaluators}}
 
-Include the names of the evaluators that are relevant and should be called.
+Choose the evaluators this conversation gives something to do; none if nothing fits.
 Available names: {{evaluatorNames}}
-Answer with a JSON array of names only, e.g. ["EVALUATOR_NAME"]."""
+Answer with one JSON object whose "evaluators" array holds the chosen names, copied exactly.
+To run all of them: {"evaluators": {{evaluatorNamesJson}}}
+To run none: {"evaluators": []}"""
 
 BUILTIN_TEMPLATES: Mapping[str, str] = {
+    "systemTemplate": SYSTEM_TEMPLATE,
     "messageHandlerTemplate": MESSAGE_HANDLER_TEMPLATE,
     "evaluationTemplate": EVALUATION_TEMPLATE,
 }
@@ -76,6 +89,7 @@ def character_values(character: Character, *, max_lore: int = 5, max_examples: i
         examples.append("\n".join(turns))
     style = [*character.style.all, *character.style.chat]
     return {
+        "system": character.system or "",
         "agentName": character.name,
         "bio": " ".join(character.bio),
         "lore": bullet(character.lore[:max_lore]),
@@ -115,3 +129,34 @@ def format_evaluators(evaluators: Sequence[Evaluator], *, examples_each: int = 1
             block += f"\n  e.g. {turns}"
         blocks.append(block)
     return "\n".join(blocks)
+
+
+def names_json(names: Sequence[str]) -> str:
+    return json.dumps(list(names))
+
+
+def reply_answer(action_names: Sequence[str]) -> JsonAnswer:
+    """The reply's shape for structured output; the model's own temperature (it is prose)."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "action": {"type": "string", "enum": ["NONE", *action_names]},
+        },
+        "required": ["text", "action"],
+        "additionalProperties": False,
+    }
+    return JsonAnswer("reply", schema, temperature=None)
+
+
+def selection_answer(names: Sequence[str]) -> JsonAnswer:
+    """The evaluator selection's shape: only the candidates' names can be chosen."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "evaluators": {"type": "array", "items": {"type": "string", "enum": list(names)}}
+        },
+        "required": ["evaluators"],
+        "additionalProperties": False,
+    }
+    return JsonAnswer("evaluator_selection", schema)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from bot.characters import Character
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
-from bot.llm.parsing import ReplyDraft, parse_evaluator_selection, parse_reply
+from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, read_evaluator_selection
 from bot.llm.usage import UsageLedger
 from bot.models import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
 from bot.ops.events import NO_EVENTS, RuntimeEvents
@@ -35,7 +35,10 @@ from bot.prompts import (
     character_values,
     format_actions,
     format_evaluators,
+    names_json,
     render,
+    reply_answer,
+    selection_answer,
 )
 from bot.ratelimit import RateLimiter
 from bot.state import State
@@ -52,6 +55,13 @@ SELECTION_CONTEXT_MESSAGES = 4
 SEEN_PROFILES = 10_000
 MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
 RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
+# Sent when the model's answer holds no words to send (empty, or only JSON syntax).
+EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
+# The selection answer is a few names: its token budget is a few per candidate.
+SELECTION_MAX_TOKENS = 100
+# Tokens allowed per reply character of the cap (a token is ~4 characters of English; the
+# margin covers the JSON around the text and other languages).
+REPLY_TOKENS_PER_CHAR = 0.4
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,8 @@ class RuntimeOptions:
     evaluator_timeout: float = 120.0
     recent_messages: int = 12
     max_message_chars: int = 4000
+    # Longer replies are cut at a sentence end before they are split, sent and stored.
+    max_reply_chars: int = 4000
 
 
 @dataclass
@@ -213,20 +225,33 @@ class AgentRuntime:
         self, memory: Memory, send: Send, result: HandleResult, room: Room | None
     ) -> None:
         state = await self.compose_state(memory, room=room)
+        system = render(self.template("systemTemplate"), state.values)
         prompt = render(self.template("messageHandlerTemplate"), state.values)
         try:
             raw = await self.model.generate_text(
-                prompt, model_class=ModelClass.LARGE, task=Task.REPLY, state=state
+                prompt,
+                model_class=ModelClass.LARGE,
+                task=Task.REPLY,
+                state=state,
+                system=system,
+                max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
+                json_answer=reply_answer([a.name for a in self.registry.actions]),
             )
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             await send(Content(text=MODEL_FAILED_REPLY))
             return
-        draft = parse_reply(raw)
+        draft = self._read_reply(raw, memory)
         replies: list[Memory] = []
+        sent = False
 
-        async def say(content: Content) -> None:
+        async def say(content: Content, *, store: bool = True) -> None:
+            nonlocal sent
             if not content.text.strip():
+                return
+            await send(content)
+            sent = True
+            if not store:
                 return
             reply = Memory(
                 id=reply_id(memory.id, self.agent_id, len(replies)),
@@ -240,14 +265,18 @@ class AgentRuntime:
                     utcnow(), memory.created_at + timedelta(milliseconds=1 + len(replies))
                 ),
             )
-            await send(content)
             position = await self.store.insert_memory(reply)
             result.position = max(result.position, position or 0)
             replies.append(reply)
 
         action = await self._chosen_action(draft, memory, state, say)
         if action is None or not action.suppress_initial_message:
-            await say(Content(text=draft.text, action=draft.action))
+            if draft.text:
+                # Words recovered from an unreadable answer are sent, never stored as the
+                # bot's: stored, they return in later prompts and the model copies them.
+                await say(Content(text=draft.text, action=draft.action), store=draft.readable)
+            elif action is None:
+                await say(Content(text=EMPTY_REPLY), store=False)
         if action is not None:
             context = self._context(action, memory, state, say)
             try:
@@ -257,7 +286,30 @@ class AgentRuntime:
                 await say(Content(text=f"Sorry, I couldn't finish that ({action.name})."))
             result.action = action.name
         result.replies = replies
-        result.responded = bool(replies)
+        result.responded = sent
+
+    def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:
+        """The model's reply as words to send: no JSON syntax, at most the reply cap; what
+        could not be read is counted and logged once."""
+        draft = parse_reply(raw)
+        if not draft.text:
+            self.ledger.record_reject(Task.REPLY, "empty reply", raw)
+            log.warning("the reply to message %s was empty; sent a short fallback", memory.id)
+        elif not draft.readable:
+            self.ledger.record_reject(Task.REPLY, "unreadable reply", raw)
+            log.warning(
+                "the reply to message %s was not readable JSON; sent its words, not stored",
+                memory.id,
+            )
+        text = cap_reply(draft.text, self.options.max_reply_chars)
+        if text != draft.text:
+            log.info(
+                "the reply to message %s was cut from %d to %d characters",
+                memory.id,
+                len(draft.text),
+                len(text),
+            )
+        return ReplyDraft(text, draft.action, readable=draft.readable)
 
     async def _chosen_action(
         self, draft: ReplyDraft, memory: Memory, state: State, say: Send
@@ -454,21 +506,33 @@ class AgentRuntime:
             ),
             "evaluators": format_evaluators(candidates),
             "evaluatorNames": ", ".join(e.name for e in candidates),
+            "evaluatorNamesJson": names_json([e.name for e in candidates]),
         }
         prompt = render(self.template("evaluationTemplate"), values)
+        names = [e.name for e in candidates]
         try:
             raw = await self.model.generate_text(
                 prompt,
                 model_class=ModelClass.SMALL,
                 task=Task.EVALUATOR_SELECTION,
                 state=state,
-                max_tokens=100,
+                max_tokens=SELECTION_MAX_TOKENS,
+                json_answer=selection_answer(names),
             )
         except ModelError as error:
             log.warning("evaluator selection failed: %s", error)
             return []
-        names = parse_evaluator_selection(raw, [(e.name, e.similes) for e in candidates])
-        return [e for e in candidates if e.name in names]
+        selection = read_evaluator_selection(raw, [(e.name, e.similes) for e in candidates])
+        if selection.named_nothing_known:
+            self.ledger.record_reject(Task.EVALUATOR_SELECTION, "named nothing known", raw)
+            log.warning(
+                "evaluator selection named only unknown evaluators %s; none ran",
+                selection.unknown[:5],
+            )
+        elif not selection.parsed and not selection.names:
+            self.ledger.record_reject(Task.EVALUATOR_SELECTION, "unreadable", raw)
+            log.warning("evaluator selection answer was not readable; none ran")
+        return [e for e in candidates if e.name in selection.names]
 
     # ------------------------------------------------------------------ helpers for commands
     async def flush_room(self, memory: Memory, timeout: float | None = None) -> bool:

@@ -52,6 +52,8 @@ CASES = [
     ("MNEMO_LARGE_MODEL", "huge", ("model", "large_model"), "huge"),
     ("MNEMO_MODEL_TIMEOUT", "5.5", ("model", "timeout_seconds"), 5.5),
     ("MNEMO_MODEL_RETRIES", "7", ("model", "max_retries"), 7),
+    ("MNEMO_MODEL_CONCURRENCY", "1", ("model", "concurrency"), 1),
+    ("MNEMO_STRUCTURED_OUTPUT", "off", ("model", "structured_output"), "off"),
     (
         "MNEMO_EMBEDDING_MODEL",
         "text-embedding-3-small",
@@ -104,6 +106,7 @@ CASES = [
     ),
     ("MNEMO_EVALUATOR_SELECTION", "all", ("runtime", "evaluator_selection"), "all"),
     ("MNEMO_EVALUATOR_TIMEOUT", "30", ("runtime", "evaluator_timeout"), 30.0),
+    ("MNEMO_REPLY_MAX_CHARS", "2000", ("runtime", "reply_max_chars"), 2000),
     ("MNEMO_CONVERSATION_LENGTH", "10", ("runtime", "conversation_length"), 10),
     (
         "MNEMO_EVALUATION_IDLE_FLUSH_MINUTES",

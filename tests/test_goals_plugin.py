@@ -109,7 +109,7 @@ async def test_progress_is_merged_by_objective_without_duplicates(
     assert updated.status == "IN_PROGRESS"
     assert updated.updated_at > goal.updated_at
     [call] = model.calls_for(UPDATE)
-    assert f"id: {goal.id}" in call.prompt and "Status: IN_PROGRESS" in call.prompt
+    assert f'id: "{goal.id}"' in call.prompt and "Status: IN_PROGRESS" in call.prompt
     assert '{"description": "Take chapter notes", "completed": false}' in call.prompt
     assert "Sarah: I finished the first three chapters" in call.prompt
 

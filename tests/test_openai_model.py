@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import math
@@ -13,7 +14,7 @@ import openai
 import pytest
 
 from bot.config import ModelSettings
-from bot.llm.base import LanguageModel, ModelClass, ModelError
+from bot.llm.base import JSON_TEMPERATURE, JsonAnswer, LanguageModel, ModelClass, ModelError
 from bot.llm.factory import make_model
 from bot.llm.offline import OfflineModel
 from bot.llm.openai_model import OpenAIModel
@@ -345,3 +346,111 @@ async def test_base_url_needs_a_running_server() -> None:
     fake = FakeOpenAIServer()
     with pytest.raises(RuntimeError):
         _ = fake.base_url
+
+
+SCHEMA = JsonAnswer(
+    "answer",
+    {
+        "type": "object",
+        "properties": {"names": {"type": "array", "items": {"type": "string"}}},
+        "required": ["names"],
+        "additionalProperties": False,
+    },
+)
+
+
+async def json_task(llm: OpenAIModel) -> str:
+    return await llm.generate_text(
+        "pick",
+        model_class=ModelClass.SMALL,
+        task="evaluator_selection",
+        max_tokens=60,
+        system="You are Mnemo.",
+        json_answer=SCHEMA,
+    )
+
+
+async def test_json_task_shape(server: FakeOpenAIServer, model: OpenAIModel) -> None:
+    await json_task(model)
+    [request] = server.chat_requests
+    assert request.json["messages"] == [
+        {"role": "system", "content": "You are Mnemo."},
+        {"role": "user", "content": "pick"},
+    ]
+    assert request.json["temperature"] == JSON_TEMPERATURE
+    assert request.json["max_tokens"] == 60
+    assert request.json["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "answer", "schema": dict(SCHEMA.schema), "strict": True},
+    }
+
+
+async def test_refused_response_format_is_dropped_for_good_without_failing(
+    server: FakeOpenAIServer, model: OpenAIModel, caplog: pytest.LogCaptureFixture
+) -> None:
+    server.enqueue(
+        status(400, message="Unrecognized request argument supplied: response_format"),
+        reply('{"names": []}'),
+        status(400, message="'response_format' of type 'json_object' is not supported"),
+        reply('{"names": ["A"]}'),
+        reply('{"names": ["B"]}'),
+    )
+    with caplog.at_level(logging.INFO, logger="bot.llm.openai_model"):
+        assert await json_task(model) == '{"names": []}'
+        assert await json_task(model) == '{"names": ["A"]}'
+        assert await json_task(model) == '{"names": ["B"]}'
+    formats = [r.json.get("response_format", {}).get("type") for r in server.chat_requests]
+    assert formats == ["json_schema", "json_object", "json_object", None, None]
+    assert model.structured_output is None
+    assert sum("refused response_format" in r.message for r in caplog.records) == 2
+
+
+async def test_a_400_about_something_else_is_an_error(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    server.enqueue(status(400, message="maximum context length exceeded"))
+    with pytest.raises(ModelError, match="HTTP 400"):
+        await json_task(model)
+    assert len(server.chat_requests) == 1
+    assert model.structured_output == "json_schema"
+
+
+async def test_structured_output_off_sends_no_response_format(
+    server: FakeOpenAIServer, ledger: UsageLedger
+) -> None:
+    llm = OpenAIModel(settings_for(server.base_url, structured_output="off"), ledger)
+    await json_task(llm)
+    await llm.close()
+    [request] = server.chat_requests
+    assert "response_format" not in request.json and request.json["temperature"] is not None
+
+
+async def test_one_at_a_time_the_time_out_counts_from_sending(ledger: UsageLedger) -> None:
+    """A local server answering one request at a time, 0.5 s each; three calls at once with a
+    1.2 s time-out. Queued here, each is timed from its own sending and all succeed; sent
+    together, the third waits 1 s at the server and times out."""
+    busy = asyncio.Lock()
+
+    async def one_at_a_time(request: dict) -> str:
+        async with busy:
+            await asyncio.sleep(0.5)
+            return "answer"
+
+    async with FakeOpenAIServer(responder=one_at_a_time) as server:
+        for concurrency in (1, 0):
+            llm = OpenAIModel(
+                settings_for(
+                    server.base_url,
+                    concurrency=concurrency,
+                    timeout_seconds=1.2,
+                    max_retries=0,
+                ),
+                ledger,
+            )
+            answers = await asyncio.gather(*(ask(llm) for _ in range(3)), return_exceptions=True)
+            await llm.close()
+            if concurrency:
+                assert answers == ["answer"] * 3
+            else:
+                assert answers.count("answer") < 3  # the queue at the server timed out
+                await asyncio.sleep(1.0)  # let the server finish what was abandoned

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from bot.state import State
@@ -25,6 +27,28 @@ def evaluator_task(name: str) -> str:
     return f"evaluator:{name}"
 
 
+# JSON tasks are decisions, not prose: a low temperature keeps a model on the format and on
+# the conversation instead of inventing (a 0.8 default had a small model copy the template's
+# three status options as three updates).
+JSON_TEMPERATURE = 0.1
+
+
+@dataclass(frozen=True)
+class JsonAnswer:
+    """Asks for a JSON answer of one shape.
+
+    Sent as `response_format` (a JSON schema) where the endpoint accepts structured output,
+    and always described in the prompt too, so the answer reads the same either way. The
+    schema follows OpenAI's strict rules (every property required, no extra properties), and
+    its root is an object, as `response_format` requires. `temperature` None keeps the
+    model's default (the reply is JSON too, but prose inside).
+    """
+
+    name: str
+    schema: Mapping[str, Any]
+    temperature: float | None = JSON_TEMPERATURE
+
+
 class ModelError(Exception):
     """The model could not answer (after retries): the message is safe to log and show."""
 
@@ -34,7 +58,9 @@ class LanguageModel(Protocol):
 
     `task` names the purpose ("reply", "evaluator_selection", "evaluator:GET_FACTS", ...) for
     usage accounting; `state` is the structured state the prompt was composed from, which the
-    offline model reads instead of the prompt.
+    offline model reads instead of the prompt. `system` is the character's standing text (sent
+    as a system message); `prompt` is the conversation and the task (the user message).
+    `json_answer` marks a JSON task: structured output where accepted, a low temperature.
     """
 
     name: str
@@ -47,6 +73,8 @@ class LanguageModel(Protocol):
         task: str,
         state: State | None = None,
         max_tokens: int | None = None,
+        system: str | None = None,
+        json_answer: JsonAnswer | None = None,
     ) -> str: ...
 
     async def close(self) -> None: ...

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from bot.llm.base import ModelClass, Task, evaluator_task
+from bot.llm.base import JsonAnswer, ModelClass, Task, evaluator_task
 
 if TYPE_CHECKING:
     from bot.llm.usage import UsageLedger
@@ -477,6 +477,8 @@ class OfflineModel:
         task: str,
         state: State | None = None,
         max_tokens: int | None = None,
+        system: str | None = None,
+        json_answer: JsonAnswer | None = None,
     ) -> str:
         answer = self.answer(task, state)
         self._ledger.record(task, 0, 0)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import openai
 
-from bot.llm.base import ModelClass, ModelError
+from bot.llm.base import JsonAnswer, ModelClass, ModelError
 
 if TYPE_CHECKING:
     from bot.config import ModelSettings
@@ -22,6 +25,11 @@ log = logging.getLogger(__name__)
 _NO_KEY = "not-needed"
 # Server error messages are quoted in ModelError for diagnosis, but kept short.
 _MAX_DETAIL = 160
+# Structured output, most exact first; an endpoint refusing one is asked the next from then
+# on. None is the prompt alone (the prompt always describes the JSON it wants).
+_FORMATS: tuple[str | None, ...] = ("json_schema", "json_object", None)
+# Words in a 400's message that say the endpoint refused `response_format` itself.
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
 
 
 class OpenAIModel:
@@ -30,6 +38,12 @@ class OpenAIModel:
     Retries with back-off on 429, 5xx, time-outs and connection errors are the openai client's
     own (`max_retries`, `timeout` from settings). Whatever still fails becomes a `ModelError`
     whose message never contains the API key.
+
+    The character's text goes in a system message. JSON tasks (`json_answer`) are sent with a
+    low temperature and `response_format`: a JSON schema, or JSON mode, whichever the endpoint
+    accepts. The first 400 naming the parameter is detected, the call repeated without it, and
+    it is not sent again. With `concurrency` set, calls beyond it wait here, before sending,
+    so the time-out measures the model and not the queue of a one-at-a-time local server.
     """
 
     def __init__(
@@ -53,6 +67,13 @@ class OpenAIModel:
             max_retries=settings.max_retries,
         )
         self.name = f"openai ({settings.small_model} / {settings.large_model})"
+        self._format_index = 0 if settings.structured_output == "auto" else len(_FORMATS) - 1
+        self._slots = asyncio.Semaphore(settings.concurrency) if settings.concurrency else None
+
+    @property
+    def structured_output(self) -> str | None:
+        """The `response_format` type JSON tasks are sent with now (None: the prompt alone)."""
+        return _FORMATS[self._format_index]
 
     def model_for(self, model_class: ModelClass) -> str:
         if model_class == ModelClass.SMALL:
@@ -67,32 +88,53 @@ class OpenAIModel:
         task: str,
         state: State | None = None,
         max_tokens: int | None = None,
+        system: str | None = None,
+        json_answer: JsonAnswer | None = None,
     ) -> str:
         model = self.model_for(model_class)
         options: dict[str, Any] = {}
         if max_tokens is not None:
             # `max_tokens` rather than `max_completion_tokens`: every compatible server knows it.
             options["max_tokens"] = max_tokens
-        started = time.perf_counter()
-        try:
-            response = await self._client.chat.completions.create(
-                model=model,
-                messages=[{"role": "user", "content": prompt}],
-                **options,
-            )
-        except openai.APITimeoutError:
-            raise self._failure(task, model, "timed out") from None
-        except openai.APIConnectionError:
-            raise self._failure(task, model, "could not connect to the model endpoint") from None
-        except openai.APIStatusError as error:
-            raise self._failure(
-                task, model, f"HTTP {error.status_code}: {self._detail(error)}"
-            ) from None
-        except openai.APIError as error:
-            raise self._failure(task, model, f"bad response: {self._detail(error)}") from None
-        except (ValueError, TypeError):
-            # A 200 whose body is not JSON (JSONDecodeError is a ValueError).
-            raise self._failure(task, model, "the response body is not valid JSON") from None
+        if json_answer is not None and json_answer.temperature is not None:
+            options["temperature"] = json_answer.temperature
+        messages = [{"role": "user", "content": prompt}]
+        if system:
+            messages.insert(0, {"role": "system", "content": system})
+        while True:
+            response_format = self._response_format(json_answer)
+            try:
+                async with self._slot():
+                    # Model time, from sending: a call waiting for a slot is not yet sent.
+                    started = time.perf_counter()
+                    response = await self._client.chat.completions.create(
+                        model=model,
+                        messages=messages,  # type: ignore[arg-type]
+                        **options,
+                        **({"response_format": response_format} if response_format else {}),
+                    )
+                break
+            except (openai.BadRequestError, openai.UnprocessableEntityError) as error:
+                if response_format is not None and self._refused_format(error, response_format):
+                    continue  # the same call, without what was refused: the user sees no error
+                raise self._failure(
+                    task, model, f"HTTP {error.status_code}: {self._detail(error)}"
+                ) from None
+            except openai.APITimeoutError:
+                raise self._failure(task, model, "timed out") from None
+            except openai.APIConnectionError:
+                raise self._failure(
+                    task, model, "could not connect to the model endpoint"
+                ) from None
+            except openai.APIStatusError as error:
+                raise self._failure(
+                    task, model, f"HTTP {error.status_code}: {self._detail(error)}"
+                ) from None
+            except openai.APIError as error:
+                raise self._failure(task, model, f"bad response: {self._detail(error)}") from None
+            except (ValueError, TypeError):
+                # A 200 whose body is not JSON (JSONDecodeError is a ValueError).
+                raise self._failure(task, model, "the response body is not valid JSON") from None
         text = self._content(response)
         if text is None:
             raise self._failure(task, model, self._why_empty(response))
@@ -120,6 +162,48 @@ class OpenAIModel:
             await self._client.close()
 
     # -- helpers ---------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _slot(self) -> AsyncIterator[None]:
+        if self._slots is None:
+            yield
+            return
+        async with self._slots:
+            yield
+
+    def _response_format(self, json_answer: JsonAnswer | None) -> dict[str, Any] | None:
+        if json_answer is None:
+            return None
+        kind = self.structured_output
+        if kind == "json_schema":
+            return {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": json_answer.name,
+                    "schema": dict(json_answer.schema),
+                    "strict": True,
+                },
+            }
+        if kind == "json_object":
+            return {"type": "json_object"}
+        return None
+
+    def _refused_format(self, error: openai.APIStatusError, sent: dict[str, Any]) -> bool:
+        """True (and the next format chosen for good) when the error refuses response_format."""
+        detail = self._detail(error).lower()
+        if not any(word in detail for word in _FORMAT_WORDS):
+            return False
+        refused = sent["type"]
+        if refused != self.structured_output:
+            return True  # a concurrent call already moved on: retry with the current one
+        self._format_index += 1
+        log.info(
+            "the model endpoint refused response_format %s (%s); JSON tasks now use %s",
+            refused,
+            detail,
+            self.structured_output or "the prompt alone",
+        )
+        return True
 
     @staticmethod
     def _content(response: object) -> str | None:

@@ -55,6 +55,8 @@ def test_settings(
     evaluator_selection: str = "llm",
     conversation_length: int = 32,
     rate_limit_per_minute: int = 0,
+    # Above the product's 4,000: the platform tests send longer replies to test splitting.
+    reply_max_chars: int = 100_000,
 ) -> Settings:
     """Settings for a test: everything under `data_dir`, nothing read from the environment
     except MNEMO_TEST_MONGODB_URI / MNEMO_TEST_MODEL_DIR as defaults."""
@@ -89,6 +91,7 @@ def test_settings(
             character=character,
             evaluator_selection=evaluator_selection,
             evaluator_timeout=30.0,
+            reply_max_chars=reply_max_chars,
             conversation_length=conversation_length,
             plugins_dir=data_dir / "no-plugins",
             disabled_plugins=[],

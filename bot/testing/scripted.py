@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from bot.llm.base import ModelClass
+from bot.llm.base import JsonAnswer, ModelClass
 
 if TYPE_CHECKING:
     from bot.llm.usage import UsageLedger
@@ -47,6 +47,8 @@ class ModelCall:
     prompt: str
     state: State | None = field(default=None, compare=False, repr=False)
     max_tokens: int | None = field(default=None, compare=False, repr=False)
+    system: str | None = field(default=None, compare=False, repr=False)
+    json_answer: JsonAnswer | None = field(default=None, compare=False, repr=False)
 
 
 class ScriptedModel:
@@ -91,9 +93,13 @@ class ScriptedModel:
         task: str,
         state: State | None = None,
         max_tokens: int | None = None,
+        system: str | None = None,
+        json_answer: JsonAnswer | None = None,
     ) -> str:
         task = str(task)
-        self.calls.append(ModelCall(task, model_class, prompt, state, max_tokens))
+        self.calls.append(
+            ModelCall(task, model_class, prompt, state, max_tokens, system, json_answer)
+        )
         try:
             answer = await self._answer(prompt, task, state)
         except Exception:

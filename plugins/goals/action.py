@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from bot.admin import add_goal, parse_goal_spec, scope_of
-from bot.llm.base import ModelClass, ModelError
+from bot.llm.base import JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json_object
 from bot.models import Content, Goal
 from bot.plugins import Action, Context, ExampleTurn
@@ -25,6 +25,7 @@ MAX_NAME = 200
 MAX_OBJECTIVES = 20
 UNCLEAR_REPLY = 'I couldn\'t tell what the goal is. Could you say it as "My goal is to …"?'
 
+# A worked example instead of `{"name": "<the goal>", ...}`: placeholders get copied.
 CREATE_GOAL_TEMPLATE = """TASK: {{senderName}} stated a goal for themselves. Write it down as a goal to track.
 
 # Conversation
@@ -34,13 +35,32 @@ CREATE_GOAL_TEMPLATE = """TASK: {{senderName}} stated a goal for themselves. Wri
 {{senderName}}: {{message}}
 
 # INSTRUCTIONS
-- name: the goal itself, short, as {{senderName}} would say it (e.g. "Run a marathon").
-- objectives: the concrete steps {{senderName}} named, in order; an empty list if none.
+- name: the goal itself, short, as {{senderName}} would say it.
+- objectives: the concrete steps {{senderName}} named in this message, in order; an empty \
+list if none. Never steps of other goals.
 
-Answer with a JSON object only:
-```json
-{"name": "<the goal>", "objectives": ["<step>", "<step>"]}
-```"""  # noqa: E501
+# Example, from another conversation
+Message: I want to learn Portuguese before my trip: finish the beginner course; have a \
+ten-minute conversation
+Answer: {"name": "Learn Portuguese before my trip", "objectives": ["Finish the beginner \
+course", "Have a ten-minute conversation"]}
+
+Answer with one JSON object and nothing else."""  # noqa: E501
+
+ANSWER_FORMAT = JsonAnswer(
+    "goal",
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "objectives": {"type": "array", "items": {"type": "string"}},
+        },
+        "required": ["name", "objectives"],
+        "additionalProperties": False,
+    },
+)
+# A short name and up to a handful of steps.
+ANSWER_TOKENS = 200
 
 # Ways people state a goal; what follows is the goal. Checked in this order.
 _GOAL_PHRASES = re.compile(
@@ -116,19 +136,29 @@ async def _draft_from_model(ctx: Context) -> GoalDraft | None:
     prompt = render(ctx.runtime.template(TEMPLATE_NAME, CREATE_GOAL_TEMPLATE), values)
     try:
         raw = await ctx.runtime.model.generate_text(
-            prompt, model_class=ModelClass.SMALL, task=TASK, state=ctx.state
+            prompt,
+            model_class=ModelClass.SMALL,
+            task=TASK,
+            state=ctx.state,
+            max_tokens=ANSWER_TOKENS,
+            json_answer=ANSWER_FORMAT,
         )
     except ModelError as error:
         log.warning("CREATE_GOAL: model failed (%s); reading the message instead", error)
         return None
     answer = parse_json_object(raw)
     if answer is None:
+        ctx.runtime.ledger.record_reject(TASK, "unreadable answer", raw)
         log.info("CREATE_GOAL: no JSON object in the answer; reading the message instead")
         return None
     try:
         return GoalDraft.model_validate(answer)
     except ValidationError as error:
-        log.warning("CREATE_GOAL: malformed answer (%s); reading the message instead", error)
+        ctx.runtime.ledger.record_reject(TASK, "malformed answer", raw)
+        log.warning(
+            "CREATE_GOAL: malformed answer (%s); reading the message instead",
+            error.errors()[0]["msg"],
+        )
         return None
 
 

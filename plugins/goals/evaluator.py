@@ -3,17 +3,24 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from dataclasses import replace
 from datetime import datetime
 
 from bot.llm.base import ModelClass, ModelError, evaluator_task
-from bot.llm.parsing import parse_json_array
 from bot.models import Goal, Memory
 from bot.plugins import Context, Evaluator
 from bot.prompts import render
 
-from .merge import apply_update, parse_update
-from .prompts import EXAMPLES, GOALS_TEMPLATE, TEMPLATE_NAME, format_goals
+from .merge import plan_updates
+from .prompts import (
+    EXAMPLES,
+    GOALS_TEMPLATE,
+    TEMPLATE_NAME,
+    answer_format,
+    answer_tokens,
+    format_goals,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +55,15 @@ async def handle(ctx: Context) -> list[Goal]:
     state.recent_messages = unchecked(ctx.state.recent_messages, mark)
     state.values["recentMessages"] = runtime.format_messages(state, state.recent_messages)
     prompt = render(runtime.template(TEMPLATE_NAME, GOALS_TEMPLATE), state.values)
+    task = evaluator_task(NAME)
     try:
         raw = await runtime.model.generate_text(
-            prompt, model_class=ModelClass.LARGE, task=evaluator_task(NAME), state=state
+            prompt,
+            model_class=ModelClass.LARGE,
+            task=task,
+            state=state,
+            max_tokens=answer_tokens(goals),
+            json_answer=answer_format(goals),
         )
     except ModelError as error:
         log.warning("goal update failed in room %s: %s", message.room_id, error)
@@ -58,29 +71,20 @@ async def handle(ctx: Context) -> list[Goal]:
     await runtime.store.set_room_mark(
         message.room_id, MARK, max(m.created_at for m in state.recent_messages)
     )
-    items = parse_json_array(raw)
-    if items is None:
-        log.warning("goal update answer is not a JSON array: %.200r", raw)
-        return []
-    current = {goal.id.lower(): goal for goal in goals}
-    changed: dict[str, Goal] = {}
-    for item in items:
-        update = parse_update(item)
-        if update is None:
-            continue
-        goal = current.get(update.id)
-        if goal is None:
-            # Only this room's in-progress goals may change: an id from elsewhere (or made
-            # up) must not touch another room's goal.
-            log.warning("ignoring update for unknown goal id %r", update.id)
-            continue
-        new = apply_update(goal, update)
-        if new is not None:
-            current[update.id] = changed[update.id] = new
-    for goal in changed.values():
+    plan = plan_updates(goals, raw)
+    reasons = Counter(reason for reason, _item in plan.rejected)
+    for reason, count in reasons.items():
+        runtime.ledger.record_reject(task, reason, raw, count)
+    if reasons:
+        log.warning(
+            "goal update in room %s: rejected %s",
+            message.room_id,
+            ", ".join(f"{count} x {reason}" for reason, count in sorted(reasons.items())),
+        )
+    for goal in plan.changed:
         await runtime.store.replace_goal(goal)
         log.info("goal %s (%s): %s", goal.id, goal.name, goal.status)
-    return list(changed.values())
+    return plan.changed
 
 
 def unchecked(recent: list[Memory], mark: datetime | None) -> list[Memory]:

@@ -5,48 +5,86 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
+from bot.llm.base import JsonAnswer
 from bot.models import Goal
 from bot.plugins import EvaluatorExample, ExampleTurn
 from bot.state import State
 
 TEMPLATE_NAME = "goalsTemplate"
 
-GOALS_TEMPLATE = """TASK: Update Goal
-Analyze the conversation and update the status of the goals based on the new information provided.
-
-# INSTRUCTIONS
-
-- Review the conversation and identify any progress towards the objectives of the current goals.
-- Update the objectives if they have been completed or if there is new information about them.
-- Update the status of the goal to 'DONE' if all objectives are completed.
-- If no progress is made, do not change the status of the goal.
-
-# START OF ACTUAL TASK INFORMATION
+# Rewritten from the seed's template, whose format block a real model copied: unquoted ids
+# (`"id": <goal uuid>`), `//` comments, and the status union `"IN_PROGRESS" | "DONE" | "FAILED"`
+# (copied as three updates for one goal: the last won and the goal was marked FAILED). Here only
+# literal, valid JSON is shown, and one worked example from another conversation.
+GOALS_TEMPLATE = """TASK: Update Goals from the conversation below.
 
 {{goals}}
+
+# Conversation
 {{recentMessages}}
 
-TASK: Analyze the conversation and update the status of the goals based on the new information provided. Respond with a JSON array of goals to update.
-- Each item must include the goal ID, as well as the fields in the goal to update.
-- For updating objectives, include the entire objectives array including unchanged fields.
-- Only include goals which need to be updated.
-- Goal status options are 'IN_PROGRESS', 'DONE' and 'FAILED'. If the goal is active it should always be 'IN_PROGRESS'.
-- If the goal has been successfully completed, set status to DONE. If the goal cannot be completed, set status to FAILED.
-- If those goal is still in progress, do not include the status field.
+# Instructions
+- Update only a goal the conversation shows progress on, or that its owner says is finished \
+or given up. When nothing changed, answer {"updates": []}.
+- "id": the goal's id exactly as shown above, in quotes.
+- "objectives": every objective of the goal, its description copied exactly, with \
+"completed": true when the conversation shows it is done, else false.
+- "status": "DONE" when every objective is completed; "FAILED" only when the owner gives the \
+goal up; otherwise "IN_PROGRESS".
+- At most one update per goal.
 
-Response format should be:
-```json
-[
-  {
-    "id": <goal uuid>, // required
-    "status": "IN_PROGRESS" | "DONE" | "FAILED", // optional
-    "objectives": [ // optional
-      { "description": "Objective description", "completed": true | false },
-      { "description": "Objective description", "completed": true | false }
-    ] // NOTE: If updating objectives, include the entire objectives array including unchanged fields.
-  }
-]
-```"""  # noqa: E501 - the seed's template, line for line
+# Example, from another conversation
+Goal: "Finish the final year project", id "34567-89012-34567-89012", objectives "Submit the \
+first draft of the thesis" and "Complete the project prototype".
+Student: I've submitted the first draft of my thesis. The prototype is almost done.
+Answer:
+{"updates": [{"id": "34567-89012-34567-89012", "status": "IN_PROGRESS", "objectives": \
+[{"description": "Submit the first draft of the thesis", "completed": true}, \
+{"description": "Complete the project prototype", "completed": false}]}]}
+
+Answer with one JSON object and nothing else."""
+
+# Answer tokens: the wrapper, then per goal its id and status, per objective its description.
+_ANSWER_TOKENS = 30
+_GOAL_TOKENS = 40
+_OBJECTIVE_TOKENS = 30
+_MAX_ANSWER_TOKENS = 2000
+
+
+def answer_format(goals: Sequence[Goal]) -> JsonAnswer:
+    """The answer's shape for structured output: only these goals' ids can be named."""
+    objective = {
+        "type": "object",
+        "properties": {"description": {"type": "string"}, "completed": {"type": "boolean"}},
+        "required": ["description", "completed"],
+        "additionalProperties": False,
+    }
+    update = {
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "enum": [goal.id for goal in goals]},
+            "status": {"type": "string", "enum": ["IN_PROGRESS", "DONE", "FAILED"]},
+            "objectives": {"type": "array", "items": objective},
+        },
+        "required": ["id", "status", "objectives"],
+        "additionalProperties": False,
+    }
+    schema = {
+        "type": "object",
+        "properties": {"updates": {"type": "array", "items": update}},
+        "required": ["updates"],
+        "additionalProperties": False,
+    }
+    return JsonAnswer("goal_updates", schema)
+
+
+def answer_tokens(goals: Sequence[Goal]) -> int:
+    """`max_tokens` for an answer updating every one of `goals`."""
+    tokens = _ANSWER_TOKENS + sum(
+        _GOAL_TOKENS + _OBJECTIVE_TOKENS * len(goal.objectives) for goal in goals
+    )
+    return min(tokens, _MAX_ANSWER_TOKENS)
+
 
 # The seed's four examples, unchanged except the fourth outcome's missing closing brace.
 EXAMPLES: tuple[EvaluatorExample, ...] = (
@@ -175,7 +213,7 @@ def format_goals(goals: Sequence[Goal], state: State) -> str:
     lines = ["Goals:"]
     for goal in goals:
         lines.append(f"- Name: {goal.name}")
-        lines.append(f"  id: {goal.id}")
+        lines.append(f'  id: "{goal.id}"')
         if goal.user_id:
             lines.append(f"  Owner: {state.name_of(goal.user_id)}")
         lines.append(f"  Status: {goal.status}")

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot.llm.base import ModelClass, ModelError, evaluator_task
+from bot.llm.base import JsonAnswer, ModelClass, ModelError, evaluator_task
 from bot.llm.parsing import parse_json_object
 from bot.plugins import Context, Evaluator, EvaluatorExample, ExampleTurn
 from bot.prompts import render
@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 NAME = "SENTIMENT"
 TEMPLATE_NAME = "sentimentTemplate"  # a character's `templates` may override it by this name
 
+# No example score: a real model answered the example's 0.6 for nearly every message. The
+# scale is described by its points instead, and the answer's shape in words.
 SENTIMENT_TEMPLATE = """TASK: Rate the emotional tone of {{senderName}}'s latest message.
 
 # Conversation
@@ -30,9 +32,27 @@ SENTIMENT_TEMPLATE = """TASK: Rate the emotional tone of {{senderName}}'s latest
 # Latest message from {{senderName}}
 {{latestMessage}}
 
-Score it from -1 (very negative) through 0 (neutral) to 1 (very positive).
-Label is one of: positive, neutral, negative, mixed.
-Answer with a JSON object only, e.g. {"score": 0.6, "label": "positive"}."""
+Judge this message alone, not the conversation. The scale: -1.0 furious or devastated, \
+-0.5 annoyed or sad, 0.0 neutral or plain facts, 0.5 pleased, 1.0 overjoyed; any number \
+between fits too.
+Answer with one JSON object and nothing else: "score" is the number, "label" is one of \
+"positive", "neutral", "negative" or "mixed"."""
+
+# The answer: the score and a label, so structured output can hold a model to it.
+ANSWER_FORMAT = JsonAnswer(
+    "sentiment",
+    {
+        "type": "object",
+        "properties": {
+            "score": {"type": "number"},
+            "label": {"type": "string", "enum": ["positive", "neutral", "negative", "mixed"]},
+        },
+        "required": ["score", "label"],
+        "additionalProperties": False,
+    },
+)
+# Enough for {"score": -0.35, "label": "negative"} and the odd fence around it.
+ANSWER_TOKENS = 40
 
 Label = Literal["positive", "neutral", "negative", "mixed"]
 _LABELS: frozenset[str] = frozenset(("positive", "neutral", "negative", "mixed"))
@@ -123,14 +143,16 @@ async def handler(ctx: Context) -> SentimentScore | None:
             model_class=ModelClass(settings.model_class),
             task=evaluator_task(NAME),
             state=ctx.state,
-            max_tokens=40,
+            max_tokens=ANSWER_TOKENS,
+            json_answer=ANSWER_FORMAT,
         )
     except ModelError as error:
         log.warning("sentiment: no answer for message %s: %s", ctx.message.id, error)
         return None
     result = parse_sentiment(raw)
     if result is None:
-        log.warning("sentiment: unreadable answer for message %s: %.200r", ctx.message.id, raw)
+        runtime.ledger.record_reject(evaluator_task(NAME), "unreadable answer", raw)
+        log.warning("sentiment: unreadable answer for message %s", ctx.message.id)
         return None
     await record_score(runtime, ctx.message, result.score, result.label)
     return result
