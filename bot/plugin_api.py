@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from bot.llm.base import ModelClass
+from bot.llm.base import JsonAnswer, ModelClass
 from bot.models import Account, Content, Memory, Room
 from bot.prompts import render
 from bot.state import State
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pymongo.asynchronous.database import AsyncDatabase
 
     from bot.llm.base import LanguageModel
+    from bot.llm.usage import UsageLedger
     from bot.storage.knowledge import Knowledge
     from bot.storage.mongo import MongoStore
 
@@ -162,6 +163,7 @@ class ModelHandle:
     model: LanguageModel
     task: str
     templates: Mapping[str, str] = field(default_factory=dict)
+    ledger: UsageLedger | None = None
 
     async def generate(
         self,
@@ -171,15 +173,26 @@ class ModelHandle:
         state: State | None = None,
         max_tokens: int | None = None,
         task: str | None = None,
+        json_answer: JsonAnswer | None = None,
     ) -> str:
-        """The model's answer (untrusted text); raises `ModelError` when it cannot answer."""
+        """The model's answer (untrusted text); raises `ModelError` when it cannot answer.
+
+        `json_answer` (the JSON shape wanted) makes it a JSON task: structured output where
+        the endpoint accepts it, and a low temperature. Size `max_tokens` to the answer."""
         return await self.model.generate_text(
             prompt,
             model_class=model_class,
             task=task or self.task,
             state=state,
             max_tokens=max_tokens,
+            json_answer=json_answer,
         )
+
+    def reject(self, reason: str, raw: str, *, count: int = 1, task: str | None = None) -> None:
+        """Count an answer (or `count` parts of one) that could not be used, by reason; the
+        raw answer is logged once at DEBUG. Failures of a model's output must be visible."""
+        if self.ledger is not None:
+            self.ledger.record_reject(task or self.task, reason, raw, count)
 
     def template(self, name: str, default: str) -> str:
         """The character's override of a prompt template, else the plugin's own."""

@@ -30,6 +30,7 @@ from bot.plugin_api import (
 
 if TYPE_CHECKING:
     from bot.llm.base import LanguageModel
+    from bot.llm.usage import UsageLedger
     from bot.models import Memory
     from bot.plugins import Registry
     from bot.state import State
@@ -61,6 +62,7 @@ class PluginHost:
         agent: Agent,
         templates: Mapping[str, str],
         max_message_chars: int,
+        ledger: UsageLedger | None = None,
     ) -> None:
         self.registry = registry
         self._store = store
@@ -68,6 +70,7 @@ class PluginHost:
         self._model = model
         self._agent = agent
         self._templates = templates
+        self._ledger = ledger
         self.conversations = Conversations(store, agent=agent, max_message_chars=max_message_chars)
         self._states: dict[str, Any] = {}
         self._collections: dict[str, Collections] = {}
@@ -126,7 +129,7 @@ class PluginHost:
             message=message,
             state=state,
             settings=self.registry.settings.get(plugin.name),
-            model=ModelHandle(self._model, part_task(part), self._templates),
+            model=ModelHandle(self._model, part_task(part), self._templates, self._ledger),
             collections=self.collections(plugin),
             conversations=self.conversations,
             knowledge=self._knowledge,

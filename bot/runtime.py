@@ -132,6 +132,7 @@ class AgentRuntime:
             ),
             templates=character.templates,
             max_message_chars=self.options.max_message_chars,
+            ledger=ledger,
         )
         self._seen: OrderedDict[str, Account | Room] = OrderedDict()
         self._prefetches: set[asyncio.Task[Any]] = set()

@@ -114,6 +114,37 @@ async def test_progress_is_merged_by_objective_without_duplicates(
     assert "Sarah: I finished the first three chapters" in call.prompt
 
 
+async def test_an_answer_contradicting_itself_changes_nothing_and_is_counted(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """A real model copied the old template's `"IN_PROGRESS" | "DONE" | "FAILED"` as three
+    updates for one goal (tests/data/real-model); "last wins" marked the goal FAILED."""
+    model = scripted()
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        goal = await goal_for(app, chat, "Complete reading assignment", READING)
+        model.add_answers(
+            UPDATE,
+            "[\n"
+            + ",\n".join(
+                f'{{"id": {goal.id}, "status": "{status}"}}'  # the id unquoted, as it came
+                for status in ("IN_PROGRESS", "DONE", "FAILED")
+            )
+            + ',\n{"id": "mnemo123456789", "status": "DONE"}\n]',
+        )
+        await say(chat, "Still reading, slowly")
+        after = await reload(app, goal)
+        rejects = app.ledger.rejects(UPDATE)
+    assert after.status == "IN_PROGRESS" and after.updated_at == goal.updated_at
+    assert rejects == {"conflicting updates for one goal": 3, "unknown goal id": 1}
+    [call] = model.calls_for(UPDATE)
+    assert call.json_answer is not None
+    assert call.json_answer.schema["properties"]["updates"]["items"]["properties"]["id"][
+        "enum"
+    ] == [goal.id]
+    assert "//" not in call.prompt and '" | "' not in call.prompt
+
+
 async def test_a_goal_whose_objectives_are_all_done_is_done_and_leaves_the_prompt(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:

@@ -148,13 +148,13 @@ async def _draft_from_model(ctx: Context) -> GoalDraft | None:
         return None
     answer = parse_json_object(raw)
     if answer is None:
-        ctx.runtime.ledger.record_reject(TASK, "unreadable answer", raw)
+        ctx.model.reject("unreadable answer", raw, task=TASK)
         log.info("CREATE_GOAL: no JSON object in the answer; reading the message instead")
         return None
     try:
         return GoalDraft.model_validate(answer)
     except ValidationError as error:
-        ctx.runtime.ledger.record_reject(TASK, "malformed answer", raw)
+        ctx.model.reject("malformed answer", raw, task=TASK)
         log.warning(
             "CREATE_GOAL: malformed answer (%s); reading the message instead",
             error.errors()[0]["msg"],

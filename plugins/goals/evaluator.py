@@ -74,7 +74,7 @@ async def handle(ctx: Context) -> list[Goal]:
     plan = plan_updates(goals, raw)
     reasons = Counter(reason for reason, _item in plan.rejected)
     for reason, count in reasons.items():
-        runtime.ledger.record_reject(task, reason, raw, count)
+        ctx.model.reject(reason, raw, count=count, task=task)
     if reasons:
         log.warning(
             "goal update in room %s: rejected %s",

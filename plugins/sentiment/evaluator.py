@@ -151,7 +151,7 @@ async def handler(ctx: Context) -> SentimentScore | None:
         return None
     result = parse_sentiment(raw)
     if result is None:
-        runtime.ledger.record_reject(evaluator_task(NAME), "unreadable answer", raw)
+        ctx.model.reject("unreadable answer", raw, task=evaluator_task(NAME))
         log.warning("sentiment: unreadable answer for message %s", ctx.message.id)
         return None
     await record_score(runtime, ctx.message, result.score, result.label)
