@@ -19,18 +19,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 _NOT_SOURCES = shutil.ignore_patterns(
-    ".git",
-    ".venv",
-    "__pycache__",
-    "build",
-    "dist",
-    "*.egg-info",
-    "bench-results",
-    "data",
-    ".pytest_cache",
-    ".ruff_cache",
-    ".env",
+    ".git", ".venv", "__pycache__", "build", "dist", "*.egg-info", ".pytest_cache", ".ruff_cache"
 )
+# Run-time folders at the top of a checkout (MNEMO_DATA_DIR's default, bench results).
+_RUNTIME_FOLDERS = {"data", "bench-results", ".env"}
+
+
+def _ignore(folder: str, names: list[str]) -> set[str]:
+    ignored = set(_NOT_SOURCES(folder, names))
+    if Path(folder) == REPO:
+        ignored |= _RUNTIME_FOLDERS & set(names)
+    return ignored
+
+
 # What a plugin author tests with (docs/plugins.md); the platform fakes are not among them.
 PLUGIN_AUTHOR_TOOLS = {"__init__.py", "harness.py", "scripted.py", "openai_server.py"}
 
@@ -39,7 +40,7 @@ PLUGIN_AUTHOR_TOOLS = {"__init__.py", "harness.py", "scripted.py", "openai_serve
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("wheel")
     source = folder / "source"
-    shutil.copytree(REPO, source, ignore=_NOT_SOURCES)
+    shutil.copytree(REPO, source, ignore=_ignore)
     built = subprocess.run(
         [
             sys.executable,
