@@ -42,6 +42,7 @@ KNOWN_LONG: dict[str, str] = {
     "bot/runtime.py": "shared: plugin-api, real-models, nothing-lost",
     "bot/storage/embeddings.py": "no owner yet",
     "bot/plugins.py": "plugin-api",
+    "bot/plugin_api.py": "plugin-api (the public plugin types; 410 lines)",
     "bot/config.py": "newcomer",
 }
 
