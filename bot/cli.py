@@ -9,9 +9,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from bot.config import ConfigError, Settings, load_settings
@@ -24,6 +25,7 @@ EXIT_CONFIG = 2
 
 def _startup_errors() -> tuple[type[BaseException], ...]:
     from bot.characters import CharacterError
+    from bot.ops.backup import BackupError
     from bot.ops.migrations import MigrationError
     from bot.plugins import PluginError
     from bot.storage.embedded import EmbeddedMongoError
@@ -40,6 +42,7 @@ def _startup_errors() -> tuple[type[BaseException], ...]:
         StorageUnavailable,
         VectorIndexError,
         MigrationError,
+        BackupError,
     ]
     with contextlib.suppress(ImportError):
         from bot.adapters.startup import PlatformStartupError
@@ -135,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="start every platform with a token, else the console chat")
     sub.add_parser("chat", help="talk to the bot in this terminal")
     sub.add_parser("doctor", help="check settings, storage, embedder and model")
+    backup = sub.add_parser("backup", help="dump every collection to DIR, with a manifest")
+    backup.add_argument("dir", type=Path, help="a new or empty folder")
+    restore = sub.add_parser(
+        "restore", help="load a backup into an empty database and rebuild the vectors"
+    )
+    restore.add_argument("dir", type=Path, help="a folder written by `mnemo backup`")
     # No -h of its own: `mnemo bench --help` and `mnemo bench PART --help` reach the benchmarks.
     bench = sub.add_parser(
         "bench", help="run benchmarks (see `mnemo bench --help`)", add_help=False
@@ -170,12 +179,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.runtime.log_level,
         _secrets(settings),
         log_file=settings.storage.data_dir / "mnemo.log",
-        quiet=command == "chat" or (command == "run" and _no_platforms(settings)),
+        quiet=command in ("chat", "backup", "restore")
+        or (command == "run" and _no_platforms(settings)),
         log_format=settings.ops.log_format,
         max_bytes=int(settings.ops.log_max_mb * 1024 * 1024),
         backups=settings.ops.log_backups,
     )
-    runner = {"run": _run, "chat": _chat, "doctor": _doctor}[command]
+    runner: Callable[[Settings], Awaitable[None]]
+    if command in ("backup", "restore"):
+        from bot.ops.backup import backup_command, restore_command
+
+        operation = backup_command if command == "backup" else restore_command
+        runner = functools.partial(operation, folder=args.dir)
+    else:
+        runner = {"run": _run, "chat": _chat, "doctor": _doctor}[command]
     try:
         asyncio.run(runner(settings))
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -341,8 +341,11 @@ class Knowledge:
             # Harmless until swept: hits are always hydrated through MongoDB.
             log.warning("vector delete failed in %s", collection, exc_info=True)
 
-    async def reindex_missing(self, *, batch: int = 256) -> int:
-        """Rebuild vectors for facts whose vector write never succeeded."""
+    async def reindex_missing(
+        self, *, batch: int = 256, progress: Callable[[int], object] | None = None
+    ) -> int:
+        """Rebuild vectors for facts whose vector write never succeeded; `progress` is told
+        how many were done after each batch (a restore's progress bar)."""
         total = 0
         while facts := await self.store.unindexed_facts(limit=batch):
             vectors = await self.embedder.embed([f.text for f in facts])
@@ -356,6 +359,8 @@ class Knowledge:
             for fact in facts:
                 await self.store.mark_fact_indexed(fact.id, now)
             total += len(facts)
+            if progress is not None:
+                progress(len(facts))
         return total
 
 
