@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     runner: Callable[[Settings], Awaitable[None]]
     if command in ("backup", "restore"):
-        from bot.ops.backup import backup_command, restore_command
+        from bot.ops.commands import backup_command, restore_command
 
         operation = backup_command if command == "backup" else restore_command
         runner = functools.partial(operation, folder=args.dir)

@@ -20,8 +20,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,14 +34,10 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 from tqdm import tqdm
 
-from bot.config import Settings
 from bot.models import Memory
 from bot.ops.migrations import LOCK_ID, META_COLLECTION, latest_version, migrate, schema_version
-from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import make_embedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -101,38 +96,6 @@ class RestoreResult:
     facts_indexed: int
     messages_indexed: int
     migrated: list[int]
-
-
-# ---------------------------------------------------------------------------------- storage
-@dataclass(frozen=True)
-class Storage:
-    store: MongoStore
-    vectors: VectorIndex
-    bundled: bool
-
-
-@asynccontextmanager
-async def open_storage(settings: Settings) -> AsyncIterator[Storage]:
-    """MongoDB and Chroma only, as `open_app` opens them, without plugins, model or workers:
-    a backup must not start evaluations that write while it reads."""
-    data_dir = settings.storage.data_dir
-    async with AsyncExitStack() as stack:
-        bundled = settings.storage.mongodb_uri is None
-        if bundled:
-            data_dir.mkdir(parents=True, exist_ok=True)
-            server = await stack.enter_async_context(EmbeddedMongo(data_dir))
-            uri = server.uri
-        else:
-            uri = settings.storage.mongodb_uri.get_secret_value()  # type: ignore[union-attr]
-        store = MongoStore.from_uri(uri, settings.storage.mongodb_database)
-        stack.push_async_callback(store.close)
-        await store.ping()
-        if settings.storage.chroma_host:
-            vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)
-        else:
-            vectors = VectorIndex.persistent(str(data_dir / "chroma"))
-        stack.push_async_callback(vectors.close)
-        yield Storage(store, vectors, bundled)
 
 
 # ---------------------------------------------------------------------------------- backup
@@ -375,28 +338,3 @@ async def _index_messages(knowledge: Knowledge, batch: list[Memory]) -> int:
     # Concurrent calls share one embedding batch and one Chroma write (Knowledge batches them).
     await asyncio.gather(*(knowledge.index_message(memory) for memory in batch))
     return len(batch)
-
-
-# ---------------------------------------------------------------------------------- commands
-async def backup_command(settings: Settings, folder: Path) -> None:
-    async with open_storage(settings) as storage:
-        result = await backup(storage.store, folder, bundled=storage.bundled)
-    manifest = result.manifest
-    documents = sum(entry.documents for entry in manifest.collections.values())
-    print(
-        f"backed up {documents} documents in {len(manifest.collections)} collections "
-        f"(schema version {manifest.schema_version}, consistency: {manifest.consistency}) "
-        f"to {folder}"
-    )
-
-
-async def restore_command(settings: Settings, folder: Path) -> None:
-    read_manifest(folder)  # a bad backup is refused before any server starts
-    async with open_storage(settings) as storage:
-        embedder = make_embedder(settings.embedding, settings.model, None)
-        knowledge = Knowledge(storage.store, storage.vectors, embedder)
-        result = await restore(storage.store, knowledge, folder)
-    print(
-        f"restored {result.documents} documents from {folder}; vectors rebuilt for "
-        f"{result.facts_indexed} facts and {result.messages_indexed} messages"
-    )
