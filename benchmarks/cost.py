@@ -319,7 +319,6 @@ def bench_settings(
     selection: Selection = "llm",
     mongodb_uri: str | None = None,
     database: str = "mnemo_bench",
-    conversation_length: int = 32,
 ) -> Settings:
     """Settings for a benchmark app, none read from the environment or `.env`: the test
     harness's, pointed at the fake model server and the repo's plugins."""
@@ -329,7 +328,6 @@ def bench_settings(
         model_dir=model_dir,
         character=CHARACTER,
         evaluator_selection=selection,
-        conversation_length=conversation_length,
     )
     return replace(
         base,
@@ -488,6 +486,10 @@ async def run_mode(
     their summary. `conversation_length` sets how often facts are extracted (every half)."""
     answers = answers if answers is not None else FakeModelAnswers()
     registry = memory_plugins(plugins_dir)
+    facts = registry.settings["facts"]
+    registry.use_settings(
+        "facts", facts.model_copy(update={"conversation_length": conversation_length})
+    )
     database = f"mnemo_bench_{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix=f"mnemo-bench-cost-{selection}-") as folder:
         async with FakeOpenAIServer(responder=answers) as server:
@@ -498,7 +500,6 @@ async def run_mode(
                 selection=selection,
                 mongodb_uri=mongodb_uri,
                 database=database,
-                conversation_length=conversation_length,
             )
             model = TimedModel(OpenAIModel(settings.model, UsageLedger()))
             async with open_app(settings, model=model, registry=registry) as app:

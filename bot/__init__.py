@@ -6,7 +6,7 @@ The rest of the package is Mnemo's own and may change; what is exported here is 
 API (defined in `bot.plugin_api`, documented in docs/plugins.md).
 """
 
-from bot.llm.base import ModelClass, ModelError
+from bot.llm.base import JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json_array, parse_json_object
 from bot.models import Account, Content, Memory, Room, stable_id, utcnow
 from bot.plugin_api import (
@@ -43,6 +43,7 @@ __all__ = [
     "Evaluator",
     "EvaluatorExample",
     "ExampleTurn",
+    "JsonAnswer",
     "Memory",
     "ModelClass",
     "ModelError",

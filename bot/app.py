@@ -105,7 +105,7 @@ async def open_app(
         # The index connects lazily; touch it now so a bad CHROMA_HOST fails at start-up.
         await vectors.count("facts")
         embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
-        model = model or make_model(settings.model, ledger)
+        model = model or make_model(settings.model, ledger, registry.offline_answers())
         stack.push_async_callback(model.close)
         knowledge = Knowledge(store, vectors, embedder)
         metrics = None
@@ -120,7 +120,6 @@ async def open_app(
             registry=registry,
             ledger=ledger,
             options=RuntimeOptions(
-                conversation_length=settings.runtime.conversation_length,
                 evaluator_selection=settings.runtime.evaluator_selection,
                 evaluator_timeout=settings.runtime.evaluator_timeout,
                 max_reply_chars=settings.runtime.reply_max_chars,

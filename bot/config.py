@@ -246,8 +246,6 @@ class RuntimeSettings(_Group):
     evaluator_timeout: float = Field(120.0, gt=0)
     # Longer replies are cut at the last sentence end that fits, before they are split and stored.
     reply_max_chars: int = Field(4000, ge=100, le=100_000)
-    # Messages of a room shown to the model (and to evaluators) as the recent conversation.
-    conversation_length: int = Field(32, ge=2, le=1000)
     # Pending evaluations of a room whose conversation went quiet are run after this long,
     # so what was said last is learned even if nobody speaks again.
     evaluation_idle_flush_minutes: float = Field(10.0, gt=0)

@@ -361,7 +361,10 @@ class Command:
     description: str  # one line, at most 100 characters
     handler: Callable[[CommandContext], Awaitable[str]]
     admin_only: bool = False
-    usage: str = ""  # what follows the name, e.g. "<name>: <step>; <step>"
+    usage: str = ""  # what follows the name, e.g. "NAME: first step; second step"
+    # The surface lets the room's pending evaluations finish first, so an answer about what
+    # was learned includes the last messages.
+    after_learning: bool = False
 
 
 @dataclass(frozen=True)

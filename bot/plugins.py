@@ -223,6 +223,18 @@ class Registry:
                 answers.setdefault(task, []).append(answer)
         return answers
 
+    def use_settings(self, name: str, settings: BaseModel) -> None:
+        """Hand plugin `name` these settings instead of the ones read from the environment
+        (tests and benchmarks configure plugins in code)."""
+        plugin = next((p for p in self.plugins if p.name.casefold() == name.casefold()), None)
+        if plugin is None:
+            raise KeyError(f"no plugin {name!r} is registered")
+        model = plugin.settings_model
+        if model is None or not isinstance(settings, model):
+            expected = model.__name__ if model is not None else "no settings"
+            raise TypeError(f"plugin {plugin.name} takes {expected}, not {type(settings).__name__}")
+        self.settings[plugin.name] = settings
+
     @property
     def idle_marks(self) -> list[str]:
         """The room marks evaluators keep of what they have read (see Evaluator.idle_mark)."""

@@ -66,7 +66,6 @@ REPLY_TOKENS_PER_CHAR = 0.4
 
 @dataclass(frozen=True)
 class RuntimeOptions:
-    conversation_length: int = 32
     evaluator_selection: Literal["llm", "all"] = "llm"
     evaluator_timeout: float = 120.0
     recent_messages: int = 12

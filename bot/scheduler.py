@@ -1,8 +1,8 @@
 """Background jobs on APScheduler's AsyncIOScheduler, in the bot's own event loop.
 
-- idle flush: a conversation that goes quiet before the facts evaluator's next turn still gets
-  its facts extracted: each quiet room with unlearned messages gets one evaluation (trigger
-  "idle") on its latest message from a person;
+- idle flush: a conversation that goes quiet before an evaluator's next turn still gets
+  learned from: each quiet room with messages past an evaluator's `idle_mark` (what it has
+  read up to) gets one evaluation (trigger "idle") on its latest message from a person;
 - re-index: vectors whose Chroma write failed are rebuilt from MongoDB.
 
 Jobs never overlap themselves (`max_instances=1`), missed runs collapse into one
@@ -34,10 +34,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# Set by the facts evaluator when it has extracted a room's messages up to that time.
-FACTS_MARK = "facts_extracted_at"
 # Set here: the newest message of the room when it was last flushed, so a room that stays
-# quiet (and whose facts evaluator learns nothing, or is disabled) is flushed only once.
+# quiet (and whose evaluators learn nothing from it) is flushed only once.
 FLUSH_MARK = "idle_flushed_at"
 # How far back to look for the latest message from a person behind the bot's own replies.
 _LOOKBACK = 20
@@ -49,12 +47,20 @@ REINDEX_JOB = "reindex"
 async def run_idle_flush(runtime: AgentRuntime, idle_minutes: float) -> int:
     """Enqueue an idle evaluation for every quiet room with unlearned messages.
 
-    A room qualifies when its newest message is older than `idle_minutes` and newer than both
-    its facts mark and its last flush. Returns the number of rooms enqueued.
+    A room qualifies when its newest message is older than `idle_minutes` and newer than its
+    last flush and than the mark of at least one evaluator declaring an `idle_mark`. Returns
+    the number of rooms enqueued (none when no evaluator declares a mark).
     """
     store = runtime.store
+    marks = runtime.registry.idle_marks
+    if not marks:
+        return 0
     idle_since = utcnow() - timedelta(minutes=idle_minutes)
-    unlearned = await store.idle_rooms(mark=FACTS_MARK, idle_since=idle_since)
+    unlearned: list[str] = []
+    for mark in marks:
+        for room_id in await store.idle_rooms(mark=mark, idle_since=idle_since):
+            if room_id not in unlearned:
+                unlearned.append(room_id)
     if not unlearned:
         return 0
     unflushed = set(await store.idle_rooms(mark=FLUSH_MARK, idle_since=idle_since))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.models import Account, Fact, Goal, Memory, Room
+from bot.models import Account, Memory, Room
 
 
 @dataclass
@@ -23,8 +23,6 @@ class State:
     room: Room | None
     recent_messages: list[Memory] = field(default_factory=list)
     actors: dict[str, Account] = field(default_factory=dict)
-    facts: list[Fact] = field(default_factory=list)
-    goals: list[Goal] = field(default_factory=list)
     values: dict[str, str] = field(default_factory=dict)
     # What providers returned besides their text (`Provided.data`), by provider name.
     provided: dict[str, Any] = field(default_factory=dict)
@@ -36,3 +34,15 @@ class State:
             return self.agent_name
         account = self.actors.get(user_id)
         return account.name if account else "someone"
+
+    def people_messages(self) -> list[Memory]:
+        """People's messages (not the bot's), oldest first, including the message itself."""
+        messages = list(self.recent_messages)
+        if all(m.id != self.message.id for m in messages):
+            messages.append(self.message)
+        # Stable sort: callers may list newest first; equal timestamps keep their given order.
+        return [
+            m
+            for m in sorted(messages, key=lambda m: m.created_at)
+            if m.user_id != self.agent_id and m.content.text.strip()
+        ]

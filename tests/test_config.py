@@ -107,7 +107,6 @@ CASES = [
     ("MNEMO_EVALUATOR_SELECTION", "all", ("runtime", "evaluator_selection"), "all"),
     ("MNEMO_EVALUATOR_TIMEOUT", "30", ("runtime", "evaluator_timeout"), 30.0),
     ("MNEMO_REPLY_MAX_CHARS", "2000", ("runtime", "reply_max_chars"), 2000),
-    ("MNEMO_CONVERSATION_LENGTH", "10", ("runtime", "conversation_length"), 10),
     (
         "MNEMO_EVALUATION_IDLE_FLUSH_MINUTES",
         "2.5",
@@ -205,15 +204,15 @@ def test_bare_field_names_are_not_read_from_the_environment(
 
 def test_overrides_by_field_name_win_over_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMO_SMALL_MODEL", "from-env")
-    monkeypatch.setenv("MNEMO_CONVERSATION_LENGTH", "50")
+    monkeypatch.setenv("MNEMO_EVALUATOR_TIMEOUT", "50")
     settings = load(
         model={"small_model": "from-code"},
         storage={"data_dir": Path("/tmp/x")},
-        runtime={"conversation_length": 5},
+        runtime={"evaluator_timeout": 5},
     )
     assert settings.model.small_model == "from-code"
     assert settings.storage.data_dir == Path("/tmp/x")
-    assert settings.runtime.conversation_length == 5
+    assert settings.runtime.evaluator_timeout == 5
     assert ModelSettings(_env_file=None, small_model="direct").small_model == "direct"
 
 
@@ -228,7 +227,7 @@ def test_env_file_is_read(tmp_path: Path) -> None:
         "MNEMO_SMALL_MODEL=from-file\n"
         "OPENAI_API_KEY=sk-file\n"
         "MNEMO_ADMIN_IDS=telegram:5, 6\n"
-        "MNEMO_CONVERSATION_LENGTH=12\n"
+        "MNEMO_EVALUATOR_TIMEOUT=12\n"
         "MNEMO_TELEGRAM_GROUP_ADMINS=yes\n"
         "SOMETHING_ELSE=ignored\n",
         encoding="utf-8",
@@ -238,7 +237,7 @@ def test_env_file_is_read(tmp_path: Path) -> None:
     assert settings.model.openai_api_key is not None
     assert settings.model.openai_api_key.get_secret_value() == "sk-file"
     assert settings.platforms.admin_ids == ["telegram:5", "6"]
-    assert settings.runtime.conversation_length == 12
+    assert settings.runtime.evaluator_timeout == 12
     assert settings.platforms.telegram_group_admins is True
 
 
@@ -254,12 +253,12 @@ def test_environment_wins_over_env_file(monkeypatch: pytest.MonkeyPatch, tmp_pat
 
 
 def test_empty_values_count_as_unset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    (tmp_path / ".env").write_text("DISCORD_TOKEN=\nMNEMO_CONVERSATION_LENGTH=\n", "utf-8")
+    (tmp_path / ".env").write_text("DISCORD_TOKEN=\nMNEMO_EVALUATOR_TIMEOUT=\n", "utf-8")
     monkeypatch.setenv("OPENAI_API_KEY", "")
     settings = load_settings()
     assert settings.model.offline
     assert settings.platforms.discord_token is None
-    assert settings.runtime.conversation_length == 32
+    assert settings.runtime.evaluator_timeout == 120
 
 
 def test_env_example_documents_every_setting_and_changes_nothing(tmp_path: Path) -> None:
@@ -284,8 +283,8 @@ def test_env_example_documents_every_setting_and_changes_nothing(tmp_path: Path)
 @pytest.mark.parametrize(
     ("variable", "raw", "expected"),
     [
-        ("MNEMO_CONVERSATION_LENGTH", "lots", "valid integer"),
-        ("MNEMO_CONVERSATION_LENGTH", "1", "greater than or equal to 2"),
+        ("MNEMO_EVALUATOR_TIMEOUT", "lots", "valid number"),
+        ("MNEMO_EVALUATOR_TIMEOUT", "0", "greater than 0"),
         ("MNEMO_MODEL_RETRIES", "3.5", "valid integer"),
         ("CHROMA_PORT", "70000", "less than or equal to 65535"),
         ("MNEMO_EVALUATOR_SELECTION", "random", "'llm' or 'all'"),

@@ -16,7 +16,7 @@ from bot.llm.base import ModelError, Task
 from bot.models import Fact, Memory, epoch_millis, utcnow
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ModelCall, ScriptedModel
-from plugins.facts import MARK, plugin
+from plugins.facts import MARK, FactsSettings, plugin
 
 FACTS = "evaluator:GET_FACTS"
 REPLY = '{"text": "Noted.", "action": "NONE"}'
@@ -65,13 +65,15 @@ def app_for(
     *,
     conversation_length: int = NEVER,
 ) -> AbstractAsyncContextManager[App]:
+    # model_copy: NEVER is past the setting's documented range, on purpose.
+    settings = FactsSettings().model_copy(update={"conversation_length": conversation_length})
     return open_test_app(
         tmp_path,
         plugins=[plugin],
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=conversation_length,
+        plugin_settings={"facts": settings},
     )
 
 
@@ -436,4 +438,15 @@ async def test_the_provider_shows_the_facts_most_relevant_to_the_message(
     # The oldest fact, because it is the relevant one (elizaOS shows the most recent).
     assert "Facts about Sarah:\n- Sarah has a cat named Miso" in reply.prompt
     assert "padel" not in reply.prompt and "nurse" not in reply.prompt
-    assert [f.text for f in state.facts] == ["Sarah works as a nurse"]
+    assert [f.text for f in state.provided["facts"]] == ["Sarah works as a nurse"]
+
+
+def test_the_cadence_is_the_facts_plugins_setting_and_its_old_name_still_works(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no .env of the checkout
+    assert FactsSettings().conversation_length == 32
+    monkeypatch.setenv("MNEMO_CONVERSATION_LENGTH", "10")
+    assert FactsSettings().conversation_length == 10
+    monkeypatch.setenv("MNEMO_FACTS_CONVERSATION_LENGTH", "12")
+    assert FactsSettings().conversation_length == 12

@@ -1,4 +1,5 @@
-"""The offline model (patterns over the structured state) and the ScriptedModel test double."""
+"""The offline model (a dispatcher to the plugins' answers, patterns over the structured
+state) with the built-in plugins registered, and the ScriptedModel test double."""
 
 from __future__ import annotations
 
@@ -9,12 +10,18 @@ from typing import Any
 import pytest
 
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task, evaluator_task
-from bot.llm.offline import MAX_REPLY_CHARS, OfflineModel, sentiment, statements
+from bot.llm.offline import MAX_REPLY_CHARS, OfflineModel
 from bot.llm.parsing import parse_json_array, parse_reply
 from bot.llm.usage import UsageLedger
 from bot.models import Account, Content, Fact, Goal, Memory, Objective
+from bot.plugins import Registry
 from bot.state import State
 from bot.testing.scripted import ModelCall, ScriptedModel, UnscriptedCall
+from plugins.facts import plugin as facts_plugin
+from plugins.facts.offline import statements
+from plugins.goals import plugin as goals_plugin
+from plugins.sentiment import plugin as sentiment_plugin
+from plugins.sentiment.offline import sentiment as sentiment_score
 
 AGENT = "agent-1"
 SARAH = "user-sarah"
@@ -60,14 +67,20 @@ def make_state(
         room=None,
         recent_messages=messages,
         actors=dict(ACCOUNTS),
-        facts=facts or [],
-        goals=goals or [],
+        provided={"facts": facts or [], "goals": goals or []},
         data=data or {},
     )
 
 
+def builtin_answers() -> dict[str, Any]:
+    registry = Registry()
+    for plugin in (facts_plugin, goals_plugin, sentiment_plugin):
+        registry.add(plugin, plugin.name)
+    return registry.offline_answers()
+
+
 async def run(state: State | None, task: str, ledger: UsageLedger | None = None) -> str:
-    model = OfflineModel(ledger or UsageLedger())
+    model = OfflineModel(ledger or UsageLedger(), builtin_answers())
     return await model.generate_text(
         "(ignored)", model_class=ModelClass.LARGE, task=task, state=state
     )
@@ -365,13 +378,30 @@ async def test_sentiment(text: str, label: str) -> None:
     result = json.loads(await run(make_state([(SARAH, text)]), evaluator_task("SENTIMENT")))
     assert result["label"] == label
     assert -1.0 <= result["score"] <= 1.0
-    assert result == sentiment(text)
+    assert result == sentiment_score(text)
 
 
-async def test_unknown_task_and_missing_state() -> None:
+async def test_unknown_task_and_missing_state(caplog: pytest.LogCaptureFixture) -> None:
     state = make_state([(SARAH, "hi")])
-    assert await run(state, evaluator_task("SOMETHING_ELSE")) == "[]"
+    model = OfflineModel(UsageLedger(), builtin_answers())
+    for _ in range(3):
+        answer = await model.generate_text(
+            "", model_class=ModelClass.SMALL, task=evaluator_task("SOMETHING_ELSE"), state=state
+        )
+        assert answer == "[]"
+    # Not silent: the task nobody answers is named, once rather than on every message.
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warnings) == 1 and "evaluator:SOMETHING_ELSE" in warnings[0]
     assert await run(None, evaluator_task("GET_FACTS")) == "[]"
+
+
+async def test_a_failing_plugin_answer_falls_through_to_the_next() -> None:
+    def broken(request: object) -> str:
+        raise ValueError("bug in a plugin")
+
+    model = OfflineModel(UsageLedger(), {Task.REPLY: [broken]})
+    text, _ = parse_reply(model.answer(Task.REPLY, make_state([(SARAH, "thanks!")]))), None
+    assert text.text == "You're welcome!"
 
 
 async def test_ledger_counts_calls_with_zero_tokens() -> None:

@@ -25,7 +25,6 @@ from bot.models import (
 )
 from bot.plugins import Context, Evaluator, Plugin
 from bot.scheduler import (
-    FACTS_MARK,
     IDLE_FLUSH_JOB,
     REINDEX_JOB,
     build_scheduler,
@@ -36,10 +35,13 @@ from bot.testing import harness
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 
+MARK = "learned_up_to"
+
 
 @dataclass
 class Recorder:
-    """Stands in for the facts evaluator: records which message it ran on, and why."""
+    """Stands in for a learning evaluator (like facts): records which message it ran on, and
+    why; its handler would move MARK past what it read, which tells the idle flush."""
 
     runs: list[tuple[str, str]] = field(default_factory=list)
 
@@ -49,7 +51,9 @@ class Recorder:
 
         return Plugin(
             name="recorder",
-            evaluators=[Evaluator(name="GET_FACTS", description="records", handler=handler)],
+            evaluators=[
+                Evaluator(name="LEARN", description="records", handler=handler, idle_mark=MARK)
+            ],
         )
 
     def idle_runs(self) -> list[str]:
@@ -109,7 +113,7 @@ async def test_idle_flush_learns_from_quiet_rooms_only_and_only_once(
         await say_at(quiet, "and I started a pottery class", minutes_ago=29)
         await runtime.store.insert_memory(bot_said(quiet, "Lovely!", minutes_ago=28))
         await say_at(learned, "I have two cats", minutes_ago=30)
-        await runtime.store.set_room_mark(learned.room.id, FACTS_MARK, utcnow())
+        await runtime.store.set_room_mark(learned.room.id, MARK, utcnow())
         await busy.say("still chatting right now")
         await runtime.evaluations.join(timeout=30)
         recorder.runs.clear()

@@ -4,15 +4,18 @@ only the model scripted."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from bot.app import App
 from bot.llm.base import ModelClass, ModelError, Task
 from bot.state import State
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.sentiment import (
     COLLECTION,
+    SentimentRow,
     format_summary,
     parse_sentiment,
     plugin,
@@ -34,6 +37,12 @@ def scored(scores: dict[str, float]) -> ScriptedModel:
     return ScriptedModel(
         respond, answers={Task.REPLY: [REPLY], Task.EVALUATOR_SELECTION: ['["SENTIMENT"]']}
     )
+
+
+async def summary_of(app: App, **query: Any) -> list[SentimentRow]:
+    host = app.runtime.plugins
+    scores = host.plugin_context(plugin).collections[COLLECTION]
+    return await sentiment_summary(scores, host.conversations, **query)
 
 
 def app_for(tmp_path: Path, mongo_uri: str, model_dir: Path, model: ScriptedModel):
@@ -60,7 +69,7 @@ async def test_everyone_in_a_group_gets_a_running_sentiment_even_if_never_addres
         await sarah.say("Mnemo, the commute is a bit long though")
         await sarah.settle()
 
-        rows = await sentiment_summary(app.runtime, world_id=sarah.room.world_id)
+        rows = await summary_of(app, world_id=sarah.room.world_id)
 
     assert tom.replies == []  # the bot only overheard Tom...
     by_name = {row.user_name: row for row in rows}
@@ -106,7 +115,7 @@ async def test_malformed_or_failed_answers_are_ignored_and_lose_nothing(
         for text in messages:
             await chat.say(text)
         await chat.settle()
-        [row] = await sentiment_summary(app.runtime, world_id=chat.room.world_id)
+        [row] = await summary_of(app, world_id=chat.room.world_id)
         jobs_failed = await app.store.count_jobs(status="failed")
 
     assert len(chat.replies) == len(messages)  # the bot kept talking throughout
@@ -147,12 +156,10 @@ async def test_summary_is_scoped_to_the_world_and_optionally_one_person(
             await chat.say("what a lovely day it is")
             await chat.settle()
         world_a, world_b = chats[0].room.world_id, chats[3].room.world_id
-        everyone_a = await sentiment_summary(app.runtime, world_id=world_a)
-        sarah_a = await sentiment_summary(
-            app.runtime, world_id=world_a, user_id=chats[0].account.id
-        )
-        everyone_b = await sentiment_summary(app.runtime, world_id=world_b)
-        nowhere = await sentiment_summary(app.runtime, world_id="another-world")
+        everyone_a = await summary_of(app, world_id=world_a)
+        sarah_a = await summary_of(app, world_id=world_a, user_id=chats[0].account.id)
+        everyone_b = await summary_of(app, world_id=world_b)
+        nowhere = await summary_of(app, world_id="another-world")
 
     assert [(r.user_name, r.room_name) for r in everyone_a] == [
         ("Sarah", "general"),
@@ -177,7 +184,7 @@ async def test_settings_come_from_the_environment_with_their_own_prefix(
         await chat.say("too short")  # 9 characters: not scored
         await chat.say("this one is long enough")
         await chat.settle()
-        [row] = await sentiment_summary(app.runtime, world_id=chat.room.world_id)
+        [row] = await summary_of(app, world_id=chat.room.world_id)
 
     [call] = model.calls_for(SENTIMENT)
     assert call.model_class == ModelClass.LARGE
@@ -203,8 +210,10 @@ async def test_a_message_is_counted_once_even_if_its_evaluation_runs_again(
         message = await app.store.get_memory(result.job.message_id)
         assert message is not None
         assert await app.runtime.flush_room(message, timeout=30)
-        [row] = await sentiment_summary(app.runtime, world_id=chat.room.world_id)
-        stored = await app.store.db[COLLECTION].find_one({"user_id": chat.account.id})
+        [row] = await summary_of(app, world_id=chat.room.world_id)
+        stored = await app.store.db["plugin_sentiment_scores"].find_one(
+            {"user_id": chat.account.id}
+        )
 
     assert len(model.calls_for(SENTIMENT)) == 2  # ran again after the "crash"...
     assert row.count == 1  # ...but counted once
@@ -225,8 +234,64 @@ async def test_works_with_the_offline_model_out_of_the_box(
         await happy.say("I love this place, the people are wonderful")
         await grumpy.say("I hate mondays, everything is awful")
         await happy.settle()
-        rows = await sentiment_summary(app.runtime, world_id=happy.room.world_id)
+        rows = await summary_of(app, world_id=happy.room.world_id)
 
     by_name = {row.user_name: row for row in rows}
     assert by_name["Sarah"].mean > 0 and by_name["Sarah"].last_label == "positive"
     assert by_name["Tom"].mean < 0 and by_name["Tom"].last_label == "negative"
+
+
+async def test_admins_see_the_summary_with_the_sentiment_command(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scored({"Mnemo, I love this!": 0.8})
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah", chat="general", world="guild", kind="group")
+        await chat.say("Mnemo, I love this!")
+        await chat.settle()
+        host = app.runtime.plugins
+        command = host.find_command("sentiment")
+        assert command is not None and command.admin_only
+        where = {
+            "account_id": chat.account.id,
+            "world_id": chat.room.world_id,
+            "room_id": chat.room.id,
+        }
+        refused = await host.run_command(command, **where)
+        answer = await host.run_command(command, is_admin=True, **where)
+        elsewhere = await host.run_command(
+            command, is_admin=True, **{**where, "world_id": "another-world"}
+        )
+        # The privacy hooks: what the plugin keeps about Sarah, then nothing.
+        exported = await host.export(chat.account.id, chat.room.world_id)
+        forgotten = await host.forget(chat.account.id, chat.room.world_id)
+        after = await host.run_command(command, is_admin=True, **where)
+
+    assert refused == "Only an admin can use /sentiment."
+    assert answer.splitlines()[1].startswith("• Sarah in general: +0.80 over 1 message")
+    assert elsewhere == "No sentiment recorded here yet."
+    assert exported == {
+        "sentiment": {"sentiment": [{"room": "general", "messages": 1, "mean": 0.8}]}
+    }
+    assert forgotten == {"sentiment": 1}
+    assert after == "No sentiment recorded here yet."
+
+
+async def test_tallies_of_an_older_version_are_adopted_once(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scored({"Mnemo, what a great day": 0.5})
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah", chat="general", world="guild", kind="group")
+        await chat.say("Mnemo, what a great day")
+        await chat.settle()
+        scores = app.runtime.plugins.plugin_context(plugin).collections[COLLECTION]
+        [tally] = await scores.find({}).to_list()
+        # As an older Mnemo kept it: in the `sentiment` collection, the new one empty.
+        await app.store.db["sentiment"].insert_one(tally)
+        await scores.delete_many({})
+        await app.runtime.plugins.setup()  # what the next start-up does
+        await app.runtime.plugins.setup()  # and the one after: nothing copied twice
+        rows = await summary_of(app, world_id=chat.room.world_id)
+
+    assert [(r.user_name, r.count, r.mean) for r in rows] == [("Sarah", 1, 0.5)]

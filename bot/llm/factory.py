@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bot.llm.offline import OfflineModel
@@ -12,13 +13,21 @@ if TYPE_CHECKING:
     from bot.config import ModelSettings
     from bot.llm.base import LanguageModel
     from bot.llm.usage import UsageLedger
+    from bot.plugin_api import OfflineAnswer
 
 log = logging.getLogger(__name__)
 
 
-def make_model(settings: ModelSettings, ledger: UsageLedger) -> LanguageModel:
-    """The offline model when neither an API key nor a base URL is set, else OpenAIModel."""
+def make_model(
+    settings: ModelSettings,
+    ledger: UsageLedger,
+    offline_answers: Mapping[str, Sequence[OfflineAnswer]] | None = None,
+) -> LanguageModel:
+    """The offline model when neither an API key nor a base URL is set, else OpenAIModel.
+
+    `offline_answers` (task -> the plugins' answer functions) is what the offline model
+    dispatches to; a real model ignores it."""
     if settings.offline:
         log.debug("no OPENAI_API_KEY and no OPENAI_BASE_URL: using the offline model")
-        return OfflineModel(ledger)
+        return OfflineModel(ledger, offline_answers)
     return OpenAIModel(settings, ledger)

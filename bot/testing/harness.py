@@ -11,11 +11,13 @@ Plugin authors use this to test an evaluator the way it runs.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+
+from pydantic import BaseModel
 
 from bot.app import App, open_app
 from bot.config import (
@@ -53,7 +55,6 @@ def test_settings(
     model_dir: Path | None = None,
     character: Path = DEFAULT_CHARACTER,
     evaluator_selection: str = "llm",
-    conversation_length: int = 32,
     rate_limit_per_minute: int = 0,
     # Above the product's 4,000: the platform tests send longer replies to test splitting.
     reply_max_chars: int = 100_000,
@@ -92,7 +93,6 @@ def test_settings(
             evaluator_selection=evaluator_selection,
             evaluator_timeout=30.0,
             reply_max_chars=reply_max_chars,
-            conversation_length=conversation_length,
             plugins_dir=data_dir / "no-plugins",
             disabled_plugins=[],
             log_level="INFO",
@@ -116,12 +116,18 @@ async def open_test_app(
     plugins: Sequence[Plugin] = (),
     model: LanguageModel | None = None,
     settings: Settings | None = None,
+    plugin_settings: Mapping[str, BaseModel] | None = None,
     **setting_overrides: object,
 ) -> AsyncIterator[App]:
-    """A running app with exactly `plugins`; the database is dropped afterwards."""
+    """A running app with exactly `plugins`; the database is dropped afterwards.
+
+    `plugin_settings` maps a plugin's name to its settings, instead of reading them from the
+    environment (e.g. `{"questions": QuestionSettings(min_chars=20)}`)."""
     registry = Registry()
     for plugin in plugins:
         registry.add(plugin, plugin.name)
+    for name, chosen in (plugin_settings or {}).items():
+        registry.use_settings(name, chosen)
     settings = settings or test_settings(data_dir, **setting_overrides)  # type: ignore[arg-type]
     async with open_app(settings, model=model, registry=registry) as app:
         try:

@@ -3,8 +3,9 @@ and brings the relevant ones into the prompt (the `facts` provider)."""
 
 from __future__ import annotations
 
-from bot.plugins import Plugin
+from bot import Plugin
 
+from . import offline
 from .evaluator import MARK, NAME, fact_evaluator
 from .provider import facts_provider
 from .settings import FactsSettings
@@ -17,4 +18,6 @@ plugin = Plugin(
     evaluators=[fact_evaluator],
     providers=[facts_provider],
     settings_model=FactsSettings,
+    # Without a language model: "what do you remember about me?" and acknowledgements.
+    offline_answers={"reply": offline.reply},
 )

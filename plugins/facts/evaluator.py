@@ -21,12 +21,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from bot.llm.base import ModelClass, ModelError, evaluator_task
-from bot.models import Account, Fact, Memory, epoch_millis, stable_id
-from bot.plugins import Context, Evaluator
-from bot.prompts import render
-from bot.state import State
+from bot import Account, Context, Evaluator, Memory, ModelClass, ModelError, State, stable_id
+from bot.models import Fact, epoch_millis
 
+from . import offline
 from .claims import Claim, People, describe_account, keep, parse_claims
 from .prompts import EXAMPLES, FACTS_TEMPLATE, TEMPLATE_NAME, render_examples
 from .settings import FactsSettings
@@ -56,40 +54,42 @@ def reflection_interval(conversation_length: int) -> int:
 
 async def pending_messages(ctx: Context, settings: FactsSettings) -> list[Memory]:
     """The room's messages not yet extracted, up to the message being evaluated."""
-    store = ctx.runtime.store
-    mark = await store.get_room_mark(ctx.message.room_id, MARK)
-    until = ctx.message.created_at
-    return await store.memories_since(
-        ctx.message.room_id, mark, until=until, limit=settings.max_messages
+    mark = await ctx.conversations.mark(ctx.message.room_id, MARK)
+    return await ctx.conversations.since(
+        ctx.message.room_id, mark, until=ctx.message.created_at, limit=settings.max_messages
     )
 
 
 def _has_user_messages(ctx: Context, messages: Sequence[Memory]) -> bool:
-    return any(m.user_id != ctx.runtime.agent_id for m in messages)
+    return any(m.user_id != ctx.agent.id for m in messages)
 
 
-async def validate(ctx: Context) -> bool:
+async def validate(ctx: Context) -> list[Memory] | None:
+    """The messages to extract from (handed to `handle`, which need not read them again),
+    or None when it is not time to extract."""
     settings = settings_of(ctx)
-    if ctx.state.data.get("trigger") == "idle":
-        # The room went quiet (or someone asked what was learned): learn whatever is new.
-        return _has_user_messages(ctx, await pending_messages(ctx, settings))
-    every = reflection_interval(ctx.runtime.options.conversation_length)
-    # The message's own position in the room, recorded when it was stored: exact even when
-    # the job runs late in a busy room (a count read now could step over the multiple).
-    position = ctx.state.data.get("position")
-    if position is None:
-        position = await ctx.runtime.store.count_memories(ctx.message.room_id)
-    if position % every != 0:
-        return False
-    return _has_user_messages(ctx, await pending_messages(ctx, settings))
+    if ctx.state.data.get("trigger") != "idle":
+        every = reflection_interval(settings.conversation_length)
+        # The message's own position in the room, recorded when it was stored: exact even
+        # when the job runs late in a busy room (a count read now could step over the multiple).
+        position = ctx.state.data.get("position")
+        if position is None:
+            position = await ctx.conversations.count(ctx.message.room_id)
+        if position % every != 0:
+            return None
+    # An idle trigger: the room went quiet (or someone asked what was learned), so learn
+    # whatever is new.
+    window = await pending_messages(ctx, settings)
+    return window if _has_user_messages(ctx, window) else None
 
 
-async def handle(ctx: Context) -> list[Fact]:
+async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]:
     """Extract, store and return the new facts; move the room's mark past what was read."""
     settings = settings_of(ctx)
-    runtime, message = ctx.runtime, ctx.message
-    window = await pending_messages(ctx, settings)
-    users = [m for m in window if m.user_id != runtime.agent_id]
+    message = ctx.message
+    if window is None:  # called directly rather than after validate
+        window = await pending_messages(ctx, settings)
+    users = [m for m in window if m.user_id != ctx.agent.id]
     if not users:
         return []
     if len(window) == settings.max_messages:
@@ -99,11 +99,9 @@ async def handle(ctx: Context) -> list[Fact]:
             settings.max_messages,
         )
     state = await _extraction_state(ctx, window, settings)
-    prompt = render(runtime.template(TEMPLATE_NAME, FACTS_TEMPLATE), state.values)
+    prompt = ctx.model.render(TEMPLATE_NAME, FACTS_TEMPLATE, state.values)
     try:
-        raw = await runtime.model.generate_text(
-            prompt, model_class=ModelClass.LARGE, task=evaluator_task(NAME), state=state
-        )
+        raw = await ctx.model.generate(prompt, model_class=ModelClass.LARGE, state=state)
     except ModelError as error:
         log.warning("fact extraction failed in room %s: %s; will retry", message.room_id, error)
         return []
@@ -112,8 +110,8 @@ async def handle(ctx: Context) -> list[Fact]:
         # Nothing could be read: leave the mark so the next extraction reads these again.
         return []
     people = People(
-        agent_id=runtime.agent_id,
-        agent_names=tuple(runtime.character.names),
+        agent_id=ctx.agent.id,
+        agent_names=ctx.agent.names,
         actors=state.actors,
         fallback_id=users[-1].user_id,
         messages=users,
@@ -125,7 +123,7 @@ async def handle(ctx: Context) -> list[Fact]:
         )
     stored: list[Fact] = []
     if plan.facts:
-        writes = await runtime.knowledge.add_facts(
+        writes = await ctx.knowledge.add_facts(
             plan.facts,
             near_duplicate_distance=settings.near_duplicate_distance,
             replaces=plan.replaces,
@@ -135,11 +133,11 @@ async def handle(ctx: Context) -> list[Fact]:
         if skipped:
             log.info("room %s: %d claim(s) were already known", message.room_id, skipped)
     if plan.retract:
-        await runtime.knowledge.retract_facts(
+        await ctx.knowledge.retract_facts(
             plan.retract, world_id=message.world_id, when=_said_at(users)
         )
     # Only now: had storing failed, the same messages would be read again next time.
-    await runtime.store.set_room_mark(message.room_id, MARK, window[-1].created_at)
+    await ctx.conversations.set_mark(message.room_id, MARK, window[-1].created_at)
     log.info(
         "room %s: read %d messages, %d claims, stored %d facts",
         message.room_id,
@@ -233,20 +231,20 @@ async def _extraction_state(
     ctx: Context, window: Sequence[Memory], settings: FactsSettings
 ) -> State:
     """A copy of the state about the extracted messages (the offline model reads it)."""
-    runtime = ctx.runtime
     people = {m.user_id for m in window} | {p for m in window for p in m.mentions}
-    people -= {runtime.agent_id}
+    people -= {ctx.agent.id}
     missing = sorted(people - set(ctx.state.actors))
     actors: dict[str, Account] = dict(ctx.state.actors)
     if missing:
-        actors.update(await runtime.store.get_accounts(missing))
+        actors.update(await ctx.conversations.accounts(missing))
     actors = {i: a for i, a in actors.items() if i in people}
     known = await _known_facts(ctx, window, sorted(actors), settings)
     state = replace(
         ctx.state,
         recent_messages=list(window),
         actors=actors,
-        facts=known,
+        # The offline answer reads the known facts where the provider files them.
+        provided={**ctx.state.provided, offline.PROVIDED: known},
         values=dict(ctx.state.values),
         data=dict(ctx.state.data),
     )
@@ -254,7 +252,7 @@ async def _extraction_state(
     refs = {f"f{index}": fact.id for index, fact in enumerate(known, start=1)}
     state.data[FACT_REFS] = refs
     state.values.update(
-        recentMessages=runtime.format_messages(state, list(window)),
+        recentMessages=ctx.conversations.format(state, list(window)),
         actors=_actors_block(ctx, actors),
         knownFacts=_known_block(known, state),
         evaluationExamples=examples,
@@ -265,9 +263,8 @@ async def _extraction_state(
 
 
 def _actors_block(ctx: Context, actors: dict[str, Account]) -> str:
-    character = ctx.runtime.character
-    bio = " ".join(character.bio).strip() or "(no description)"
-    lines = [f"{character.name} (the assistant, you): {bio}"]
+    bio = ctx.agent.bio or "(no description)"
+    lines = [f"{ctx.agent.name} (the assistant, you): {bio}"]
     lines += [describe_account(account) for account in actors.values()]
     return "\n".join(lines)
 
@@ -277,18 +274,18 @@ async def _known_facts(
 ) -> list[Fact]:
     """The current facts a claim could update, retract or repeat: those about the people in
     the window most similar to what they said, then their most recent ones."""
-    runtime, message = ctx.runtime, ctx.message
+    message = ctx.message
     if not people or settings.known_facts <= 0:
         return []
-    said = [m.content.text for m in window if m.user_id != runtime.agent_id]
+    said = [m.content.text for m in window if m.user_id != ctx.agent.id]
     similar, recent = await asyncio.gather(
-        runtime.knowledge.similar_facts(
+        ctx.knowledge.similar_facts(
             said[-SIMILAR_FROM_MESSAGES:],
             subject_ids=people,
             world_id=message.world_id,
             limit=settings.known_facts,
         ),
-        runtime.store.facts_about(people, message.world_id, limit=RECENT_KNOWN_FACTS),
+        ctx.knowledge.store.facts_about(people, message.world_id, limit=RECENT_KNOWN_FACTS),
     )
     chosen = {fact.id: fact for fact in [*similar, *recent]}
     return list(chosen.values())[: settings.known_facts]
@@ -324,4 +321,7 @@ fact_evaluator = Evaluator(
     examples=EXAMPLES,
     # Learn in groups too, where the bot overhears far more than it answers.
     always_run=True,
+    offline=offline.extract,
+    # The idle flush learns from quiet rooms whose newest message is past this mark.
+    idle_mark=MARK,
 )

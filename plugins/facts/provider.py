@@ -10,20 +10,20 @@ from __future__ import annotations
 
 import logging
 
-from bot.plugins import Context, Provider
+from bot import Context, Provided, Provider
 
 from .evaluator import settings_of
 
 log = logging.getLogger(__name__)
 
 
-async def get_facts(ctx: Context) -> str:
+async def get_facts(ctx: Context) -> Provided:
     settings = settings_of(ctx)
     message = ctx.message
     if settings.relevant_facts <= 0:
-        return ""
+        return Provided()
     subjects = list(dict.fromkeys([message.user_id, *message.mentions]))
-    facts = await ctx.runtime.knowledge.search_facts(
+    facts = await ctx.knowledge.search_facts(
         message.content.text,
         subject_ids=subjects,
         world_id=message.world_id,
@@ -31,17 +31,17 @@ async def get_facts(ctx: Context) -> str:
     )
     # Scope is the one promise that must never break, whatever the index returns.
     facts = [f for f in facts if f.world_id == message.world_id and f.subject_id in subjects]
-    ctx.state.facts = facts
     if not facts:
-        return ""
-    names = await ctx.runtime.display_names(ctx.state, {f.subject_id for f in facts})
+        return Provided(data=[])
+    names = await ctx.conversations.display_names(ctx.state, {f.subject_id for f in facts})
     blocks = []
     for subject in subjects:
         about = [f for f in facts if f.subject_id == subject]
         if about:
             lines = "\n".join(f"- {fact.text}" for fact in about)
             blocks.append(f"Facts about {names.get(subject, 'someone')}:\n{lines}")
-    return "\n\n".join(blocks)
+    # The facts themselves go into the state too (the offline reply lists them).
+    return Provided(text="\n\n".join(blocks), data=facts)
 
 
 facts_provider = Provider(

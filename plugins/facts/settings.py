@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bot.models import FactType
@@ -18,6 +18,19 @@ class FactsSettings(BaseSettings):
         extra="ignore",
         case_sensitive=False,
         env_ignore_empty=True,
+        # `FactsSettings(conversation_length=8)` in code, despite the field's env aliases.
+        populate_by_name=True,
+    )
+
+    # Facts are extracted every ceil(conversation_length / 2) messages (the bot's replies
+    # count), as elizaOS does. It was a core option; its old name still works.
+    conversation_length: int = Field(
+        default=32,
+        ge=2,
+        le=1000,
+        validation_alias=AliasChoices(
+            "MNEMO_FACTS_CONVERSATION_LENGTH", "MNEMO_CONVERSATION_LENGTH"
+        ),
     )
 
     # Which claim types are worth remembering. elizaOS keeps only "fact": opinions and

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot.admin import add_goal, parse_goal_spec, scope_of
-from bot.llm.base import JsonAnswer, ModelClass, ModelError
-from bot.llm.parsing import parse_json_object
-from bot.models import Content, Goal
-from bot.plugins import Action, Context, ExampleTurn
-from bot.prompts import render
+from bot import (
+    Action,
+    Content,
+    Context,
+    ExampleTurn,
+    JsonAnswer,
+    ModelClass,
+    ModelError,
+    OfflineRequest,
+    parse_json_object,
+)
+from bot.models import Goal
 
+from .commands import add_goal, parse_goal_spec
 from .merge import normalise
 
 log = logging.getLogger(__name__)
 
 NAME = "CREATE_GOAL"
-TASK = "action:CREATE_GOAL"
 TEMPLATE_NAME = "createGoalTemplate"
 MAX_NAME = 200
 MAX_OBJECTIVES = 20
@@ -133,12 +140,11 @@ def draft_from_text(text: str) -> GoalDraft | None:
 
 async def _draft_from_model(ctx: Context) -> GoalDraft | None:
     values = {**ctx.state.values, "message": ctx.message.content.text}
-    prompt = render(ctx.runtime.template(TEMPLATE_NAME, CREATE_GOAL_TEMPLATE), values)
+    prompt = ctx.model.render(TEMPLATE_NAME, CREATE_GOAL_TEMPLATE, values)
     try:
-        raw = await ctx.runtime.model.generate_text(
+        raw = await ctx.model.generate(
             prompt,
             model_class=ModelClass.SMALL,
-            task=TASK,
             state=ctx.state,
             max_tokens=ANSWER_TOKENS,
             json_answer=ANSWER_FORMAT,
@@ -148,13 +154,13 @@ async def _draft_from_model(ctx: Context) -> GoalDraft | None:
         return None
     answer = parse_json_object(raw)
     if answer is None:
-        ctx.model.reject("unreadable answer", raw, task=TASK)
+        ctx.model.reject("unreadable answer", raw)
         log.info("CREATE_GOAL: no JSON object in the answer; reading the message instead")
         return None
     try:
         return GoalDraft.model_validate(answer)
     except ValidationError as error:
-        ctx.model.reject("malformed answer", raw, task=TASK)
+        ctx.model.reject("malformed answer", raw)
         log.warning(
             "CREATE_GOAL: malformed answer (%s); reading the message instead",
             error.errors()[0]["msg"],
@@ -162,8 +168,16 @@ async def _draft_from_model(ctx: Context) -> GoalDraft | None:
         return None
 
 
+def offline_draft(request: OfflineRequest) -> str | None:
+    """Without a language model, the goal is read from the message's own words."""
+    if request.state is None:
+        return None
+    draft = draft_from_text(request.state.message.content.text)
+    return "{}" if draft is None else json.dumps(draft.model_dump(), ensure_ascii=False)
+
+
 async def validate(ctx: Context) -> bool:
-    return ctx.message.user_id != ctx.runtime.agent_id and bool(ctx.message.content.text.strip())
+    return ctx.message.user_id != ctx.agent.id and bool(ctx.message.content.text.strip())
 
 
 async def handle(ctx: Context) -> Goal | None:
@@ -172,14 +186,19 @@ async def handle(ctx: Context) -> Goal | None:
     if draft is None:
         await ctx.callback(Content(text=UNCLEAR_REPLY))
         return None
-    existing = await ctx.runtime.store.goals_in_room(message.room_id, only_in_progress=True)
+    existing = await ctx.knowledge.store.goals_in_room(message.room_id, only_in_progress=True)
     for goal in existing:
         # Saying the same goal twice should not leave two copies to track.
         if goal.user_id == message.user_id and normalise(goal.name) == normalise(draft.name):
             await ctx.callback(Content(text=f"I'm already keeping track of that: {goal.name}."))
             return goal
     goal = await add_goal(
-        ctx.runtime, scope_of(message), draft.name, draft.objectives, owner_id=message.user_id
+        ctx.knowledge.store,
+        world_id=message.world_id,
+        room_id=message.room_id,
+        name=draft.name,
+        objectives=draft.objectives,
+        owner_id=message.user_id,
     )
     steps = "".join(f"\n- {o.description}" for o in goal.objectives)
     await ctx.callback(Content(text=f"Goal saved: {goal.name}.{steps}".rstrip()))
@@ -214,4 +233,5 @@ create_goal_action = Action(
         ),
     ),
     suppress_initial_message=False,
+    offline=offline_draft,
 )

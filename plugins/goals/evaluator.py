@@ -7,11 +7,10 @@ from collections import Counter
 from dataclasses import replace
 from datetime import datetime
 
-from bot.llm.base import ModelClass, ModelError, evaluator_task
-from bot.models import Goal, Memory
-from bot.plugins import Context, Evaluator
-from bot.prompts import render
+from bot import Context, Evaluator, Memory, ModelClass, ModelError
+from bot.models import Goal
 
+from . import offline
 from .merge import plan_updates
 from .prompts import (
     EXAMPLES,
@@ -31,36 +30,38 @@ MARK = "goals_checked_at"
 CONTEXT_MESSAGES = 2
 
 
-async def validate(ctx: Context) -> bool:
+async def validate(ctx: Context) -> list[Goal] | None:
+    """The room's goals in progress (handed to `handle`), or None when there are none."""
     # The idle flush is for learning facts; goal progress is judged as messages arrive.
     if ctx.state.data.get("trigger", "message") != "message":
-        return False
-    goals = await ctx.runtime.store.goals_in_room(
-        ctx.message.room_id, only_in_progress=True, limit=1
-    )
-    return bool(goals)
+        return None
+    goals = await ctx.knowledge.store.goals_in_room(ctx.message.room_id, only_in_progress=True)
+    return goals or None
 
 
-async def handle(ctx: Context) -> list[Goal]:
+async def handle(ctx: Context, goals: list[Goal] | None = None) -> list[Goal]:
     """Apply the model's updates to the room's in-progress goals; returns the changed goals."""
-    runtime, message = ctx.runtime, ctx.message
-    goals = await runtime.store.goals_in_room(message.room_id, only_in_progress=True)
+    message = ctx.message
+    if goals is None:  # called directly rather than after validate
+        goals = await ctx.knowledge.store.goals_in_room(message.room_id, only_in_progress=True)
     if not goals:
         return []
     state = replace(
-        ctx.state, goals=goals, values=dict(ctx.state.values), data=dict(ctx.state.data)
+        ctx.state,
+        # The offline answer reads the goals where the provider files them.
+        provided={**ctx.state.provided, offline.PROVIDED: goals},
+        values=dict(ctx.state.values),
+        data=dict(ctx.state.data),
     )
     state.values["goals"] = format_goals(goals, state)
-    mark = await runtime.store.get_room_mark(message.room_id, MARK)
+    mark = await ctx.conversations.mark(message.room_id, MARK)
     state.recent_messages = unchecked(ctx.state.recent_messages, mark)
-    state.values["recentMessages"] = runtime.format_messages(state, state.recent_messages)
-    prompt = render(runtime.template(TEMPLATE_NAME, GOALS_TEMPLATE), state.values)
-    task = evaluator_task(NAME)
+    state.values["recentMessages"] = ctx.conversations.format(state, state.recent_messages)
+    prompt = ctx.model.render(TEMPLATE_NAME, GOALS_TEMPLATE, state.values)
     try:
-        raw = await runtime.model.generate_text(
+        raw = await ctx.model.generate(
             prompt,
             model_class=ModelClass.LARGE,
-            task=task,
             state=state,
             max_tokens=answer_tokens(goals),
             json_answer=answer_format(goals),
@@ -68,13 +69,13 @@ async def handle(ctx: Context) -> list[Goal]:
     except ModelError as error:
         log.warning("goal update failed in room %s: %s", message.room_id, error)
         return []
-    await runtime.store.set_room_mark(
+    await ctx.conversations.set_mark(
         message.room_id, MARK, max(m.created_at for m in state.recent_messages)
     )
     plan = plan_updates(goals, raw)
     reasons = Counter(reason for reason, _item in plan.rejected)
     for reason, count in reasons.items():
-        ctx.model.reject(reason, raw, count=count, task=task)
+        ctx.model.reject(reason, raw, count=count)
     if reasons:
         log.warning(
             "goal update in room %s: rejected %s",
@@ -82,7 +83,7 @@ async def handle(ctx: Context) -> list[Goal]:
             ", ".join(f"{count} x {reason}" for reason, count in sorted(reasons.items())),
         )
     for goal in plan.changed:
-        await runtime.store.replace_goal(goal)
+        await ctx.knowledge.store.replace_goal(goal)
         log.info("goal %s (%s): %s", goal.id, goal.name, goal.status)
     return plan.changed
 
@@ -105,4 +106,5 @@ goal_evaluator = Evaluator(
     handler=handle,
     validate=validate,
     examples=EXAMPLES,
+    offline=offline.update,
 )

@@ -5,10 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bot.llm.base import JsonAnswer
+from bot import EvaluatorExample, ExampleTurn, JsonAnswer, State
 from bot.models import Goal
-from bot.plugins import EvaluatorExample, ExampleTurn
-from bot.state import State
 
 TEMPLATE_NAME = "goalsTemplate"
 

@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-from bot.plugins import Context, Provider
+from bot import Context, Provided, Provider
 
 from .prompts import progress
 
 
-async def get_goals(ctx: Context) -> str:
-    goals = await ctx.runtime.store.goals_in_room(ctx.message.room_id, only_in_progress=True)
-    ctx.state.goals = goals
+async def get_goals(ctx: Context) -> Provided:
+    goals = await ctx.knowledge.store.goals_in_room(ctx.message.room_id, only_in_progress=True)
     if not goals:
-        return ""
+        return Provided(data=[])
     lines = ["Goals in progress here:"]
     for goal in goals:
         known = goal.user_id is not None and goal.user_id in ctx.state.actors
         owner = f" ({ctx.state.name_of(goal.user_id)}'s)" if known and goal.user_id else ""
         lines.append(f"- {goal.name}{owner}: {progress(goal)}")
         lines += [f"  [{'x' if o.completed else ' '}] {o.description}" for o in goal.objectives]
-    return "\n".join(lines)
+    return Provided(text="\n".join(lines), data=goals)
 
 
 goals_provider = Provider(

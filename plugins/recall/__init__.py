@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from bot.plugins import Plugin
+from bot import Plugin
 
-from .provider import relevant_messages_provider
+from .provider import relevant_messages_provider, setup
 from .settings import RecallSettings
 
 __all__ = ["RecallSettings", "plugin", "relevant_messages_provider"]
@@ -16,4 +16,5 @@ plugin = Plugin(
     "into the prompt.",
     providers=[relevant_messages_provider],
     settings_model=RecallSettings,
+    setup=setup,
 )

@@ -12,12 +12,9 @@ the caching embedder answers the other (and every later composition of the same 
 from __future__ import annotations
 
 import logging
-from weakref import WeakKeyDictionary
 
-from bot.models import Memory
-from bot.plugins import Context, Provider
+from bot import Context, Memory, PluginContext, Provided, Provider
 from bot.retrieval import MessageRetriever, RetrieverOptions
-from bot.runtime import AgentRuntime
 
 from .settings import RecallSettings
 
@@ -26,37 +23,27 @@ log = logging.getLogger(__name__)
 HEADER = "# Relevant earlier messages in this conversation"
 
 
-class _Retrievers:
-    """One retriever per runtime, so each keeps its keyword-index cache between messages;
-    weakly held, so a stopped runtime (tests open many) takes its retriever with it."""
-
-    def __init__(self) -> None:
-        self._by_runtime: WeakKeyDictionary[AgentRuntime, MessageRetriever] = WeakKeyDictionary()
-
-    def of(self, runtime: AgentRuntime, settings: RecallSettings) -> MessageRetriever:
-        retriever = self._by_runtime.get(runtime)
-        if retriever is None:
-            knowledge = runtime.knowledge
-            retriever = MessageRetriever(
-                runtime.store,
-                knowledge.vectors,
-                knowledge.embedder,
-                options=RetrieverOptions(max_distance=settings.max_distance),
-            )
-            self._by_runtime[runtime] = retriever
-        return retriever
+async def setup(ctx: PluginContext[RecallSettings]) -> MessageRetriever:
+    """One retriever per runtime (the plugin's state), so it keeps its keyword-index cache
+    between messages and goes away with its runtime."""
+    settings = ctx.settings or RecallSettings()
+    knowledge = ctx.knowledge
+    return MessageRetriever(
+        knowledge.store,
+        knowledge.vectors,
+        knowledge.embedder,
+        options=RetrieverOptions(max_distance=settings.max_distance),
+    )
 
 
-_retrievers = _Retrievers()
-
-
-async def get_relevant_messages(ctx: Context) -> str:
-    settings: RecallSettings = ctx.settings or RecallSettings()
+async def get_relevant_messages(ctx: Context[RecallSettings]) -> Provided:
+    settings = ctx.settings or RecallSettings()
     message = ctx.message
     if settings.limit <= 0 or not message.content.text.strip():
-        return ""
+        return Provided()
+    retriever: MessageRetriever = ctx.plugin_state
     shown = {m.id for m in ctx.state.recent_messages} | {message.id}
-    found = await _retrievers.of(ctx.runtime, settings).search(
+    found = await retriever.search(
         message.content.text,
         room_id=message.room_id,
         exclude_ids=shown,
@@ -64,12 +51,11 @@ async def get_relevant_messages(ctx: Context) -> str:
         limit=settings.limit,
     )
     memories = sorted((r.memory for r in found), key=lambda m: (m.created_at, m.id))
-    ctx.state.data["relevant_messages"] = memories
     if not memories:
-        return ""
-    names = await ctx.runtime.display_names(ctx.state, {m.user_id for m in memories})
+        return Provided(data=[])
+    names = await ctx.conversations.display_names(ctx.state, {m.user_id for m in memories})
     lines = [_line(m, names.get(m.user_id, "someone"), settings.max_chars) for m in memories]
-    return HEADER + "\n" + "\n".join(lines)
+    return Provided(text=HEADER + "\n" + "\n".join(lines), data=memories)
 
 
 def _line(memory: Memory, name: str, max_chars: int) -> str:

@@ -2,8 +2,8 @@
 
 After every message a person writes (also in groups, where the bot only overhears), the
 SENTIMENT evaluator asks the model how positive or negative it was and keeps a running
-sentiment per person and room in its own MongoDB collection, `sentiment`. The admin commands
-show it through `sentiment_summary()` and `format_summary()`.
+sentiment per person and room in its own MongoDB collection (`plugin_sentiment_scores`). The
+`/sentiment` command shows it to admins on every surface.
 
 Settings (environment or `.env`): `MNEMO_SENTIMENT_MODEL_CLASS` (small | large, default
 small), `MNEMO_SENTIMENT_MIN_CHARS` (default 3). Disable with
@@ -12,7 +12,9 @@ small), `MNEMO_SENTIMENT_MIN_CHARS` (default 3). Disable with
 
 from __future__ import annotations
 
-from bot.plugin_api import Plugin, PluginContext
+from typing import Any
+
+from bot import Command, CommandContext, Plugin, PluginContext
 
 from .evaluator import (
     SENTIMENT_TEMPLATE,
@@ -23,7 +25,9 @@ from .evaluator import (
 from .settings import SentimentSettings
 from .store import (
     COLLECTION,
+    LEGACY_COLLECTION,
     SentimentRow,
+    adopt_legacy,
     ensure_indexes,
     format_summary,
     sentiment_summary,
@@ -31,16 +35,59 @@ from .store import (
 
 
 async def setup(ctx: PluginContext) -> None:
+    scores = ctx.collections[COLLECTION]
     # Indexes are created at start-up (idempotent), not on the first message.
-    await ensure_indexes(ctx.knowledge.store.db[COLLECTION])
+    await ensure_indexes(scores)
+    # Reading Mnemo's database directly only here: tallies an older version kept outside the
+    # plugin's namespace are copied in once.
+    await adopt_legacy(scores, ctx.knowledge.store.db[LEGACY_COLLECTION])
 
+
+async def summary(ctx: CommandContext) -> str:
+    """`/sentiment`: everyone's running sentiment in this world (admins)."""
+    rows = await sentiment_summary(
+        ctx.collections[COLLECTION], ctx.conversations, world_id=ctx.world_id
+    )
+    return format_summary(rows)
+
+
+async def forget(ctx: PluginContext, person_id: str, world_id: str) -> int:
+    """The person's tallies in this world go with everything else about them."""
+    found = await ctx.collections[COLLECTION].delete_many(
+        {"user_id": person_id, "world_id": world_id}
+    )
+    return found.deleted_count
+
+
+async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict[str, Any]:
+    rows = await sentiment_summary(
+        ctx.collections[COLLECTION], ctx.conversations, world_id=world_id, user_id=person_id
+    )
+    return {
+        "sentiment": [
+            {"room": row.room_name, "messages": row.count, "mean": round(row.mean, 3)}
+            for row in rows
+        ]
+    }
+
+
+sentiment_command = Command(
+    name="sentiment",
+    description="Admins: each person's running sentiment here",
+    handler=summary,
+    admin_only=True,
+    after_learning=True,
+)
 
 plugin = Plugin(
     name="sentiment",
     description="Tracks each person's running sentiment per room.",
     evaluators=[sentiment_evaluator],
+    commands=[sentiment_command],
     settings_model=SentimentSettings,
     setup=setup,
+    forget=forget,
+    export=export,
 )
 
 __all__ = [
@@ -52,5 +99,6 @@ __all__ = [
     "format_summary",
     "parse_sentiment",
     "plugin",
+    "sentiment_command",
     "sentiment_summary",
 ]

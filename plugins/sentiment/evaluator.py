@@ -9,13 +9,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot.llm.base import JsonAnswer, ModelClass, ModelError, evaluator_task
-from bot.llm.parsing import parse_json_object
-from bot.plugins import Context, Evaluator, EvaluatorExample, ExampleTurn
-from bot.prompts import render
+from bot import (
+    Context,
+    Evaluator,
+    EvaluatorExample,
+    ExampleTurn,
+    JsonAnswer,
+    ModelClass,
+    ModelError,
+    parse_json_object,
+)
 
+from . import offline
 from .settings import SentimentSettings
-from .store import record_score
+from .store import COLLECTION, record_score
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +124,7 @@ def _settings(ctx: Context) -> SentimentSettings:
 async def validate(ctx: Context) -> bool:
     """A person's message with some text, evaluated for itself (not an idle flush)."""
     message = ctx.message
-    if message.user_id == ctx.runtime.agent_id:
+    if message.user_id == ctx.agent.id:
         return False
     # An idle flush re-evaluates a message already scored when it arrived.
     if ctx.state.data.get("trigger") == "idle":
@@ -128,20 +135,16 @@ async def validate(ctx: Context) -> bool:
 async def handler(ctx: Context) -> SentimentScore | None:
     """Ask the model for the latest message's tone and add it to the author's tally."""
     settings = _settings(ctx)
-    runtime = ctx.runtime
-    text = ctx.message.content.text.strip()
-    limit = runtime.options.max_message_chars
     values = {
         **ctx.state.values,
         "senderName": ctx.state.name_of(ctx.message.user_id),
-        "latestMessage": text if len(text) <= limit else text[:limit] + "…",
+        "latestMessage": ctx.conversations.cut(ctx.message.content.text.strip()),
     }
-    prompt = render(runtime.template(TEMPLATE_NAME, SENTIMENT_TEMPLATE), values)
+    prompt = ctx.model.render(TEMPLATE_NAME, SENTIMENT_TEMPLATE, values)
     try:
-        raw = await runtime.model.generate_text(
+        raw = await ctx.model.generate(
             prompt,
             model_class=ModelClass(settings.model_class),
-            task=evaluator_task(NAME),
             state=ctx.state,
             max_tokens=ANSWER_TOKENS,
             json_answer=ANSWER_FORMAT,
@@ -151,10 +154,10 @@ async def handler(ctx: Context) -> SentimentScore | None:
         return None
     result = parse_sentiment(raw)
     if result is None:
-        ctx.model.reject("unreadable answer", raw, task=evaluator_task(NAME))
+        ctx.model.reject("unreadable answer", raw)
         log.warning("sentiment: unreadable answer for message %s", ctx.message.id)
         return None
-    await record_score(runtime, ctx.message, result.score, result.label)
+    await record_score(ctx.collections[COLLECTION], ctx.message, result.score, result.label)
     return result
 
 
@@ -169,6 +172,7 @@ sentiment_evaluator = Evaluator(
     validate=validate,
     # Also learn from group messages the bot only overheard (it did not reply to them).
     always_run=True,
+    offline=offline.answer,
     examples=(
         EvaluatorExample(
             context="A group chat; {{user1}} is happy about a result.",

@@ -23,11 +23,14 @@ from bot.models import Memory, stable_id, utcnow
 if TYPE_CHECKING:
     from pymongo.asynchronous.collection import AsyncCollection
 
-    from bot.runtime import AgentRuntime
+    from bot import Conversations
 
 log = logging.getLogger(__name__)
 
-COLLECTION = "sentiment"
+# The plugin's own collection, `plugin_sentiment_scores` (ctx.collections["scores"]).
+COLLECTION = "scores"
+# Where the tallies lived before plugins had namespaced collections; copied over once.
+LEGACY_COLLECTION = "sentiment"
 
 _INDEXES = [
     # The summary lists a world, optionally one person of it.
@@ -39,19 +42,31 @@ def sentiment_id(user_id: str, room_id: str) -> str:
     return stable_id("sentiment", user_id, room_id)
 
 
-def collection(runtime: AgentRuntime) -> AsyncCollection:
-    return runtime.store.db[COLLECTION]
-
-
 async def ensure_indexes(scores: AsyncCollection) -> None:
     await scores.create_indexes(_INDEXES)
 
 
-async def record_score(runtime: AgentRuntime, message: Memory, score: float, label: str) -> bool:
+async def adopt_legacy(scores: AsyncCollection, legacy: AsyncCollection) -> int:
+    """Copy the tallies of an older Mnemo (collection `sentiment`) into the plugin's own
+    collection, once: only while the new one is empty. Returns how many were copied."""
+    if await scores.estimated_document_count() or not await legacy.estimated_document_count():
+        return 0
+    copied = 0
+    async for document in legacy.find({}):
+        try:
+            await scores.insert_one(document)
+        except DuplicateKeyError:
+            continue  # another process is adopting them at the same time
+        copied += 1
+    log.info("sentiment: copied %d tallies from the `%s` collection", copied, legacy.name)
+    return copied
+
+
+async def record_score(scores: AsyncCollection, message: Memory, score: float, label: str) -> bool:
     """Add one message's score to its author's tally in its room; False if it was counted
     already (a job re-run after a crash must not count the same message twice)."""
     try:
-        await collection(runtime).update_one(
+        await scores.update_one(
             # Matches only if this message is not the last one counted; otherwise the upsert
             # tries to insert a second document with the same _id and fails, counting nothing.
             {
@@ -123,7 +138,12 @@ class SentimentRow:
 
 
 async def sentiment_summary(
-    runtime: AgentRuntime, *, world_id: str, user_id: str | None = None, limit: int = 100
+    scores: AsyncCollection,
+    conversations: Conversations,
+    *,
+    world_id: str,
+    user_id: str | None = None,
+    limit: int = 100,
 ) -> list[SentimentRow]:
     """Everyone's (or one person's) sentiment in the rooms of one world, by name then room.
 
@@ -131,13 +151,13 @@ async def sentiment_summary(
     query: dict[str, Any] = {"world_id": world_id}
     if user_id is not None:
         query["user_id"] = user_id
-    cursor = collection(runtime).find(query).sort("updated_at", -1).limit(max(limit, 0))
+    cursor = scores.find(query).sort("updated_at", -1).limit(max(limit, 0))
     documents = [_read(document) for document in await cursor.to_list()]
     tallies = [d for d in documents if d is not None and d.count > 0]
-    people = await runtime.store.get_accounts(sorted({t.user_id for t in tallies}))
+    people = await conversations.accounts(sorted({t.user_id for t in tallies}))
     room_ids = sorted({t.room_id for t in tallies})
     rooms = dict(
-        zip(room_ids, await asyncio.gather(*map(runtime.store.get_room, room_ids)), strict=True)
+        zip(room_ids, await asyncio.gather(*map(conversations.room, room_ids)), strict=True)
     )
     rows = [
         SentimentRow(
@@ -186,8 +206,10 @@ def format_summary(rows: list[SentimentRow]) -> str:
 
 __all__ = [
     "COLLECTION",
+    "LEGACY_COLLECTION",
     "SentimentDocument",
     "SentimentRow",
+    "adopt_legacy",
     "ensure_indexes",
     "format_summary",
     "record_score",
