@@ -12,10 +12,17 @@ import pytest
 from bot.llm.base import Task
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
-from plugins.facts import MARK, plugin
+from plugins.facts import MARK, FactsSettings, plugin
 
 FACTS = "evaluator:GET_FACTS"
 NEVER = 10_000
+
+
+def never_settings() -> FactsSettings:
+    """The facts plugin's settings with extraction only when a test asks for it."""
+    return FactsSettings().model_copy(update={"conversation_length": NEVER})
+
+
 RECORDED = json.loads(
     (Path(__file__).parent / "data" / "real_model_facts.json").read_text(encoding="utf-8")
 )
@@ -42,7 +49,7 @@ async def test_a_real_models_claims_land_on_the_person_who_said_them(
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=NEVER,
+        plugin_settings={"facts": never_settings()},
     ) as app:
         chat = TestChat(app.runtime, name="root")
         for text in recorded["said"]:
@@ -82,7 +89,7 @@ async def test_in_a_group_a_partner_or_pet_is_the_speakers_fact_unless_they_are_
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=NEVER,
+        plugin_settings={"facts": never_settings()},
     ) as app:
         group = {"chat": "club", "world": "club", "kind": "group"}
         priya = TestChat(app.runtime, name="Priya", **group)

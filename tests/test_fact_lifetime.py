@@ -15,11 +15,16 @@ from bot.models import Fact, Memory, stable_id
 from bot.plugins import Registry
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
-from plugins.facts import MARK, plugin
+from plugins.facts import MARK, FactsSettings, plugin
 
 FACTS = "evaluator:GET_FACTS"
 REPLY = '{"text": "Noted.", "action": "NONE"}'
 NEVER = 10_000  # extraction only when a test asks for it
+
+
+def never_settings() -> FactsSettings:
+    """The facts plugin's settings with extraction only when a test asks for it."""
+    return FactsSettings().model_copy(update={"conversation_length": NEVER})
 
 
 def claim(text: str, subject: str, change: str = "new", fact: str | None = None) -> dict:
@@ -74,7 +79,7 @@ async def test_a_move_updates_the_fact_and_keeps_where_they_lived_as_history(
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=NEVER,
+        plugin_settings={"facts": never_settings()},
     ) as app:
         chat = TestChat(app.runtime, name="Sarah")
         await say_and_learn(chat, "I live in Seattle")
@@ -111,7 +116,7 @@ async def test_a_changed_number_is_never_swallowed_as_a_near_duplicate(
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=NEVER,
+        plugin_settings={"facts": never_settings()},
     ) as app:
         chat = TestChat(app.runtime, name="Sarah")
         await say_and_learn(chat, "I have 2 kids")
@@ -144,7 +149,7 @@ async def test_a_retraction_closes_the_fact_and_invented_ids_change_nothing(
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=NEVER,
+        plugin_settings={"facts": never_settings()},
     ) as app:
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I work at the bakery and I have a cat")
@@ -168,7 +173,7 @@ async def test_a_rerun_extraction_stores_nothing_twice_and_closes_nothing_twice(
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=NEVER,
+        plugin_settings={"facts": never_settings()},
     ) as app:
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I live in Lisbon")
@@ -191,21 +196,26 @@ async def test_a_rerun_extraction_stores_nothing_twice_and_closes_nothing_twice(
 async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    settings = test_settings(
-        tmp_path, mongodb_uri=mongo_uri, model_dir=model_dir, conversation_length=NEVER
-    )
+    settings = test_settings(tmp_path, mongodb_uri=mongo_uri, model_dir=model_dir)
     model = scripted(
         answer(claim("Sam is 34", "Sam")), answer(claim("Sam is 35", "Sam", "update", "f1"))
     )
     registry = Registry()
     registry.add(plugin, plugin.name)
+    registry.use_settings("facts", never_settings())
     async with open_app(settings, model=model, registry=registry) as app:
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I'm 34")
         said = await say_and_learn(chat, "I'm 35 now")
         await app.runtime.evaluations.stop(grace=5)
 
-    async with open_test_app(tmp_path, plugins=[plugin], model=model, settings=settings) as app:
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=model,
+        settings=settings,
+        plugin_settings={"facts": never_settings()},
+    ) as app:
         chat = TestChat(app.runtime, name="Sam")
         kept = [(f.text, f.is_current) for f in await history(chat)]
         reply = await admin.forget_me(app.runtime, admin.scope_of(said))
