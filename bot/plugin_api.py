@@ -24,8 +24,8 @@ from typing_extensions import TypeVar
 
 from bot.llm.base import JsonAnswer, ModelClass
 from bot.models import Account, Content, Memory, Room
-from bot.prompts import render
 from bot.state import State
+from bot.templating import render
 
 if TYPE_CHECKING:
     from pymongo.asynchronous.collection import AsyncCollection

@@ -10,17 +10,18 @@ valid JSON and no placeholders in answer positions: real models copy what a temp
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.llm.base import JsonAnswer
 
+# Re-exported: the renderer lives below this module and bot.plugin_api (no import cycle).
+from bot.templating import fill_names as fill_names
+from bot.templating import render as render
+
 if TYPE_CHECKING:
     from bot.characters import Character
     from bot.plugins import Action, Evaluator, EvaluatorExample
-
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z0-9_]+)\s*\}\}")
 
 # The character's standing text: sent as the system message, apart from the conversation.
 SYSTEM_TEMPLATE = """{{system}}
@@ -63,17 +64,6 @@ BUILTIN_TEMPLATES: Mapping[str, str] = {
     "messageHandlerTemplate": MESSAGE_HANDLER_TEMPLATE,
     "evaluationTemplate": EVALUATION_TEMPLATE,
 }
-
-
-def render(template: str, values: Mapping[str, str]) -> str:
-    """Fill `{{key}}` placeholders; unknown keys become empty, and blank runs collapse."""
-    text = _PLACEHOLDER.sub(lambda m: values.get(m.group(1), ""), template)
-    return re.sub(r"\n{3,}", "\n\n", text).strip()
-
-
-def fill_names(text: str, names: Mapping[str, str]) -> str:
-    """Replace `{{user1}}`-style actor placeholders in examples, leaving other text alone."""
-    return _PLACEHOLDER.sub(lambda m: names.get(m.group(1), m.group(0)), text)
 
 
 def bullet(lines: Iterable[str]) -> str:

@@ -27,10 +27,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"bot.adapters.discord", "bot.adapters.startup", "bot.adapters.telegram"}): (
         "adapters (issue 9 item 3): the platforms import PlatformError from startup.py"
     ),
-    frozenset({"bot.plugin_api", "bot.prompts", "bot.plugins"}): (
-        "package: prompts.py annotates with the plugin types; fixed once real-models' "
-        "prompts.py has landed"
-    ),
 }
 # Long modules without a stated reason, with who splits them.
 KNOWN_LONG: dict[str, str] = {
