@@ -1,4 +1,4 @@
-"""Built-in prompt templates and the `{{placeholder}}` renderer.
+"""Built-in prompt templates and the formatters that fill them (the renderer is bot.templating).
 
 A character's `templates` override these by name (`messageHandlerTemplate`,
 `evaluationTemplate`, `factsTemplate`, `goalsTemplate`), as in elizaOS, and `systemTemplate`
