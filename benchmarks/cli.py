@@ -76,6 +76,12 @@ def _cost_options(parser: argparse.ArgumentParser) -> None:
     cost.add_argument("--script", type=Path, help="JSON list of user messages")
     cost.add_argument("--selection", choices=("llm", "all", "both"), default="both")
     cost.add_argument("--messages-limit", type=int, help="only the script's first N messages")
+    cost.add_argument(
+        "--live",
+        action="store_true",
+        help="ask the real model endpoint of the usual settings (OPENAI_BASE_URL, "
+        "MNEMO_SMALL_MODEL, MNEMO_LARGE_MODEL, MNEMO_MODEL_TIMEOUT) instead of the fake one",
+    )
 
 
 def _scale_options(parser: argparse.ArgumentParser) -> None:
@@ -197,6 +203,7 @@ def run_cost_part(args: argparse.Namespace, *, selections: Sequence[str]) -> dic
             script_source=source,
             mongodb_uri=args.mongodb_uri,
             plugins_dir=args.plugins_dir,
+            live=getattr(args, "live", False),
         )
     )
 

@@ -36,6 +36,7 @@ from typing import Any, Literal
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
+from benchmarks.live import LiveAnswers
 from benchmarks.stats import REPO_ROOT, BenchError, ratio, summary
 from bot.app import App, open_app
 from bot.config import (
@@ -383,6 +384,7 @@ class _Run:
     model: TimedModel
     server: FakeOpenAIServer
     counter: TokenCounter
+    message_timeout: float = _MESSAGE_TIMEOUT
 
 
 async def _prepare(app: App, chat: TestChat) -> None:
@@ -437,7 +439,7 @@ async def _one_message(run: _Run, number: int, text: str) -> dict[str, Any]:
     result = await chat.say(text)
     replied = time.perf_counter()
     calls_replying = len(model.calls)
-    drained = await app.runtime.evaluations.join(chat.room.id, _MESSAGE_TIMEOUT)
+    drained = await app.runtime.evaluations.join(chat.room.id, run.message_timeout)
     finished = time.perf_counter()
     reply_calls = model.calls[calls_before:calls_replying]
     evaluation_calls = model.calls[calls_replying:]
@@ -480,11 +482,13 @@ async def run_mode(
     mongodb_uri: str | None = None,
     plugins_dir: Path | None = None,
     conversation_length: int = 32,
-    answers: FakeModelAnswers | None = None,
+    answers: FakeModelAnswers | LiveAnswers | None = None,
 ) -> dict[str, Any]:
     """Drive the script through a fresh app in one selection mode; per-message rows and
-    their summary. `conversation_length` sets how often facts are extracted (every half)."""
+    their summary. `conversation_length` sets how often facts are extracted (every half).
+    With `LiveAnswers` the fake server forwards to a real endpoint (`--live`)."""
     answers = answers if answers is not None else FakeModelAnswers()
+    live = answers if isinstance(answers, LiveAnswers) else None
     registry = memory_plugins(plugins_dir)
     facts = registry.settings["facts"]
     registry.use_settings(
@@ -501,6 +505,8 @@ async def run_mode(
                 mongodb_uri=mongodb_uri,
                 database=database,
             )
+            if live is not None:
+                settings = _live_settings(settings, live)
             model = TimedModel(OpenAIModel(settings.model, UsageLedger()))
             async with open_app(settings, model=model, registry=registry) as app:
                 try:
@@ -508,15 +514,72 @@ async def run_mode(
                     await _prepare(app, chat)
                     app.ledger.reset()
                     run = _Run(app, chat, model, server, counter)
+                    if live is not None:
+                        run.message_timeout = 2 * settings.runtime.evaluator_timeout
                     rows = []
                     for number, text in enumerate(script, 1):
                         rows.append(await _one_message(run, number, text))
-                        log.debug("cost %s: message %d done", selection, number)
+                        log.info("cost %s: message %d done", selection, number)
+                    learned = await _learned(app, chat) if live is not None else None
                 finally:
                     await app.runtime.evaluations.stop(grace=5)
                     if mongodb_uri:
                         await app.store.client.drop_database(database)
-    return summarise(rows, answers, selection)
+    result = summarise(rows, answers, selection)
+    if live is not None and learned is not None:
+        result["live"] = {
+            "endpoint": live.describe,
+            "model_seconds": summary([seconds for _kind, seconds, _raw in live.answers]),
+            "learned": learned,
+            "answers": [
+                {"kind": kind, "seconds": round(seconds, 1), "raw": raw}
+                for kind, seconds, raw in live.answers
+            ],
+        }
+    return result
+
+
+def _live_settings(settings: Settings, live: LiveAnswers) -> Settings:
+    """The bench settings with the endpoint's pace: its time-out, retries, concurrency and
+    structured output; evaluations may take several model calls' time."""
+    timeout = live.settings.timeout_seconds
+    return replace(
+        settings,
+        model=settings.model.model_copy(
+            update={
+                "timeout_seconds": timeout + 5,  # the proxy's own forwarding time-out first
+                "max_retries": live.settings.max_retries,
+                "concurrency": live.settings.concurrency,
+                "structured_output": live.settings.structured_output,
+            }
+        ),
+        runtime=settings.runtime.model_copy(update={"evaluator_timeout": 6 * timeout}),
+    )
+
+
+async def _learned(app: App, chat: TestChat) -> dict[str, Any]:
+    """What the run left in the stores: facts with their subjects, the goal, the rejects."""
+    facts, _total = await app.store.list_facts(chat.room.world_id, limit=1000)
+    ids = {fact.subject_id for fact in facts}
+    accounts = await app.store.get_accounts(sorted(ids))
+    names = {i: a.name for i, a in accounts.items()} | {app.runtime.agent_id: "(the bot)"}
+    goals = await app.store.goals_in_room(chat.room.id, only_in_progress=False)
+    rejects = {
+        task: dict(usage.rejects) for task, usage in app.ledger.snapshot().items() if usage.rejects
+    }
+    return {
+        "facts": [f"{fact.text} (about {names.get(fact.subject_id, '?')})" for fact in facts],
+        "goals": [
+            {
+                "name": goal.name,
+                "status": goal.status,
+                "objectives": [[o.description, o.completed] for o in goal.objectives],
+            }
+            for goal in goals
+        ],
+        "rejects": rejects,
+        "replies": list(chat.replies),
+    }
 
 
 def summarise(
@@ -590,8 +653,10 @@ async def run_cost(
     script_source: str = "benchmarks/data/conversation.json",
     mongodb_uri: str | None = None,
     plugins_dir: Path | None = None,
+    live: bool = False,
 ) -> dict[str, Any]:
-    """The cost run in each selection mode, with elizaOS's figures and the goals."""
+    """The cost run in each selection mode, with elizaOS's figures and the goals; `live`
+    asks the endpoint of the usual model settings instead of the fake model."""
     counter = load_token_counter() or SERVER_USAGE
     modes = {}
     for selection in selections:
@@ -603,6 +668,7 @@ async def run_cost(
             counter=counter,
             mongodb_uri=mongodb_uri,
             plugins_dir=plugins_dir,
+            answers=LiveAnswers.from_environment() if live else None,
         )
     result: dict[str, Any] = {
         "script": {"source": script_source, "messages": len(script)},
