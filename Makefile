@@ -2,40 +2,64 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Re-install when pyproject.toml changes; the stamp lives inside the venv so `rm -rf .venv` resets all.
-STAMP := $(VENV)/.installed
+# One stamp per set of extras, inside the venv so `rm -rf .venv` resets all. Running needs the
+# runtime dependencies only; the test and benchmark tools (pytest, ruff, matplotlib, tiktoken)
+# are added by the targets that use them. Each stamp is redone when pyproject.toml changes.
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_TEST := $(VENV)/.installed-test
+STAMP_BENCH := $(VENV)/.installed-bench
+# `make run REUSE_VENV=1` runs with the venv as it is, installing nothing. The README tests run
+# `make run` in a throw-away copy of the checkout with CI's venv: an editable re-install from
+# the copy would point that venv at a folder deleted after the test.
+ifdef REUSE_VENV
+STAMP_RUN :=
+STAMP_TEST :=
+STAMP_BENCH :=
+endif
 
 SHARED ?= $(abspath ../shared)
 # Tests and benchmarks use the embedding model and data beside the checkout when present.
 export MNEMO_TEST_MODEL_DIR ?= $(SHARED)/models/all-MiniLM-L6-v2/onnx
 export TIKTOKEN_CACHE_DIR ?= $(SHARED)/models/tiktoken
 
-.PHONY: run chat test lint format bench clean
+.PHONY: run chat doctor test lint format bench clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
-	touch $(STAMP)
+$(VENV)/.installed-run: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing Mnemo into $(VENV) (first run only)..."
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e .
+	@touch $@
 
-run: $(STAMP)
-	$(BIN)/mnemo run
+$(VENV)/.installed-test: $(VENV)/.installed-run
+	@$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	@touch $@
 
-chat: $(STAMP)
-	$(BIN)/mnemo chat
+$(VENV)/.installed-bench: $(VENV)/.installed-run
+	@$(BIN)/python -m pip install --quiet -e '.[bench]'
+	@touch $@
 
-test: $(STAMP)
+run: $(STAMP_RUN)
+	@$(BIN)/mnemo run
+
+chat: $(STAMP_RUN)
+	@$(BIN)/mnemo chat
+
+doctor: $(STAMP_RUN)
+	@$(BIN)/mnemo doctor
+
+test: $(STAMP_TEST)
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP)
+lint: $(STAMP_TEST)
 	$(BIN)/ruff check bot benchmarks plugins tests
 	$(BIN)/ruff format --check bot benchmarks plugins tests
 
-format: $(STAMP)
+format: $(STAMP_TEST)
 	$(BIN)/ruff check --fix bot benchmarks plugins tests
 	$(BIN)/ruff format bot benchmarks plugins tests
 
-bench: $(STAMP)
+bench: $(STAMP_BENCH)
 	$(BIN)/mnemo bench all
 
 clean:

@@ -9,10 +9,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import logging
+import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from bot.config import ConfigError, Settings, load_settings
@@ -94,22 +97,26 @@ def banner(app: object) -> str:
     )
 
 
-async def _chat(settings: Settings) -> None:
+async def _chat(settings: Settings, name: str | None = None) -> None:
     from bot.adapters.console import ConsoleChat
     from bot.app import open_app
 
+    # The console is one trusted person at this machine: a piped script of any length gets
+    # every reply, so the per-person reply limit (meant for public chats) is off here.
+    platforms = settings.platforms.model_copy(update={"rate_limit_per_minute": 0})
+    settings = dataclasses.replace(settings, platforms=platforms)
     async with open_app(settings) as app:
         print(banner(app), flush=True)
-        await ConsoleChat(app.runtime).run()
+        await ConsoleChat(app.runtime, display_name=name).run()
 
 
-async def _run(settings: Settings) -> None:
+async def _run(settings: Settings, name: str | None = None) -> None:
     from bot.app import open_app
 
     platforms = settings.platforms
     if platforms.discord_token is None and platforms.telegram_token is None:
         print("No DISCORD_TOKEN or TELEGRAM_TOKEN set: starting the console chat.", flush=True)
-        await _chat(settings)
+        await _chat(settings, name)
         return
     from bot.adapters.startup import run_platforms
 
@@ -117,7 +124,7 @@ async def _run(settings: Settings) -> None:
         await run_platforms(app)
 
 
-async def _doctor(settings: Settings) -> None:
+async def _doctor(settings: Settings, name: str | None = None) -> None:
     from bot.app import open_app
 
     async with open_app(settings) as app:
@@ -129,27 +136,104 @@ async def _doctor(settings: Settings) -> None:
         print(f"model:      {'offline' if app.offline else app.model.name}")
 
 
+def _version() -> str:
+    try:
+        return version("mnemo")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _env_file_option(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--env-file",
+        type=Path,
+        default=default,
+        metavar="FILE",
+        help="read settings from FILE (default: .env in this folder, if there is one)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mnemo", description="A chat bot that gets to know people."
+        prog="mnemo",
+        description="A chat bot that gets to know people. With no command: `mnemo run`.",
+        epilog="Settings come from the environment or .env; see .env.example for every one.",
     )
-    parser.add_argument("--env-file", type=Path, default=Path(".env"), help="settings file")
-    sub = parser.add_subparsers(dest="command")
-    sub.add_parser("run", help="start every platform with a token, else the console chat")
-    sub.add_parser("chat", help="talk to the bot in this terminal")
-    sub.add_parser("doctor", help="check settings, storage, embedder and model")
-    backup = sub.add_parser("backup", help="dump every collection to DIR, with a manifest")
+    parser.add_argument("--version", action="version", version=f"mnemo {_version()}")
+    _env_file_option(parser, None)
+    # Each subcommand takes --env-file too (`mnemo doctor --env-file prod.env`); SUPPRESS
+    # keeps an absent one from overwriting a value given before the subcommand.
+    common = argparse.ArgumentParser(add_help=False)
+    _env_file_option(common, argparse.SUPPRESS)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = {
+        "run": (
+            "start every platform with a token set; with none, the console chat",
+            "Start Discord and/or Telegram (DISCORD_TOKEN, TELEGRAM_TOKEN); with neither "
+            "set, chat in this terminal.",
+        ),
+        "chat": (
+            "talk to the bot in this terminal (standard input may be piped)",
+            "Chat in this terminal, as one trusted person: /help lists the commands, "
+            "/quit or Ctrl-D leaves. Piped input works: printf 'hi\\n/facts\\n' | mnemo chat",
+        ),
+        "doctor": (
+            "check settings, storage, embedder, model and platform tokens",
+            "Check every configured part for real (a tiny model call, Chroma, MongoDB, "
+            "each platform token that is set, plugin settings); exit 1 if any fails.",
+        ),
+    }
+    for name, (summary, description) in commands.items():
+        command = sub.add_parser(name, help=summary, description=description, parents=[common])
+        if name in ("run", "chat"):
+            command.add_argument(
+                "--name",
+                help="how the bot calls you in the console chat (default: the name you tell "
+                "it, else your login name)",
+            )
+    backup = sub.add_parser(
+        "backup", help="dump every collection to DIR, with a manifest", parents=[common]
+    )
     backup.add_argument("dir", type=Path, help="a new or empty folder")
     restore = sub.add_parser(
-        "restore", help="load a backup into an empty database and rebuild the vectors"
+        "restore",
+        help="load a backup into an empty database and rebuild the vectors",
+        parents=[common],
     )
     restore.add_argument("dir", type=Path, help="a folder written by `mnemo backup`")
     # No -h of its own: `mnemo bench --help` and `mnemo bench PART --help` reach the benchmarks.
     bench = sub.add_parser(
-        "bench", help="run benchmarks (see `mnemo bench --help`)", add_help=False
+        "bench",
+        help="measure cost, speed, scale and recall (`mnemo bench --help` for the parts)",
+        add_help=False,
     )
     bench.add_argument("rest", nargs=argparse.REMAINDER)
     return parser
+
+
+def _settings_file(given: Path | None) -> Path | None:
+    """The settings file to read: the one given (which must exist), else `.env` if present."""
+    if given is not None:
+        if not given.is_file():
+            raise ConfigError(f"settings file {given}: not found")
+        return given
+    default = Path(".env")
+    return default if default.is_file() else None
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM (systemd, docker stop, kill) shuts down as Ctrl-C does: the main task is
+    cancelled, every component closes in order, and pending evaluations resume on the next
+    start."""
+    task = asyncio.current_task()
+    if task is not None:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+
+
+async def _until_stopped(runner: Callable[[Settings], Awaitable[None]], settings: Settings) -> None:
+    _stop_on_sigterm()
+    await runner(settings)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -171,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_CONFIG
         return bench_main([*unknown, *args.rest])
     try:
-        settings = load_settings(args.env_file if args.env_file.exists() else None)
+        settings = load_settings(_settings_file(args.env_file))
     except ConfigError as error:
         print(f"mnemo: {error}", file=sys.stderr)
         return EXIT_CONFIG
@@ -192,10 +276,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         operation = backup_command if command == "backup" else restore_command
         runner = functools.partial(operation, folder=args.dir)
     else:
-        runner = {"run": _run, "chat": _chat, "doctor": _doctor}[command]
+        chosen = {"run": _run, "chat": _chat, "doctor": _doctor}[command]
+        runner = functools.partial(chosen, name=getattr(args, "name", None))
     try:
-        asyncio.run(runner(settings))
-    except KeyboardInterrupt:
+        asyncio.run(_until_stopped(runner, settings))
+    except (KeyboardInterrupt, asyncio.CancelledError):
         print("\nbye", file=sys.stderr)
     except _startup_errors() as error:
         print(f"mnemo: {error}", file=sys.stderr)

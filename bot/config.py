@@ -40,6 +40,16 @@ _ADMIN_PLATFORMS = ("discord", "telegram", "console", "test")
 _SENSITIVE_WORDS = ("token", "key", "secret", "password", "uri", "url")
 
 
+# The checkout this `bot` package was loaded from (an editable install, as `make` does, or a
+# source run). The default character and the built-in plugins are found there rather than in
+# the working folder, so `mnemo` behaves the same whichever folder it is started in. Without a
+# checkout (a bare wheel) the old relative defaults apply and a setting must name the files.
+_CHECKOUT = Path(__file__).resolve().parent.parent
+_HAS_CHECKOUT = (_CHECKOUT / "characters" / "mnemo.json").is_file()
+BUILTIN_CHARACTERS = _CHECKOUT / "characters" if _HAS_CHECKOUT else Path("characters")
+BUILTIN_PLUGINS = _CHECKOUT / "plugins" if _HAS_CHECKOUT else Path("plugins")
+
+
 class ConfigError(Exception):
     """A setting is missing or malformed; the message is one line meant for the operator."""
 
@@ -238,8 +248,9 @@ class PlatformSettings(_Group):
 class RuntimeSettings(_Group):
     model_config = _config("MNEMO_")
 
-    # A path, or a bare name such as `archivist` for characters/archivist.json.
-    character: AbsolutePath = Field(Path("characters/mnemo.json"), validate_default=True)
+    # A path, or a bare name such as `archivist`: characters/archivist.json in the working
+    # folder if there is one, else the one shipped with Mnemo.
+    character: AbsolutePath = Field(BUILTIN_CHARACTERS / "mnemo.json", validate_default=True)
     # `llm`: one SMALL-model call picks which validated evaluators run (the spec).
     # `all`: every validated evaluator runs, no call.
     evaluator_selection: Literal["llm", "all"] = "llm"
@@ -249,8 +260,9 @@ class RuntimeSettings(_Group):
     # Pending evaluations of a room whose conversation went quiet are run after this long,
     # so what was said last is learned even if nobody speaks again.
     evaluation_idle_flush_minutes: float = Field(10.0, gt=0)
-    # The plugin folder, and plugin names to leave out (comma separated).
-    plugins_dir: AbsolutePath = Field(Path("plugins"), validate_default=True)
+    # The plugin folder (default: the built-in plugins shipped with Mnemo), and plugin names
+    # to leave out (comma separated).
+    plugins_dir: AbsolutePath = Field(BUILTIN_PLUGINS, validate_default=True)
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
@@ -262,7 +274,8 @@ class RuntimeSettings(_Group):
         if isinstance(value, str) and value.strip() and "/" not in value and "\\" not in value:
             name = value.strip()
             if not Path(name).suffix:
-                return Path("characters") / f"{name}.json"
+                own = Path("characters") / f"{name}.json"
+                return own if own.is_file() else BUILTIN_CHARACTERS / f"{name}.json"
         return value
 
     @field_validator("evaluator_selection", mode="before")

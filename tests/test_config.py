@@ -171,7 +171,9 @@ def test_defaults(tmp_path: Path) -> None:
     assert settings.platforms.rate_limit_per_minute == 6
     assert settings.runtime.evaluation_idle_flush_minutes == 10
     assert settings.runtime.evaluator_selection == "llm"
-    assert settings.runtime.character == tmp_path / "characters" / "mnemo.json"
+    # Shipped with Mnemo, found whatever the working folder (here an empty temporary one).
+    assert settings.runtime.character == REPO / "characters" / "mnemo.json"
+    assert settings.runtime.plugins_dir == REPO / "plugins"
 
 
 def test_relative_paths_are_taken_from_the_starting_folder_once(
@@ -387,6 +389,10 @@ def test_admin_ids_comma_separated(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_character_by_bare_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("MNEMO_CHARACTER", "archivist")
+    assert load().runtime.character == REPO / "characters" / "archivist.json"
+    # A character of that name in the working folder's characters/ wins over the shipped one.
+    (tmp_path / "characters").mkdir()
+    (tmp_path / "characters" / "archivist.json").write_text("{}", encoding="utf-8")
     assert load().runtime.character == tmp_path / "characters" / "archivist.json"
 
 

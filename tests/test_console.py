@@ -22,8 +22,11 @@ def mnemo(
         MNEMO_EMBEDDING_MODEL_DIR=str(model_dir),
         **env,
     )
+    # An empty settings file: a `.env` in the checkout must not leak into the test.
+    env_file = data_dir / "empty.env"
+    env_file.touch()
     return subprocess.run(
-        [sys.executable, "-m", "bot", "--env-file", str(data_dir / "none.env"), *args],
+        [sys.executable, "-m", "bot", "--env-file", str(env_file), *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -97,3 +100,32 @@ def test_a_dead_database_stops_start_up_with_one_line_and_no_password(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "MongoDB" in lines[0]
     assert "hunter2secret" not in result.stderr + result.stdout
+
+
+def test_a_long_piped_script_gets_every_reply(tmp_path: Path, model_dir: Path) -> None:
+    # The console is one trusted person: the per-person reply limit of public chats (6 a
+    # minute by default) would answer most of these lines with "slow down".
+    lines = [f"I have a plant number {n}." for n in range(10)]
+    result = mnemo(["chat"], "".join(f"{line}\n" for line in lines), tmp_path, model_dir)
+    assert result.returncode == 0, result.stderr
+    replies = [line for line in result.stdout.splitlines() if line.startswith("Mnemo: ")]
+    assert len(replies) == len(lines)
+    assert "slow down" not in result.stdout.lower()
+
+
+def test_the_person_is_shown_by_the_name_they_told(tmp_path: Path, model_dir: Path) -> None:
+    first = mnemo(
+        ["chat"], "Hi, my name is Sarah.\nI live in Seattle.\n/facts\n", tmp_path, model_dir
+    )
+    assert first.returncode == 0, first.stderr
+    listing = first.stdout.split("Facts (", 1)[1].splitlines()[1:]
+    assert listing and all(line.endswith("— about Sarah") for line in listing), listing
+    # The learned name is kept for the next session.
+    second = mnemo(["chat"], "I have a cat named Pixel.\n/facts\n", tmp_path, model_dir)
+    assert "Sarah has a cat named Pixel — about Sarah" in second.stdout
+
+
+def test_name_given_up_front(tmp_path: Path, model_dir: Path) -> None:
+    result = mnemo(["chat", "--name", "Ana"], "I live in Porto.\n/facts\n", tmp_path, model_dir)
+    assert result.returncode == 0, result.stderr
+    assert "Ana lives in Porto — about Ana" in result.stdout

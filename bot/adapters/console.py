@@ -1,5 +1,9 @@
 """The console chat: one person, one room, a prompt. Works with piped standard input too.
 
+The console is for one trusted person at this machine: no reply rate limit (the caller turns it
+off, see bot.cli), and the person is shown by the name they gave (`--name`, or the name the
+bot learned from them, kept for later sessions) rather than by their login name.
+
 Standard input is read by a daemon thread so Ctrl-C never waits on a blocked `readline()`.
 Every line is stored before the next is read, so leaving (Ctrl-C, Ctrl-D, /quit) loses nothing
 already said; pending evaluations finish first, or resume on the next start.
@@ -11,6 +15,7 @@ import asyncio
 import contextlib
 import getpass
 import logging
+import re
 import sys
 import threading
 from typing import TextIO
@@ -40,6 +45,24 @@ HELP = """Commands:
   /quit               leave (Ctrl-D works too)"""
 
 _EOF = None
+# A learned fact that names its subject: "root's name is Sarah", "Their name is Sarah Lee",
+# "The user is called Sam". Possessives of something else ("Sarah's dog's name is Biscuit")
+# do not match: the possessor may not contain an apostrophe.
+_NAME_FACT = re.compile(
+    r"^(?:[\w .-]+'s|[Tt]heir|[Hh]is|[Hh]er|[Mm]y)\s+name\s+is\s+"
+    r"(?P<name>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)\.?$"
+    r"|^[\w .-]+\s+(?:is\s+called|goes\s+by)\s+(?P<called>[A-Z][\w'-]*)\.?$"
+)
+# Enough of the person's facts to find their name among them.
+_NAME_SCAN_LIMIT = 200
+
+
+def told_name(fact_text: str) -> str | None:
+    """The person's name, if this fact about them states it."""
+    match = _NAME_FACT.match(fact_text.strip())
+    if match is None:
+        return None
+    return match.group("name") or match.group("called")
 
 
 class ConsoleChat:
@@ -50,6 +73,7 @@ class ConsoleChat:
         runtime: AgentRuntime,
         *,
         user_name: str | None = None,
+        display_name: str | None = None,
         stdin: TextIO = sys.stdin,
         stdout: TextIO = sys.stdout,
         learn_timeout: float = 120.0,
@@ -60,8 +84,13 @@ class ConsoleChat:
         self.interactive = stdin.isatty()
         self.learn_timeout = learn_timeout
         name = user_name or _login_name()
+        # The identity is the login (one person per machine account); the name shown is theirs.
+        self._given_name = display_name.strip() if display_name and display_name.strip() else None
         self.account = Account(
-            id=account_id("console", name), platform="console", platform_id=name, name=name
+            id=account_id("console", name),
+            platform="console",
+            platform_id=name,
+            name=self._given_name or name,
         )
         self.room = Room(
             id=room_id("console", name),
@@ -76,6 +105,11 @@ class ConsoleChat:
         print(text, file=self.stdout, flush=True)
 
     async def run(self) -> None:
+        if self._given_name is None:
+            # A name learned in an earlier session is still theirs.
+            known = (await self.runtime.store.get_accounts([self.account.id])).get(self.account.id)
+            if known is not None:
+                self.account = self.account.model_copy(update={"name": known.name})
         await self.runtime.store.upsert_account(self.account)
         await self.runtime.store.upsert_room(self.room)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
@@ -85,6 +119,8 @@ class ConsoleChat:
                 print("you> ", end="", file=self.stdout, flush=True)
             line = await lines.get()
             if line is _EOF:
+                if self.interactive:
+                    print(file=self.stdout, flush=True)  # Ctrl-D: leave the prompt's line clean
                 break
             text = line.strip()
             if not text:
@@ -112,6 +148,7 @@ class ConsoleChat:
             self.say(f"{self.runtime.character.name}: {content.text}")
 
         await self.runtime.handle(memory, send, account=self.account, room=self.room)
+        await self._use_told_name()
 
     async def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
@@ -153,6 +190,25 @@ class ConsoleChat:
             return
         if not await self.runtime.flush_room(last, timeout=self.learn_timeout):
             self.say("(still learning; this list may be incomplete)")
+        await self._use_told_name()
+
+    async def _use_told_name(self) -> None:
+        """Show the person by the name they told the bot, once a fact about them states it.
+
+        A name given with `--name` is kept: the person chose it for this session.
+        """
+        if self._given_name is not None:
+            return
+        facts, _ = await self.runtime.store.list_facts(
+            self.room.world_id, subject_id=self.account.id, limit=_NAME_SCAN_LIMIT
+        )
+        for fact in facts:
+            name = told_name(fact.text)
+            if name is not None:
+                if name != self.account.name:
+                    self.account = self.account.model_copy(update={"name": name})
+                    await self.runtime.store.upsert_account(self.account)
+                return
 
     async def _last_said(self) -> Memory | None:
         recent = await self.runtime.store.recent_memories(self.room.id, 5)
