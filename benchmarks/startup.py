@@ -101,7 +101,10 @@ def _memory(pid: int) -> dict[str, Any]:
 def measure_once(model_dir: Path, *, timeout: float = 120.0) -> dict[str, Any]:
     """One launch of `mnemo chat`: banner time, idle memory, first reply, clean exit."""
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-startup-") as folder:
-        command = [*mnemo_command(), "--env-file", str(Path(folder) / "no.env"), "chat"]
+        # An empty settings file (a named one must exist): no `.env` around leaks in.
+        empty_settings = Path(folder) / "empty.env"
+        empty_settings.touch()
+        command = [*mnemo_command(), "--env-file", str(empty_settings), "chat"]
         env = child_environment(Path(folder) / "data", model_dir)
         # A file, not a pipe: a chatty child must never block on a full stderr pipe.
         errors = Path(folder) / "stderr.txt"
