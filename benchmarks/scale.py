@@ -40,12 +40,13 @@ from pymongo import AsyncMongoClient, monitoring
 from benchmarks.cost import CHARACTER, memory_plugins
 from benchmarks.embedder import local_embedder
 from benchmarks.stats import BenchError, cpu_seconds, rate, summary
+from bot import Context, Evaluator, Plugin
 from bot.app import agent_id_for
 from bot.characters import load_character
 from bot.llm.base import Task
 from bot.llm.usage import UsageLedger
 from bot.models import Content, Memory
-from bot.plugins import Context, Evaluator, Plugin, Registry
+from bot.plugins import Registry
 from bot.runtime import AgentRuntime, RuntimeOptions
 from bot.state import State
 from bot.storage.embedded import EmbeddedMongo

@@ -225,8 +225,6 @@ class Context(Generic[SettingsT]):
     # make its writes idempotent with it. None outside evaluations.
     job_id: str | None = None
     callback: Callback = _no_callback
-    # Transitional: the whole runtime, until the built-in plugins are migrated. Do not use.
-    runtime: Any = None
 
 
 @dataclass(frozen=True)

@@ -121,7 +121,6 @@ class PluginHost:
         *,
         callback: Callback | None = None,
         job_id: str | None = None,
-        runtime: Any = None,
     ) -> Context:
         plugin = self.registry.plugin_of(part)
         extra: dict[str, Any] = {} if callback is None else {"callback": callback}
@@ -137,7 +136,6 @@ class PluginHost:
             log=self.logger(plugin),
             plugin_state=self._states.get(plugin.name),
             job_id=job_id,
-            runtime=runtime,
             **extra,
         )
 

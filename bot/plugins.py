@@ -8,7 +8,7 @@ name, or has a bad setting stops start-up with its name and the reason (`PluginE
 A folder's plugins are imported as submodules of one package per folder, so a plugin package
 can import its own parts relatively (`from .prompts import X`) and a module can share a
 `_helpers.py` (`from . import _helpers`). The package is the folder's own importable name when
-it has one (`plugins` at the repository root: `plugins.facts` is then one module, however it is
+it has one (`plugins` at the repository root: `plugins.weather` is then one module, however it is
 imported); any other folder gets a private name derived from its path, so two folders never
 clash in `sys.modules`. Absolute imports of a plugin's own modules only work in the first case.
 """
@@ -36,17 +36,7 @@ from pydantic_settings import BaseSettings
 from pydantic_settings.exceptions import SettingsError
 
 from bot.config import describe_error
-from bot.plugin_api import (
-    Action,
-    Command,
-    Context,
-    Evaluator,
-    EvaluatorExample,
-    ExampleTurn,
-    OfflineAnswer,
-    Plugin,
-    Provider,
-)
+from bot.plugin_api import Action, Command, Evaluator, OfflineAnswer, Plugin, Provider
 
 log = logging.getLogger(__name__)
 
@@ -430,21 +420,3 @@ def discover(
     for plugin in registry.plugins:
         log.info("plugin %s loaded from %s", plugin.name, registry.sources[plugin.name])
     return registry
-
-
-# The plugin types, importable from here as before; new code imports them from `bot`.
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "Action",
-    "Command",
-    "Context",
-    "Evaluator",
-    "EvaluatorExample",
-    "ExampleTurn",
-    "Plugin",
-    "PluginError",
-    "Provider",
-    "Registry",
-    "discover",
-    "plugin_sources",
-]

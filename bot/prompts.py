@@ -21,7 +21,7 @@ from bot.templating import render as render
 
 if TYPE_CHECKING:
     from bot.characters import Character
-    from bot.plugins import Action, Evaluator, EvaluatorExample
+    from bot.plugin_api import Action, Evaluator, EvaluatorExample
 
 # The character's standing text: sent as the system message, apart from the conversation.
 SYSTEM_TEMPLATE = """{{system}}

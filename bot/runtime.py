@@ -461,9 +461,7 @@ class AgentRuntime:
         callback: Send | None = None,
         job_id: str | None = None,
     ) -> Context:
-        return self.plugins.context(
-            part, message, state, callback=callback, job_id=job_id, runtime=self
-        )
+        return self.plugins.context(part, message, state, callback=callback, job_id=job_id)
 
     async def _validated(
         self,

@@ -14,6 +14,7 @@ from typing import Any
 import discord
 import pytest
 
+from bot import Context, Evaluator, Plugin
 from bot.adapters.discord import (
     FORGET_ME_CANCELLED,
     FORGET_ME_EXPIRED,
@@ -29,7 +30,6 @@ from bot.app import App
 from bot.config import PlatformSettings
 from bot.llm.base import Task
 from bot.models import Fact, account_id, message_id, room_id
-from bot.plugins import Context, Evaluator, Plugin
 from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
@@ -389,9 +389,9 @@ async def test_me_includes_what_was_said_just_before_it(
             subject_id=ctx.message.user_id,
             room_id=ctx.message.room_id,
             world_id=ctx.message.world_id,
-            agent_id=ctx.runtime.agent_id,
+            agent_id=ctx.agent.id,
         )
-        await ctx.runtime.knowledge.add_facts([fact], near_duplicate_distance=0.02)
+        await ctx.knowledge.add_facts([fact], near_duplicate_distance=0.02)
 
     plugin = Plugin("remember", evaluators=[Evaluator("REMEMBER", "keeps it", handler=remember)])
     async with mnemo_on_discord(tmp_path, model_dir, mongo_uri, plugins=[plugin]) as bot:

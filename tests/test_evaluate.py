@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from bot import Context, Evaluator, Plugin
 from bot.llm.base import Task
-from bot.plugins import Context, Evaluator, Plugin
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from bot import Evaluator, Plugin, Provider
 from bot import plugins as plugins_module
-from bot.plugins import Evaluator, Plugin, PluginError, Provider, Registry, discover
+from bot.plugins import PluginError, Registry, discover
 
-HEADER = "from bot.plugins import Action, Evaluator, Plugin, Provider\n\n"
+HEADER = "from bot import Action, Evaluator, Plugin, Provider\n\n"
 
 
 def simple_plugin(

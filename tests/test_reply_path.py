@@ -7,11 +7,11 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from bot import Evaluator, Plugin
 from bot.config import ModelSettings
 from bot.llm.base import Task
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.usage import UsageLedger
-from bot.plugins import Evaluator, Plugin
 from bot.runtime import EMPTY_REPLY
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, last_user_message, status

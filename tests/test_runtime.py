@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from bot import Action, Context, Evaluator, Plugin
 from bot.llm.base import ModelError, Task
 from bot.models import Content, message_id
-from bot.plugins import Action, Context, Evaluator, Plugin
 from bot.runtime import MODEL_FAILED_REPLY
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel

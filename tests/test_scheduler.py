@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from bot import Context, Evaluator, Plugin
 from bot.llm.base import Task
 from bot.models import (
     Account,
@@ -23,7 +24,6 @@ from bot.models import (
     utcnow,
     world_id,
 )
-from bot.plugins import Context, Evaluator, Plugin
 from bot.scheduler import (
     IDLE_FLUSH_JOB,
     REINDEX_JOB,

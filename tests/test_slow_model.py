@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from bot import Context, Evaluator, Plugin
 from bot.llm.base import ModelClass, Task
-from bot.plugins import Context, Evaluator, Plugin
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 
@@ -24,9 +24,7 @@ async def test_a_deadline_on_learning_leaves_the_model_call_running_to_the_end(
 
     async def learn(ctx: Context) -> None:
         try:
-            await ctx.runtime.model.generate_text(
-                "learn", model_class=ModelClass.LARGE, task="evaluator:LEARN"
-            )
+            await ctx.model.generate("learn", model_class=ModelClass.LARGE)
         except asyncio.CancelledError:
             outcomes.append("cancelled")
             raise

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from bot import Context, Evaluator, Plugin
 from bot.adapters.startup import PlatformStartupError
 from bot.adapters.telegram import BAD_TOKEN, FORGET_PROMPT, TelegramAdapter
 from bot.app import App
 from bot.config import PlatformSettings
 from bot.llm.base import Task
 from bot.models import Fact, account_id, message_id, room_id, world_id
-from bot.plugins import Context, Evaluator, Plugin
 from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
@@ -43,10 +43,10 @@ async def remember(ctx: Context) -> None:
         subject_id=message.user_id,
         room_id=message.room_id,
         world_id=message.world_id,
-        agent_id=ctx.runtime.agent_id,
+        agent_id=ctx.agent.id,
         source_message_ids=[message.id],
     )
-    await ctx.runtime.knowledge.add_facts([fact], near_duplicate_distance=0.0)
+    await ctx.knowledge.add_facts([fact], near_duplicate_distance=0.0)
 
 
 REMEMBER = Plugin(

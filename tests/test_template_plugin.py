@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import shutil
 from pathlib import Path
 from types import ModuleType
@@ -35,12 +36,25 @@ def template_model() -> ScriptedModel:
 
 
 async def question_count(app, user_id: str) -> int:
-    document = await app.store.db["question_counts"].find_one({"user_id": user_id})
+    # The plugin's own collection: ctx.collections["counts"] of the plugin "questions".
+    document = await app.store.db["plugin_questions_counts"].find_one({"user_id": user_id})
     return 0 if document is None else document["count"]
 
 
 def test_the_template_is_short_enough_to_read_at_a_glance() -> None:
     assert len(TEMPLATE.read_text().splitlines()) < 50
+
+
+def test_the_docs_show_the_template_as_it_is() -> None:
+    source = TEMPLATE.read_text(encoding="utf-8")
+    body = source[source.index('"""', 3) + 3 :].lstrip("\n")
+    docs = (TEMPLATE.parent.parent / "docs" / "plugins.md").read_text(encoding="utf-8")
+    assert f"```python\n{body}```" in docs
+
+
+def test_the_template_uses_only_the_public_plugin_api() -> None:
+    imports = re.findall(r"^(?:from|import) ([\w.]+)", TEMPLATE.read_text(), re.M)
+    assert {name for name in imports if name.split(".")[0] == "bot"} == {"bot"}
 
 
 async def test_the_template_counts_questions_people_ask(
@@ -66,6 +80,13 @@ async def test_the_template_counts_questions_people_ask(
         assert await question_count(app, sarah.account.id) == 2
         assert await question_count(app, tom.account.id) == 1
         assert tom.replies == []
+        # Its command, as every surface runs it.
+        host = app.runtime.plugins
+        command = host.find_command("questions")
+        assert command is not None
+        where = {"world_id": sarah.room.world_id, "room_id": sarah.room.id}
+        mine = await host.run_command(command, account_id=sarah.account.id, **where)
+        assert mine == "You asked 2 question(s) here."
 
 
 async def test_a_copy_in_the_plugins_folder_is_discovered_and_runs(

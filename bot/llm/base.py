@@ -56,7 +56,7 @@ class ModelError(Exception):
 class LanguageModel(Protocol):
     """Generates text for a prompt.
 
-    `task` names the purpose ("reply", "evaluator_selection", "evaluator:GET_FACTS", ...) for
+    `task` names the purpose ("reply", "evaluator_selection", "evaluator:<NAME>", ...) for
     usage accounting; `state` is the structured state the prompt was composed from, which the
     offline model reads instead of the prompt. `system` is the character's standing text (sent
     as a system message); `prompt` is the conversation and the task (the user message).

@@ -85,7 +85,7 @@ class Knowledge:
         """Put a message's vector in Chroma for relevant-past-message retrieval."""
         if not memory.content.text.strip():
             return
-        # The exact text, as the recall provider queries with: one cached embedding serves both.
+        # The exact text, as message retrieval queries with: one cached embedding serves both.
         [vector] = await self.embedder.embed([memory.content.text])
         written = asyncio.get_running_loop().create_future()
         self._unwritten[memory.id] = (vector, _message_metadata(memory), written)

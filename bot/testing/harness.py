@@ -41,7 +41,8 @@ from bot.models import (
     utcnow,
     world_id,
 )
-from bot.plugins import Plugin, Registry
+from bot.plugin_api import Plugin
+from bot.plugins import Registry
 from bot.runtime import AgentRuntime, HandleResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

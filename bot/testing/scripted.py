@@ -3,8 +3,8 @@
     model = ScriptedModel(
         answers={
             Task.REPLY: ['{"text": "Hi Sarah!", "action": "NONE"}'],
-            "evaluator_selection": ['["GET_FACTS"]'],
-            "evaluator:GET_FACTS": ['[{"claim": "Sarah lives in Seattle", "type": "fact", ...}]'],
+            "evaluator_selection": ['["COUNT_QUESTIONS"]'],
+            "evaluator:COUNT_QUESTIONS": ['{"question": true}'],
         },
     )
     ...

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.plugins import EvaluatorExample, ExampleTurn
+from bot import EvaluatorExample, ExampleTurn
 from bot.prompts import format_example
 
 TEMPLATE_NAME = "factsTemplate"
