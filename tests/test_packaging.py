@@ -1,5 +1,6 @@
-"""The wheel is the product: it holds Mnemo and a plugin author's test tools, and nothing of
-Mnemo's own benchmarks or platform fakes; installed on its own, every module imports.
+"""The wheel is the product, published as `mnemo-bot`: it holds Mnemo and a plugin author's
+test tools, and nothing of Mnemo's own benchmarks or platform fakes; installed on its own,
+every module imports, and installed into a fresh virtualenv `mnemo` runs from any folder.
 
 The wheel is built from a copy of the checkout (`pip wheel --no-deps --no-build-isolation`,
 a few seconds), so the build's `build/` and `*.egg-info` never land in the working tree.
@@ -12,6 +13,8 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import venv
 import zipfile
 from pathlib import Path
 
@@ -31,6 +34,10 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
         ignored |= _RUNTIME_FOLDERS & set(names)
     return ignored
 
+
+# Published as `mnemo-bot` (`mnemo` and a hundred `mnemo*` names are taken on PyPI); the
+# command stays `mnemo`.
+DIST_INFO = "mnemo_bot-0.1.0.dist-info"
 
 # What a plugin author tests with (docs/plugins.md); the platform fakes are not among them.
 PLUGIN_AUTHOR_TOOLS = {"__init__.py", "harness.py", "scripted.py", "openai_server.py"}
@@ -60,7 +67,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         check=False,
     )
     assert built.returncode == 0, built.stderr[-2000:]
-    [found] = (folder / "dist").glob("mnemo-*.whl")
+    [found] = (folder / "dist").glob(f"{DIST_INFO.split('-')[0]}-*.whl")
     return found
 
 
@@ -72,7 +79,7 @@ def _names(wheel: Path) -> list[str]:
 def test_the_wheel_holds_no_benchmark_and_no_platform_fake(wheel: Path) -> None:
     names = _names(wheel)
     top_level = {name.split("/")[0] for name in names}
-    assert top_level == {"bot", "mnemo-0.1.0.dist-info"}, top_level
+    assert top_level == {"bot", DIST_INFO}, top_level
     assert not [n for n in names if "bench" in n], "benchmarks ship in the wheel"
     fakes = [n for n in names if "discord_fakes" in n or "telegram_server" in n]
     assert not fakes, f"platform fakes ship in the wheel: {fakes}"
@@ -85,7 +92,7 @@ def test_the_wheel_holds_every_module_of_the_product_and_its_command(wheel: Path
     sources = {p.relative_to(REPO).as_posix() for p in (REPO / "bot").rglob("*.py")}
     assert sources - names == set(), "modules of bot/ missing from the wheel"
     with zipfile.ZipFile(wheel) as archive:
-        entry_points = archive.read("mnemo-0.1.0.dist-info/entry_points.txt").decode()
+        entry_points = archive.read(f"{DIST_INFO}/entry_points.txt").decode()
     assert "mnemo = bot.cli:main" in entry_points
 
 
@@ -151,3 +158,62 @@ def test_installed_alone_every_module_imports_and_bench_says_what_to_do(
     assert bench.returncode == 2
     [line] = bench.stderr.strip().splitlines()
     assert "not installed" in line and "checkout" in line
+
+
+def test_a_fresh_virtualenv_installs_the_wheel_and_runs_mnemo_from_anywhere(
+    wheel: Path, tmp_path: Path
+) -> None:
+    """`pip install mnemo-bot` as a user would, without the network: a new venv sees this
+    venv's packages as plain paths (so pip finds every dependency installed and downloads
+    nothing, but no editable install of the checkout), and the command runs from elsewhere."""
+    fresh = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(fresh)
+    python = fresh / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # A path line, not a site dir: the shared venv's own .pth files (the editable install of
+    # this checkout) are not run in the new venv.
+    Path(site, "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    assert "Successfully installed mnemo-bot-0.1.0" in installed.stdout
+
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shown = subprocess.run(
+        [str(fresh / "bin" / "mnemo"), "--help"],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert shown.stdout.startswith("usage: mnemo")
+    for command in ("run", "chat", "doctor", "backup", "restore"):
+        assert command in shown.stdout
+    where = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import bot, importlib.metadata as m; print(bot.__file__, m.version('mnemo-bot'))",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert where == [str(Path(site, "bot", "__init__.py")), "0.1.0"]
