@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bot.text import capped, valid_text
+
 # Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
 MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
 
@@ -20,7 +22,9 @@ Platform = Literal["discord", "telegram", "console", "test"]
 RoomKind = Literal["dm", "group"]
 FactType = Literal["fact", "opinion", "status"]
 GoalStatus = Literal["IN_PROGRESS", "DONE", "FAILED"]
-JobStatus = Literal["pending", "running", "done", "failed"]
+# intake: the message is being answered (the job holds a copy of it until then); pending and
+# retrying: waiting for a worker; dead: out of attempts, left for the operator.
+JobStatus = Literal["intake", "pending", "running", "retrying", "done", "failed", "dead"]
 # Why evaluators run: after a message, or because the room went quiet with unlearned messages.
 Trigger = Literal["message", "idle"]
 
@@ -88,6 +92,12 @@ class Document(BaseModel):
     def _millisecond_times(cls, value: object) -> object:
         return to_millis(value) if isinstance(value, datetime) else value
 
+    @field_validator("*", mode="before")
+    @classmethod
+    def _valid_text(cls, value: object) -> object:
+        # A lone surrogate fails the database write and the message would be lost.
+        return valid_text(value) if isinstance(value, str) else value
+
 
 class Attachment(Document):
     id: str
@@ -104,6 +114,11 @@ class Content(Document):
     url: str | None = None
     in_reply_to: str | None = None
     attachments: list[Attachment] = Field(default_factory=list)
+
+    @field_validator("text", mode="after")
+    @classmethod
+    def _capped(cls, text: str) -> str:
+        return capped(text)
 
 
 class Memory(Document):
@@ -213,6 +228,13 @@ class EvaluationJob(Document):
     error: str | None = None
     # Names of the evaluators whose handlers ran to completion.
     ran: list[str] = Field(default_factory=list)
+    # What the selection step chose, kept so a retry runs the same evaluators, not a new pick.
+    selected: list[str] | None = None
+    # Not claimed before this time (integer milliseconds: compared on the server).
+    due_ms: int = 0
+    # While in intake: the message itself, so the job and the message are one write and a
+    # crash before the message is stored loses nothing.
+    message: Memory | None = None
 
 
 from bot.characters import Character  # noqa: E402,F401  (listed with the domain models)
