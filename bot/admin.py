@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bot.evaluation import describe_queue
 from bot.models import Goal, Memory, Objective
 from bot.runtime import AgentRuntime
 
@@ -145,11 +146,11 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     _, facts = await runtime.store.list_facts(scope.world_id, limit=1)
     goals = await runtime.store.goals_in_world(scope.world_id, limit=10_000)
     messages = await runtime.store.count_memories_in_world(scope.world_id)
-    runs = await runtime.store.count_jobs(status="done")
+    evaluations = describe_queue(await runtime.evaluations.counts())
     return (
         f"Messages: {messages}\nFacts: {facts}\nGoals: {len(goals)} "
         f"({sum(g.status == 'IN_PROGRESS' for g in goals)} in progress)\n"
-        f"Evaluation runs (all worlds): {runs}"
+        f"Evaluations (all worlds): {evaluations}"
     )
 
 

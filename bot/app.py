@@ -17,6 +17,8 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from bot.characters import Character, load_character
 from bot.config import Settings
+from bot.evaluation import RetryPolicy
+from bot.faults import FaultHook
 from bot.llm.base import LanguageModel
 from bot.llm.factory import make_model
 from bot.llm.usage import UsageLedger
@@ -74,8 +76,10 @@ async def open_app(
     model: LanguageModel | None = None,
     embedder: Embedder | None = None,
     registry: Registry | None = None,
+    faults: FaultHook | None = None,
 ) -> AsyncIterator[App]:
-    """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches)."""
+    """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches).
+    `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.faults)."""
     character = load_character(settings.runtime.character)
     if registry is None:
         registry = discover(
@@ -123,9 +127,15 @@ async def open_app(
                 evaluator_selection=settings.runtime.evaluator_selection,
                 evaluator_timeout=settings.runtime.evaluator_timeout,
                 max_reply_chars=settings.runtime.reply_max_chars,
+                answer_window=settings.runtime.answer_window_minutes * 60,
             ),
             rate_limiter=RateLimiter(settings.platforms.rate_limit_per_minute),
             events=metrics or NO_EVENTS,
+            retry=RetryPolicy(
+                max_attempts=settings.runtime.evaluation_max_attempts,
+                base_delay=settings.runtime.evaluation_retry_seconds,
+            ),
+            faults=faults or FaultHook.from_environment(),
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

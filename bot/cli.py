@@ -126,6 +126,7 @@ async def _run(settings: Settings, name: str | None = None) -> None:
 
 async def _doctor(settings: Settings, name: str | None = None) -> None:
     from bot.app import open_app
+    from bot.evaluation import describe_queue
 
     async with open_app(settings) as app:
         [vector] = await app.embedder.embed(["doctor check"])
@@ -134,6 +135,7 @@ async def _doctor(settings: Settings, name: str | None = None) -> None:
         print(f"mongodb:    ok ({'bundled' if app.bundled_mongo else 'MONGODB_URI'})")
         print(f"embedder:   ok ({app.embedder.name}, {len(vector)} dimensions)")
         print(f"model:      {'offline' if app.offline else app.model.name}")
+        print(f"evaluations: {describe_queue(await app.runtime.evaluations.counts())}")
 
 
 def _version() -> str:

@@ -260,6 +260,12 @@ class RuntimeSettings(_Group):
     # Pending evaluations of a room whose conversation went quiet are run after this long,
     # so what was said last is learned even if nobody speaks again.
     evaluation_idle_flush_minutes: float = Field(10.0, gt=0)
+    # A failed evaluation is retried with back-off (this many seconds, doubling each time)
+    # until it has had this many attempts, then left `dead` for the operator.
+    evaluation_max_attempts: int = Field(5, ge=1, le=100)
+    evaluation_retry_seconds: float = Field(5.0, gt=0)
+    # After a crash, a message stored but never answered is answered if younger than this.
+    answer_window_minutes: float = Field(5.0, ge=0)
     # The plugin folder (default: the built-in plugins shipped with Mnemo), and plugin names
     # to leave out (comma separated).
     plugins_dir: AbsolutePath = Field(BUILTIN_PLUGINS, validate_default=True)

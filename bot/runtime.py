@@ -22,6 +22,8 @@ from datetime import timedelta
 from typing import Any, Literal
 
 from bot.characters import Character
+from bot.evaluation import EvaluationFailed, EvaluationQueue, RetryPolicy
+from bot.faults import FaultHook
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, read_evaluator_selection
 from bot.llm.usage import UsageLedger
@@ -50,6 +52,8 @@ log = logging.getLogger(__name__)
 # Adapters pass how to reach the room: send a message, and show "typing…" while thinking.
 Send = Callable[[Content], Awaitable[None]]
 Typing = Callable[[], AbstractAsyncContextManager[Any]]
+# How an adapter reaches a room it did not just hear from (to answer after a crash).
+SenderFor = Callable[[Room], Send]
 
 SELECTION_CONTEXT_MESSAGES = 4
 SEEN_PROFILES = 10_000
@@ -72,6 +76,8 @@ class RuntimeOptions:
     max_message_chars: int = 4000
     # Longer replies are cut at a sentence end before they are split, sent and stored.
     max_reply_chars: int = 4000
+    # After a crash, a message stored but not answered is answered if younger than this (s).
+    answer_window: float = 300.0
 
 
 @dataclass
@@ -104,9 +110,9 @@ class AgentRuntime:
         options: RuntimeOptions | None = None,
         rate_limiter: RateLimiter | None = None,
         events: RuntimeEvents = NO_EVENTS,
+        retry: RetryPolicy | None = None,
+        faults: FaultHook | None = None,
     ) -> None:
-        from bot.evaluation import EvaluationQueue
-
         self.agent_id = agent_id
         self.character = character
         self.store = store
@@ -117,7 +123,13 @@ class AgentRuntime:
         self.options = options or RuntimeOptions()
         self.rate_limiter = rate_limiter
         self.events = events
-        self.evaluations = EvaluationQueue(store, self._run_job)
+        self._faults = faults or FaultHook()
+        self.evaluations = EvaluationQueue(store, self._run_job, retry=retry, faults=self._faults)
+        # Messages between intake and release in this process (a redelivery meanwhile waits).
+        self._in_intake: set[str] = set()
+        # Jobs a crash left in intake whose message is young enough to answer, by job id.
+        self._orphans: dict[str, tuple[EvaluationJob, Memory]] = {}
+        self._timers: list[asyncio.TimerHandle] = []
         self.plugins = PluginHost(
             registry,
             store=store,
@@ -140,9 +152,12 @@ class AgentRuntime:
     async def start(self) -> None:
         """Set the plugins up (each keeps what its setup returns), then resume evaluations."""
         await self.plugins.setup()
+        await self._recover_intake()
         await self.evaluations.recover()
 
     async def stop(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
         await self.evaluations.stop()
         await self.plugins.teardown()
 
@@ -159,7 +174,14 @@ class AgentRuntime:
         account: Account | None = None,
         room: Room | None = None,
     ) -> HandleResult:
-        """Process one incoming message. Safe to call twice with the same message."""
+        """Process one incoming message. Safe to call twice with the same message.
+
+        Intake order, so that a crash at any step loses nothing: (1) the message's evaluation
+        job is written, holding a copy of the message; (2) the message is stored; (3) the
+        reply is sent and stored; (4) the job is released to the evaluation worker, recording
+        whether a reply was sent. A job still in intake after a crash is finished by
+        `start()` / `answer_unanswered()`, or by the platform redelivering the message.
+        """
         arrived = time.perf_counter()
         self._prefetch_embedding(memory)
         if account is not None and self._seen.get(account.id) != account:
@@ -168,25 +190,111 @@ class AgentRuntime:
         if room is not None and self._seen.get(room.id) != room:
             await self.store.upsert_room(room)
             self._remember(room.id, room)
-        position = await self.store.insert_memory(memory)
-        if position is None:
+        job, created = await self.evaluations.open_intake(memory)
+        if not created and (job.status != "intake" or memory.id in self._in_intake):
             log.debug("message %s already handled", memory.id)
             return HandleResult(stored=False)
-        self.events.message_received()
-        room = room or await self.store.get_room(memory.room_id)
-        result = HandleResult(stored=True, position=position)
-        if self.should_respond(memory, room):
-            if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
-                await send(Content(text=RATE_LIMITED_REPLY))
-            else:
-                async with typing():
-                    await self._respond(memory, send, result, room)
-                if result.replies:
-                    self.events.replied(len(result.replies), time.perf_counter() - arrived)
-        result.job = await self.evaluations.enqueue(
-            memory, did_respond=result.responded, position=result.position
-        )
-        return result
+        self._faults.reached("handle:job-written")
+        return await self._take_in(job, memory, send, typing, room, arrived)
+
+    async def _take_in(
+        self,
+        job: EvaluationJob,
+        memory: Memory,
+        send: Send | None,
+        typing: Typing,
+        room: Room | None,
+        arrived: float | None = None,
+    ) -> HandleResult:
+        """Steps 2-4 of `handle()`; also finishes a job a crash left in intake. `send` None:
+        no way to reach the room (yet), so the message is only learned from."""
+        self._in_intake.add(memory.id)
+        try:
+            position = await self.store.insert_memory(memory)
+            self._faults.reached("handle:message-stored")
+            result = HandleResult(stored=position is not None, position=position or 0, job=job)
+            if position is None:
+                # Stored by an earlier attempt that died before releasing the job (or, before
+                # jobs were written first, a message whose job was never written).
+                answered = await self.answered(memory)
+                if send is None or answered or not self.young(memory):
+                    log.info("message %s: stored earlier, now queued to learn from", memory.id)
+                    await self.evaluations.release(job, did_respond=answered, position=None)
+                    return result
+                log.info("message %s: stored earlier but never answered; answering", memory.id)
+            if position is not None:
+                self.events.message_received()
+            room = room or await self.store.get_room(memory.room_id)
+            if send is not None and self.should_respond(memory, room):
+                if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
+                    await send(Content(text=RATE_LIMITED_REPLY))
+                else:
+                    async with typing():
+                        await self._respond(memory, send, result, room)
+                    if result.replies and arrived is not None:
+                        self.events.replied(len(result.replies), time.perf_counter() - arrived)
+            await self.evaluations.release(
+                job, did_respond=result.responded, position=result.position or None
+            )
+            self._faults.reached("handle:released")
+            return result
+        finally:
+            self._in_intake.discard(memory.id)
+
+    def young(self, memory: Memory) -> bool:
+        """Still worth answering after a crash: a late reply to an old message only confuses."""
+        return utcnow() - memory.created_at <= timedelta(seconds=self.options.answer_window)
+
+    async def answered(self, memory: Memory) -> bool:
+        """Whether the reply to this message was sent (a reply is stored right after sending)."""
+        return await self.store.get_memory(reply_id(memory.id, self.agent_id, 0)) is not None
+
+    async def _recover_intake(self) -> None:
+        """At start-up: messages a crash left between intake and release. Old ones are only
+        learned from now; young ones wait for their platform's adapter to call
+        `answer_unanswered()`, and are learned from unanswered once too old to answer."""
+        waiting = 0
+        for job in await self.evaluations.jobs.in_intake():
+            memory = job.message or await self.store.get_memory(job.message_id)
+            if memory is None:
+                await self.evaluations.release(job, did_respond=False, position=None)
+                continue
+            if self.young(memory) and not await self.answered(memory):
+                self._orphans[job.id] = (job, memory)
+                waiting += 1
+                continue
+            await self._take_in(job, memory, None, _no_typing, None)
+        if waiting:
+            log.info("%d message(s) interrupted before their reply: answering them", waiting)
+            loop = asyncio.get_running_loop()
+            self._timers.append(
+                loop.call_later(
+                    self.options.answer_window, lambda: self._spawn(self._give_up_answering())
+                )
+            )
+
+    async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:
+        """Answer the messages of `platform` a crash left unanswered (adapters call this once
+        connected); returns how many were answered."""
+        answered = 0
+        for job_id, (job, memory) in list(self._orphans.items()):
+            room = await self.store.get_room(memory.room_id)
+            if room is None or room.platform != platform:
+                continue
+            del self._orphans[job_id]
+            result = await self._take_in(job, memory, sender_for(room), _no_typing, room)
+            answered += result.responded
+        return answered
+
+    async def _give_up_answering(self) -> None:
+        for job_id, (job, memory) in list(self._orphans.items()):
+            del self._orphans[job_id]
+            await self._take_in(job, memory, None, _no_typing, None)
+
+    def _spawn(self, work: Awaitable[Any]) -> None:
+        task = asyncio.ensure_future(work)
+        self._prefetches.add(task)
+        task.add_done_callback(self._prefetches.discard)
 
     def _prefetch_embedding(self, memory: Memory) -> None:
         """Start embedding the message now, in the embedder's thread, so it overlaps the
@@ -401,6 +509,9 @@ class AgentRuntime:
 
     # ------------------------------------------------------------------ evaluation
     async def _run_job(self, job: EvaluationJob) -> list[str]:
+        """One attempt at a job. What an earlier attempt finished is not done again: the
+        selection is reused and evaluators that completed are skipped; one interrupted midway
+        runs again with the same `ctx.job_id`, its idempotency key."""
         message = await self.store.get_memory(job.message_id)
         if message is None:
             log.info("evaluation %s: message was forgotten; nothing to learn", job.id)
@@ -412,7 +523,30 @@ class AgentRuntime:
         state = await self.compose_state(
             message, data={"trigger": job.trigger, "position": job.position}, providers=False
         )
-        return await self.evaluate(message, state, did_respond=job.did_respond, job_id=job.id)
+        validated = await self._validated(message, state, job.did_respond, None, job.id)
+        candidates = [evaluator for evaluator, _ in validated]
+        if job.selected is None:
+            chosen = await self._select(candidates, state) if candidates else []
+            await self.evaluations.jobs.record_selection(job.id, [e.name for e in chosen])
+        else:
+            chosen = [e for e in candidates if e.name in job.selected]
+        found = {id(evaluator): finding for evaluator, finding in validated}
+        ran = list(job.ran)
+        failures: list[str] = []
+        for evaluator in chosen:  # one after another, in registration order
+            if evaluator.name in ran:
+                continue
+            context = self._context(evaluator, message, state, None, job.id)
+            problem = await self._run_handler(evaluator, context, found[id(evaluator)])
+            if problem is not None:
+                failures.append(f"{evaluator.name}: {problem}")
+                continue
+            ran.append(evaluator.name)
+            await self.evaluations.jobs.record_ran(job.id, ran)
+            self._faults.reached("evaluation:handler-ran")
+        if failures:
+            raise EvaluationFailed("; ".join(failures))
+        return ran
 
     async def evaluate(
         self,
@@ -423,7 +557,8 @@ class AgentRuntime:
         callback: Send | None = None,
         job_id: str | None = None,
     ) -> list[str]:
-        """Run the evaluators that pass all four conditions; returns the names that ran."""
+        """Run the evaluators that pass all four conditions; returns the names that ran.
+        A failed selection raises EvaluationFailed; a failed handler is logged and skipped."""
         validated = await self._validated(message, state, did_respond, callback, job_id)
         if not validated:
             return []
@@ -433,25 +568,27 @@ class AgentRuntime:
         ran = []
         for evaluator in chosen:  # one after another, in registration order
             context = self._context(evaluator, message, state, callback, job_id)
-            if evaluator.handler is None:
-                continue
-            try:
-                await asyncio.wait_for(
-                    _call_handler(evaluator, context, found[id(evaluator)]),
-                    self.options.evaluator_timeout,
-                )
-            except TimeoutError:
-                log.error(
-                    "evaluator %s timed out after %ss",
-                    evaluator.name,
-                    self.options.evaluator_timeout,
-                )
-                continue
-            except Exception:
-                log.exception("evaluator %s failed", evaluator.name)
-                continue
-            ran.append(evaluator.name)
+            if await self._run_handler(evaluator, context, found[id(evaluator)]) is None:
+                ran.append(evaluator.name)
         return ran
+
+    async def _run_handler(self, evaluator: Evaluator, context: Context, found: Any) -> str | None:
+        """Run one evaluator's handler; None when it completed, else why it did not."""
+        if evaluator.handler is None:
+            return "no handler"
+        try:
+            await asyncio.wait_for(
+                _call_handler(evaluator, context, found), self.options.evaluator_timeout
+            )
+        except TimeoutError:
+            log.error(
+                "evaluator %s timed out after %ss", evaluator.name, self.options.evaluator_timeout
+            )
+            return f"timed out after {self.options.evaluator_timeout:g}s"
+        except Exception as error:
+            log.exception("evaluator %s failed", evaluator.name)
+            return f"{type(error).__name__}: {error}"
+        return None
 
     def _context(
         self,
@@ -518,8 +655,8 @@ class AgentRuntime:
                 json_answer=selection_answer(names),
             )
         except ModelError as error:
-            log.warning("evaluator selection failed: %s", error)
-            return []
+            # Not "nothing to run": the job is retried, never counted as a run.
+            raise EvaluationFailed(f"evaluator selection failed: {error}") from error
         selection = read_evaluator_selection(raw, [(e.name, e.similes) for e in candidates])
         if selection.named_nothing_known:
             self.ledger.record_reject(Task.EVALUATOR_SELECTION, "named nothing known", raw)

@@ -113,6 +113,9 @@ CASES = [
         ("runtime", "evaluation_idle_flush_minutes"),
         2.5,
     ),
+    ("MNEMO_EVALUATION_MAX_ATTEMPTS", "3", ("runtime", "evaluation_max_attempts"), 3),
+    ("MNEMO_EVALUATION_RETRY_SECONDS", "0.5", ("runtime", "evaluation_retry_seconds"), 0.5),
+    ("MNEMO_ANSWER_WINDOW_MINUTES", "1", ("runtime", "answer_window_minutes"), 1.0),
     ("MNEMO_PLUGINS_DIR", "/opt/plugins", ("runtime", "plugins_dir"), Path("/opt/plugins")),
     (
         "MNEMO_DISABLED_PLUGINS",

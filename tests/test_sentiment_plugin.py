@@ -202,8 +202,9 @@ async def test_a_message_is_counted_once_even_if_its_evaluation_runs_again(
         result = await chat.say("I love this place")
         await chat.settle()
         assert result.job is not None
+        # The crash came before the queue recorded the handler as run (`ran`).
         await app.store.db.evaluations.update_one(
-            {"_id": result.job.id}, {"$set": {"status": "running"}}
+            {"_id": result.job.id}, {"$set": {"status": "running", "ran": []}}
         )
         assert await app.runtime.evaluations.recover() == 1
         await chat.settle()

@@ -59,6 +59,9 @@ def test_settings(
     rate_limit_per_minute: int = 0,
     # Above the product's 4,000: the platform tests send longer replies to test splitting.
     reply_max_chars: int = 100_000,
+    evaluation_max_attempts: int = 5,
+    evaluation_retry_seconds: float = 5.0,
+    answer_window_minutes: float = 5.0,
 ) -> Settings:
     """Settings for a test: everything under `data_dir`, nothing read from the environment
     except MNEMO_TEST_MONGODB_URI / MNEMO_TEST_MODEL_DIR as defaults."""
@@ -94,6 +97,9 @@ def test_settings(
             evaluator_selection=evaluator_selection,
             evaluator_timeout=30.0,
             reply_max_chars=reply_max_chars,
+            evaluation_max_attempts=evaluation_max_attempts,
+            evaluation_retry_seconds=evaluation_retry_seconds,
+            answer_window_minutes=answer_window_minutes,
             plugins_dir=data_dir / "no-plugins",
             disabled_plugins=[],
             log_level="INFO",
@@ -118,9 +124,11 @@ async def open_test_app(
     model: LanguageModel | None = None,
     settings: Settings | None = None,
     plugin_settings: Mapping[str, BaseModel] | None = None,
+    keep_database: bool = False,
     **setting_overrides: object,
 ) -> AsyncIterator[App]:
-    """A running app with exactly `plugins`; the database is dropped afterwards.
+    """A running app with exactly `plugins`; the database is dropped afterwards unless
+    `keep_database` (a later app on the same `data_dir` then starts where this one stopped).
 
     `plugin_settings` maps a plugin's name to its settings, instead of reading them from the
     environment (e.g. `{"questions": QuestionSettings(min_chars=20)}`)."""
@@ -135,7 +143,8 @@ async def open_test_app(
             yield app
         finally:
             await app.runtime.evaluations.stop(grace=5)
-            await app.store.client.drop_database(settings.storage.mongodb_database)
+            if not keep_database:
+                await app.store.client.drop_database(settings.storage.mongodb_database)
 
 
 @dataclass

@@ -1,0 +1,159 @@
+"""The evaluation queue's storage: one document per job in `evaluations`, moved through
+
+    intake -> pending -> running -> done
+                           |-> retrying -> running ... -> dead (out of attempts)
+
+by single-document writes, so a crash anywhere leaves a state `recover` can finish from.
+An intake job carries a copy of its message: writing it is writing the message durably.
+Times that are compared on the server are integer milliseconds (nx-27017 compares dates to
+the second and stores a `$set` date as a string).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from pymongo import ASCENDING, ReturnDocument
+from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import DuplicateKeyError
+
+from bot.models import EvaluationJob, utcnow
+from bot.storage.mongo import _dump, _load_one, _millis
+
+logger = logging.getLogger(__name__)
+
+RUNNABLE = ["pending", "retrying"]
+# The statuses an operator watches; done jobs are counted separately (they are the history).
+WATCHED = ("intake", "pending", "running", "retrying", "failed", "dead")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class JobStore:
+    def __init__(self, db: AsyncDatabase) -> None:
+        self._jobs = db.evaluations
+
+    async def open_intake(self, job: EvaluationJob) -> tuple[EvaluationJob, bool]:
+        """Write a job in `intake` holding its message; returns the stored job and whether
+        it was created now (False: a job with this id existed, returned as stored)."""
+        document = _dump(job)
+        document["created_ms"] = _millis(job.created_at)
+        try:
+            await self._jobs.insert_one(document)
+        except DuplicateKeyError:
+            existing = await self.get(job.id)
+            if existing is not None:
+                return existing, False
+            raise
+        return job, True
+
+    async def insert(self, job: EvaluationJob) -> bool:
+        """Insert a runnable job; False if one with this id exists (the same message twice)."""
+        document = _dump(job)
+        document["created_ms"] = _millis(job.created_at)
+        try:
+            await self._jobs.insert_one(document)
+        except DuplicateKeyError:
+            return False
+        return True
+
+    async def release(self, job_id: str, *, did_respond: bool, position: int | None) -> None:
+        """The reply is settled: the job may run. Drops the message copy (now in memories)."""
+        await self._jobs.update_one(
+            {"_id": job_id, "status": "intake"},
+            {
+                "$set": {
+                    "status": "pending",
+                    "did_respond": did_respond,
+                    "position": position,
+                    "message": None,
+                    "due_ms": 0,
+                }
+            },
+        )
+
+    async def get(self, job_id: str) -> EvaluationJob | None:
+        return _load_one(EvaluationJob, await self._jobs.find_one({"_id": job_id}))
+
+    async def in_intake(self) -> list[EvaluationJob]:
+        """Jobs whose message was taken in but never released (a crash mid-reply), oldest first."""
+        cursor = self._jobs.find({"status": "intake"}).sort("created_ms", ASCENDING)
+        return [job for doc in await cursor.to_list() if (job := _load_one(EvaluationJob, doc))]
+
+    async def claim_next(self, room_id: str) -> EvaluationJob | int | None:
+        """Claim the room's oldest runnable job: the job, or the time (ms) it becomes due when
+        it is backing off (the room waits, so its evaluations stay in order), or None.
+
+        The claim itself is one `find_one_and_update` on the job's id and status, so any number
+        of processes can share the queue and a job is handed to exactly one claimer.
+        """
+        while True:
+            head = await self._jobs.find_one(
+                {"room_id": room_id, "status": {"$in": RUNNABLE}},
+                {"due_ms": 1, "status": 1},
+                sort=[("created_ms", ASCENDING)],
+            )
+            if head is None:
+                return None
+            due = int(head.get("due_ms") or 0)
+            if due > now_ms():
+                return due
+            document = await self._jobs.find_one_and_update(
+                {"_id": head["_id"], "status": head["status"]},
+                {"$set": {"status": "running", "claimed_at": utcnow()}, "$inc": {"attempts": 1}},
+                return_document=ReturnDocument.AFTER,
+            )
+            if document is not None:
+                return _load_one(EvaluationJob, document)
+            # Another worker claimed it between the two calls: look again.
+
+    async def record_selection(self, job_id: str, names: list[str]) -> None:
+        await self._jobs.update_one({"_id": job_id}, {"$set": {"selected": list(names)}})
+
+    async def record_ran(self, job_id: str, names: list[str]) -> None:
+        # Written whole: nx ignores $addToSet on a missing field.
+        await self._jobs.update_one({"_id": job_id}, {"$set": {"ran": list(names)}})
+
+    async def finish(self, job_id: str, *, ran: list[str]) -> None:
+        await self._jobs.update_one(
+            {"_id": job_id},
+            {"$set": {"status": "done", "finished_at": utcnow(), "error": None, "ran": ran}},
+        )
+
+    async def fail(self, job_id: str, *, error: str, retry_at_ms: int | None) -> None:
+        """A failed attempt: retried at `retry_at_ms`, or `dead` when None (out of attempts)."""
+        fields: dict[str, Any] = {"error": error[:500], "finished_at": utcnow()}
+        if retry_at_ms is None:
+            fields["status"] = "dead"
+        else:
+            fields.update(status="retrying", due_ms=retry_at_ms)
+        await self._jobs.update_one({"_id": job_id}, {"$set": fields})
+
+    async def recover_running(self, *, max_attempts: int) -> tuple[int, int]:
+        """At start-up: jobs left running by a crash run again, unless they have used every
+        attempt (a job that kills the process would otherwise do so on every start).
+        Returns (requeued, dead)."""
+        dead = requeued = 0
+        async for doc in self._jobs.find({"status": "running"}, {"attempts": 1}):
+            if int(doc.get("attempts") or 0) >= max_attempts:
+                update = {"status": "dead", "error": "interrupted on every attempt"}
+                dead += 1
+            else:
+                update = {"status": "retrying", "due_ms": 0}
+                requeued += 1
+            await self._jobs.update_one({"_id": doc["_id"], "status": "running"}, {"$set": update})
+        return requeued, dead
+
+    async def rooms_with_runnable(self) -> list[str]:
+        return sorted(await self._jobs.distinct("room_id", {"status": {"$in": RUNNABLE}}))
+
+    async def counts(self) -> dict[str, int]:
+        """Jobs per status, every status of `WATCHED` and `done` present (0 when none)."""
+        counts = dict.fromkeys((*WATCHED, "done"), 0)
+        for status in counts:
+            counts[status] = await self._jobs.count_documents({"status": status})
+        return counts

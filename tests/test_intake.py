@@ -1,0 +1,144 @@
+"""Intake: a crash anywhere in handle() costs no message, no reply and no evaluation.
+
+A "crash" here is an exception no code catches, raised from inside the reply (the model call),
+after which the app is closed and a new one opened on the same data folder and database, as
+a restarted process would. The fault suite (test_faults.py) does the same with kill -9.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.app import App
+from bot.evaluation import job_id_for
+from bot.llm.base import Task
+from bot.models import Content, Memory, Room
+from bot.plugins import Context, Evaluator, Plugin
+from bot.runtime import Send
+from bot.testing.harness import TestChat, open_test_app
+from bot.testing.scripted import ScriptedModel
+
+REPLY = '{"text": "Nice to meet you!", "action": "NONE"}'
+
+
+class Crash(BaseException):
+    """Nothing in the runtime catches it: the process would be gone."""
+
+
+def learner(learned: list[str]) -> Plugin:
+    async def handler(ctx: Context) -> None:
+        learned.append(ctx.message.content.text)
+
+    return Plugin("probe", evaluators=[Evaluator("LEARN", "learns", handler, always_run=True)])
+
+
+def crashing_model() -> ScriptedModel:
+    return ScriptedModel(answers={Task.REPLY: [Crash(), REPLY]})
+
+
+async def wait_done(app: App, job_id: str, timeout: float = 20.0) -> str:
+    async def done() -> str:
+        while True:
+            job = await app.store.get_job(job_id)
+            if job is not None and job.status in ("done", "dead"):
+                return job.status
+            await asyncio.sleep(0.05)
+
+    return await asyncio.wait_for(done(), timeout)
+
+
+async def test_a_crash_mid_reply_is_answered_and_learned_from_after_restart(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    learned: list[str] = []
+    options = {"evaluator_selection": "all", "plugins": [learner(learned)], "keep_database": True}
+    async with open_test_app(tmp_path, model=crashing_model(), **options) as app:
+        chat = TestChat(app.runtime)
+        message = chat.message("Hi, I'm Sarah")
+        with pytest.raises(Crash):
+            await chat.send(message)
+    model = ScriptedModel(answers={Task.REPLY: [REPLY]})
+    async with open_test_app(tmp_path, model=model, **options) as app:
+        sent: list[tuple[str, str]] = []
+
+        def sender_for(room: Room) -> Send:
+            async def send(content: Content) -> None:
+                sent.append((room.id, content.text))
+
+            return send
+
+        answered = await app.runtime.answer_unanswered("test", sender_for)
+        stored = await app.store.recent_memories(chat.room.id, 10)
+        status = await wait_done(app, job_id_for("message", message.id))
+        job = await app.store.get_job(job_id_for("message", message.id))
+        await app.store.client.drop_database(app.settings.storage.mongodb_database)
+    assert answered == 1
+    assert sent == [(chat.room.id, "Nice to meet you!")]
+    assert [m.content.text for m in stored] == ["Hi, I'm Sarah", "Nice to meet you!"]
+    assert status == "done" and job is not None and job.did_respond
+    assert learned == ["Hi, I'm Sarah"]
+
+
+async def test_an_old_unanswered_message_is_learned_from_but_not_answered(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    learned: list[str] = []
+    options = {"evaluator_selection": "all", "plugins": [learner(learned)], "keep_database": True}
+    async with open_test_app(tmp_path, model=crashing_model(), **options) as app:
+        chat = TestChat(app.runtime)
+        message = chat.message("Hi, I'm Sarah")
+        message = message.model_copy(update={"created_at": message.created_at - timedelta(hours=1)})
+        with pytest.raises(Crash):
+            await chat.send(message)
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        status = await wait_done(app, job_id_for("message", message.id))
+        stored = await app.store.recent_memories(message.room_id, 10)
+        await app.store.client.drop_database(app.settings.storage.mongodb_database)
+    assert status == "done"
+    assert [m.content.text for m in stored] == ["Hi, I'm Sarah"]
+    assert learned == ["Hi, I'm Sarah"]
+
+
+async def test_a_redelivery_after_a_crash_mid_reply_is_answered_once(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    learned: list[str] = []
+    async with open_test_app(
+        tmp_path, model=crashing_model(), plugins=[learner(learned)], evaluator_selection="all"
+    ) as app:
+        chat = TestChat(app.runtime, platform="telegram", chat="42")
+        with pytest.raises(Crash):
+            await chat.send(chat.message("Hi there", number=7))
+        again = await chat.send(chat.message("Hi there", number=7))
+        third = await chat.send(chat.message("Hi there", number=7))
+        await chat.settle()
+        stored = await app.store.recent_memories(chat.room.id, 10)
+    assert again.responded and not third.stored and not third.responded
+    assert chat.replies == ["Nice to meet you!"]
+    assert [m.content.text for m in stored] == ["Hi there", "Nice to meet you!"]
+    assert learned == ["Hi there"]
+
+
+async def test_a_stored_message_without_a_job_gets_one_when_redelivered(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    learned: list[str] = []
+    model = ScriptedModel(answers={Task.REPLY: [REPLY]})
+    async with open_test_app(
+        tmp_path, model=model, plugins=[learner(learned)], evaluator_selection="all"
+    ) as app:
+        chat = TestChat(app.runtime)
+        await app.store.upsert_room(chat.room)
+        message: Memory = chat.message("I live in Seattle")
+        # What a crash between storing and enqueuing left behind before intake wrote jobs first.
+        await app.store.insert_memory(message)
+        await chat.send(message)
+        await chat.settle()
+        jobs = await app.store.count_jobs(room_id=chat.room.id, status="done")
+    assert jobs == 1
+    assert learned == ["I live in Seattle"]
+    assert chat.replies == ["Nice to meet you!"]
