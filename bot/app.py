@@ -8,6 +8,7 @@ in reverse order when the context exits.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -35,6 +36,7 @@ from bot.storage.embedded import EmbeddedMongo
 from bot.storage.embeddings import Embedder, make_embedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.reindex import Missing, heal_in_background
 from bot.storage.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -54,6 +56,8 @@ class App:
     bundled_mongo: bool
     # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
     metrics_server: MetricsServer | None = None
+    # Rebuilding vectors Chroma lacks (a wiped or replaced folder), started with the app.
+    vector_healing: asyncio.Task[Missing | None] | None = None
 
     @property
     def offline(self) -> bool:
@@ -63,6 +67,12 @@ class App:
 async def _shutdown_scheduler(scheduler: AsyncIOScheduler) -> None:
     scheduler.shutdown(wait=False)
     await asyncio.sleep(0)  # the shutdown is queued on the loop: let it run
+
+
+async def _cancel(task: asyncio.Task[object]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def agent_id_for(character: Character) -> str:
@@ -140,6 +150,8 @@ async def open_app(
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
         stack.push_async_callback(runtime.stop)
+        healing = heal_in_background(store, vectors, embedder, agent_id=runtime.agent_id)
+        stack.push_async_callback(_cancel, healing)
         scheduler = build_scheduler(
             runtime, idle_minutes=settings.runtime.evaluation_idle_flush_minutes
         )
@@ -165,4 +177,5 @@ async def open_app(
             ledger=ledger,
             bundled_mongo=bundled,
             metrics_server=metrics_server,
+            vector_healing=healing,
         )

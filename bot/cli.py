@@ -155,6 +155,24 @@ def _env_file_option(parser: argparse.ArgumentParser, default: object) -> None:
     )
 
 
+async def _reindex(settings: Settings, *, everything: bool) -> None:
+    from bot.app import open_app
+    from bot.storage.reindex import reindex
+
+    async with open_app(settings) as app:
+        if app.vector_healing is not None:
+            app.vector_healing.cancel()  # this command does the same work, with a progress bar
+        done = await reindex(
+            app.store,
+            app.knowledge.vectors,
+            app.embedder,
+            agent_id=app.runtime.agent_id,
+            everything=everything,
+            stream=sys.stderr,
+        )
+        print(f"indexed {len(done.facts)} facts and {len(done.messages)} messages")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mnemo",
@@ -203,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     restore.add_argument("dir", type=Path, help="a folder written by `mnemo backup`")
+    reindex = sub.add_parser(
+        "reindex",
+        help="rebuild the vectors Chroma lacks from MongoDB (with --all: every one)",
+        parents=[common],
+    )
+    reindex.add_argument("--all", action="store_true", help="rebuild every vector")
     # No -h of its own: `mnemo bench --help` and `mnemo bench PART --help` reach the benchmarks.
     bench = sub.add_parser(
         "bench",
@@ -277,6 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         operation = backup_command if command == "backup" else restore_command
         runner = functools.partial(operation, folder=args.dir)
+    elif command == "reindex":
+        runner = functools.partial(_reindex, everything=args.all)
     else:
         chosen = {"run": _run, "chat": _chat, "doctor": _doctor}[command]
         runner = functools.partial(chosen, name=getattr(args, "name", None))

@@ -7,8 +7,10 @@ function is never used (it would download a model and pad every text to 256 toke
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,13 +79,28 @@ class VectorIndex:
 
     @classmethod
     def persistent(cls, path: str | Path) -> VectorIndex:
-        def connect() -> ClientAPI:
-            import chromadb
-            from chromadb.config import Settings
+        """Chroma in a local folder. A folder Chroma cannot open (a corrupted file) is moved
+        aside, never deleted, and a fresh one is started: MongoDB is the truth, and start-up
+        healing (bot.storage.reindex) rebuilds the vectors from it."""
+        folder = Path(path)
 
-            return chromadb.PersistentClient(
-                path=str(path), settings=Settings(anonymized_telemetry=False)
-            )
+        def connect() -> ClientAPI:
+            try:
+                return _open_persistent(folder)
+            except Exception as error:
+                if not folder.exists():
+                    raise
+                _forget_failed_system(folder)
+                aside = move_aside(folder)
+                reason = (str(error).splitlines() or [type(error).__name__])[0]
+                logger.error(
+                    "the Chroma folder %s cannot be opened (%s): moved it to %s and starting "
+                    "a fresh one; vectors are rebuilt from MongoDB in the background",
+                    folder,
+                    reason,
+                    aside,
+                )
+                return _open_persistent(folder)
 
         return cls(connect, describe=f"the Chroma folder {path}")
 
@@ -291,6 +308,46 @@ class VectorIndex:
             close = getattr(client, "close", None)
             if callable(close):
                 close()
+
+
+def _open_persistent(folder: Path) -> ClientAPI:
+    import chromadb
+    from chromadb.config import Settings
+
+    client = chromadb.PersistentClient(
+        path=str(folder), settings=Settings(anonymized_telemetry=False)
+    )
+    # Touching the collections reads the folder's files: a damaged one fails here, not later.
+    for name in ("facts", "messages"):
+        client.get_or_create_collection(
+            name=name, configuration={"hnsw": {"space": "cosine"}}, embedding_function=None
+        )
+    return client
+
+
+def _forget_failed_system(folder: Path) -> None:
+    """Chroma caches one System per folder for the whole process, a failed one included, so
+    the fresh folder would be opened through the broken System; drop it from the cache."""
+    from chromadb.api.shared_system_client import SharedSystemClient
+
+    for key in {str(folder), str(folder.resolve())}:
+        system = SharedSystemClient._identifier_to_system.pop(key, None)
+        SharedSystemClient._identifier_to_refcount.pop(key, None)
+        if system is not None:
+            with contextlib.suppress(Exception):  # it is broken already; stopping is courtesy
+                system.stop()
+
+
+def move_aside(folder: Path) -> Path:
+    """Rename `folder` to `<name>.broken-<UTC time>` beside it; returns the new path."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = folder.with_name(f"{folder.name}.broken-{stamp}")
+    counter = 1
+    while target.exists():
+        counter += 1
+        target = folder.with_name(f"{folder.name}.broken-{stamp}-{counter}")
+    folder.rename(target)
+    return target
 
 
 def cosine_distances(
