@@ -493,12 +493,9 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
 
 def _embedder(model_dir: Path | None) -> Any:
     from bot.config import EmbeddingSettings, ModelSettings
-    from bot.storage.embeddings import (
-        CachedEmbedder,
-        OnnxEmbedder,
-        locate_model_dir,
-        make_embedder,
-    )
+    from bot.storage.embedder_factory import make_embedder
+    from bot.storage.embeddings import CachedEmbedder
+    from bot.storage.onnx_embedder import OnnxEmbedder, locate_model_dir
 
     settings = EmbeddingSettings()
     if settings.model != "local":

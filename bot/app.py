@@ -33,7 +33,8 @@ from bot.ratelimit import RateLimiter
 from bot.runtime import AgentRuntime, RuntimeOptions
 from bot.scheduler import build_scheduler
 from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import Embedder, make_embedder
+from bot.storage.embedder_factory import make_embedder
+from bot.storage.embeddings import Embedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 from bot.storage.reindex import Missing, heal_in_background

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import CachedEmbedder, OnnxEmbedder
+from bot.storage.embeddings import CachedEmbedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.onnx_embedder import OnnxEmbedder
 from bot.storage.vectors import VectorIndex
 
 REPO = Path(__file__).resolve().parent.parent

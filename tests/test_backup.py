@@ -17,9 +17,10 @@ from bot.models import Content, Fact, Memory
 from bot.ops.backup import BackupError, backup, read_manifest, restore
 from bot.ops.migrations import latest_version, migrate
 from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import CachedEmbedder, OnnxEmbedder
+from bot.storage.embeddings import CachedEmbedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.onnx_embedder import OnnxEmbedder
 from bot.storage.vectors import VectorIndex
 from bot.testing.harness import TestChat, open_test_app
 

@@ -35,7 +35,7 @@ from benchmarks.scale import (
 from benchmarks.startup import measure_once
 from benchmarks.stats import percentile, summary
 from benchmarks.vectors import derived_vectors, fact_vectors, run_vectors
-from bot.storage.embeddings import OnnxEmbedder
+from bot.storage.onnx_embedder import OnnxEmbedder
 from bot.storage.vectors import VectorIndex
 
 TIKTOKEN_DIR = Path(__file__).resolve().parents[2] / "shared" / "models" / "tiktoken"

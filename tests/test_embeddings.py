@@ -12,15 +12,9 @@ import pytest
 
 from bot.config import EmbeddingSettings, ModelSettings
 from bot.llm.usage import UsageLedger
-from bot.storage.embeddings import (
-    CachedEmbedder,
-    Embedder,
-    EmbedderError,
-    OnnxEmbedder,
-    OpenAIEmbedder,
-    locate_model_dir,
-    make_embedder,
-)
+from bot.storage.embedder_factory import make_embedder
+from bot.storage.embeddings import CachedEmbedder, Embedder, EmbedderError, OpenAIEmbedder
+from bot.storage.onnx_embedder import OnnxEmbedder, locate_model_dir
 from bot.testing.openai_server import FakeOpenAIServer, fake_embedding
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from bot.models import Content, Fact, Memory, stable_id
-from bot.storage.embeddings import OnnxEmbedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.onnx_embedder import OnnxEmbedder
 from bot.storage.vectors import CollectionName, VectorHit, VectorIndex
 
 SAM, WORLD, ROOM, AGENT = (stable_id(x) for x in ("sam", "world", "room", "agent"))

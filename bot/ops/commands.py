@@ -11,7 +11,7 @@ from pathlib import Path
 from bot.config import Settings
 from bot.ops.backup import backup, read_manifest, restore
 from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import make_embedder
+from bot.storage.embedder_factory import make_embedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorIndex
