@@ -12,7 +12,8 @@ from datetime import timedelta
 import pytest
 
 from bot.models import Account, Content, Memory, Room, new_id, stable_id, utcnow
-from bot.retrieval import MessageRetriever, reciprocal_rank_fusion
+from bot.ranking import reciprocal_rank_fusion
+from bot.retrieval import MessageRetriever
 from bot.storage.knowledge import Knowledge
 
 AGENT = stable_id("agent", "test")
