@@ -9,7 +9,7 @@ from bot.admin import Scope, stats
 from bot.app import App
 from bot.llm.base import ModelError, Task
 from bot.models import EvaluationJob
-from bot.plugins import Context, Evaluator, Plugin
+from bot.plugin_api import Context, Evaluator, Plugin
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

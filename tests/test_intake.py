@@ -17,7 +17,7 @@ from bot.app import App
 from bot.evaluation import job_id_for
 from bot.llm.base import Task
 from bot.models import Content, Memory, Room
-from bot.plugins import Context, Evaluator, Plugin
+from bot.plugin_api import Context, Evaluator, Plugin
 from bot.runtime import Send
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
@@ -65,7 +65,7 @@ async def test_a_crash_mid_reply_is_answered_and_learned_from_after_restart(
     async with open_test_app(tmp_path, model=model, **options) as app:
         sent: list[tuple[str, str]] = []
 
-        def sender_for(room: Room) -> Send:
+        def sender_for(room: Room, message: Memory) -> Send:
             async def send(content: Content) -> None:
                 sent.append((room.id, content.text))
 
