@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 Send = Callable[[Content], Awaitable[None]]
 Typing = Callable[[], AbstractAsyncContextManager[Any]]
 # How an adapter reaches a room it did not just hear from (to answer after a crash).
-SenderFor = Callable[[Room], Send]
+SenderFor = Callable[[Room, Memory], Send]
 
 SELECTION_CONTEXT_MESSAGES = 4
 SEEN_PROFILES = 10_000
@@ -275,14 +275,15 @@ class AgentRuntime:
 
     async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:
         """Answer the messages of `platform` a crash left unanswered (adapters call this once
-        connected); returns how many were answered."""
+        connected, with how to reply to a message in a room); returns how many were answered."""
         answered = 0
         for job_id, (job, memory) in list(self._orphans.items()):
             room = await self.store.get_room(memory.room_id)
             if room is None or room.platform != platform:
                 continue
             del self._orphans[job_id]
-            result = await self._take_in(job, memory, sender_for(room), _no_typing, room)
+            send = sender_for(room, memory)
+            result = await self._take_in(job, memory, send, _no_typing, room)
             answered += result.responded
         return answered
 
