@@ -1,0 +1,1 @@
+"""Real servers started for tests (and benchmarks) on free loopback ports."""
