@@ -32,11 +32,8 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
 KNOWN_LONG: dict[str, str] = {
     "bot/adapters/telegram.py": "adapters (issue 9 item 3: convert / adapter / commands)",
     "bot/adapters/discord.py": "adapters (issue 9 item 3: convert / adapter / commands)",
-    "bot/llm/offline.py": "plugin-api (issue 9 item 2: the offline model becomes a dispatcher)",
     "bot/storage/mongo.py": "package (issue 9 item 4: storage split by collection)",
     "bot/runtime.py": "shared: plugin-api, real-models, nothing-lost",
-    "bot/plugins.py": "plugin-api",
-    "bot/plugin_api.py": "plugin-api (the public plugin types; 410 lines)",
     "bot/config.py": "newcomer",
 }
 

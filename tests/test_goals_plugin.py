@@ -8,13 +8,13 @@ from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from bot.admin import Scope, add_goal
 from bot.app import App
 from bot.llm.base import Task
 from bot.models import Goal
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.goals import plugin
+from plugins.goals.commands import add_goal
 
 UPDATE = "evaluator:UPDATE_GOAL"
 CREATE = "action:CREATE_GOAL"
@@ -53,8 +53,14 @@ def app_for(
 
 
 async def goal_for(app: App, chat: TestChat, name: str, steps: list[str]) -> Goal:
-    scope = Scope(world_id=chat.room.world_id, room_id=chat.room.id, user_id=chat.account.id)
-    return await add_goal(app.runtime, scope, name, steps, owner_id=chat.account.id)
+    return await add_goal(
+        app.store,
+        world_id=chat.room.world_id,
+        room_id=chat.room.id,
+        name=name,
+        objectives=steps,
+        owner_id=chat.account.id,
+    )
 
 
 async def say(chat: TestChat, text: str) -> None:
@@ -322,3 +328,36 @@ async def test_each_goal_check_reads_only_what_came_since_the_last_one(
     assert "I finished chapter 20 today" in prompts[-1]
     assert "I bought the book" not in prompts[-1]
     assert "Chapter one is slow" not in prompts[-1]
+
+
+async def test_admins_add_and_list_goals_with_the_plugins_commands_and_a_person_can_be_forgotten(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with app_for(tmp_path, mongo_uri, model_dir, scripted()) as app:
+        sarah = TestChat(app.runtime, name="Sarah", chat="club", world="guild", kind="group")
+        host = app.runtime.plugins
+        add, listing = host.find_command("goal"), host.find_command("goals")
+        assert add is not None and listing is not None
+        where = {
+            "account_id": sarah.account.id,
+            "world_id": sarah.room.world_id,
+            "room_id": sarah.room.id,
+        }
+        refused = await host.run_command(add, args="Run: train", **where)
+        usage = await host.run_command(add, args="  ", is_admin=True, **where)
+        added = await host.run_command(
+            add, args="Run a marathon: build to 30 miles; run a half", is_admin=True, **where
+        )
+        listed = await host.run_command(listing, is_admin=True, **where)
+        exported = await host.export(sarah.account.id, sarah.room.world_id)
+        forgotten = await host.forget(sarah.account.id, sarah.room.world_id)
+        after = await host.run_command(listing, is_admin=True, **where)
+
+    assert refused == "Only an admin can use /goal."
+    assert usage == "Usage: /goal NAME: first step; second step"
+    assert added.startswith("Added goal:\nRun a marathon [IN_PROGRESS] 0/2")
+    assert "☐ build to 30 miles" in listed and "☐ run a half" in listed
+    [goal] = exported["goals"]["goals"]
+    assert goal["name"] == "Run a marathon" and len(goal["objectives"]) == 2
+    assert forgotten == {"goals": 1}
+    assert after == "No goals here yet."

@@ -446,6 +446,11 @@ class MongoStore:
         if result.matched_count == 0:
             logger.warning("goal %s was not replaced: it no longer exists", goal.id)
 
+    async def delete_goals(self, *, user_id: str, world_id: str) -> int:
+        """Delete the goals a person owns in a world; returns how many."""
+        result = await self.db.goals.delete_many({"user_id": user_id, "world_id": world_id})
+        return result.deleted_count
+
     # evaluation jobs (the durable queue) ----------------------------------------------------
     async def enqueue_job(self, job: EvaluationJob) -> bool:
         """Insert a pending job; False if one with this id exists (same message twice)."""
