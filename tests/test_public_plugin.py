@@ -105,5 +105,5 @@ async def test_a_public_api_plugin_works_offline_with_its_collection_and_command
     assert answer == "Moods: calm, happy"
     assert stored == 2
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
-    assert [w for w in warnings if "evaluator:GUESS" in w] == [warnings[0]]
+    assert len([w for w in warnings if "evaluator:GUESS" in w]) == 1  # once, not per message
     assert not any("NOTE_MOOD" in w for w in warnings)
