@@ -77,6 +77,12 @@ def _cost_options(parser: argparse.ArgumentParser) -> None:
     cost.add_argument("--selection", choices=("llm", "all", "both"), default="both")
     cost.add_argument("--messages-limit", type=int, help="only the script's first N messages")
     cost.add_argument(
+        "--conversation-length",
+        type=int,
+        default=32,
+        help="facts are extracted every half of this many messages (MNEMO_CONVERSATION_LENGTH)",
+    )
+    cost.add_argument(
         "--live",
         action="store_true",
         help="ask the real model endpoint of the usual settings (OPENAI_BASE_URL, "
@@ -204,6 +210,7 @@ def run_cost_part(args: argparse.Namespace, *, selections: Sequence[str]) -> dic
             mongodb_uri=args.mongodb_uri,
             plugins_dir=args.plugins_dir,
             live=getattr(args, "live", False),
+            conversation_length=getattr(args, "conversation_length", 32),
         )
     )
 

@@ -654,6 +654,7 @@ async def run_cost(
     mongodb_uri: str | None = None,
     plugins_dir: Path | None = None,
     live: bool = False,
+    conversation_length: int = 32,
 ) -> dict[str, Any]:
     """The cost run in each selection mode, with elizaOS's figures and the goals; `live`
     asks the endpoint of the usual model settings instead of the fake model."""
@@ -669,6 +670,7 @@ async def run_cost(
             mongodb_uri=mongodb_uri,
             plugins_dir=plugins_dir,
             answers=LiveAnswers.from_environment() if live else None,
+            conversation_length=conversation_length,
         )
     result: dict[str, Any] = {
         "script": {"source": script_source, "messages": len(script)},

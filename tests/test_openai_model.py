@@ -391,18 +391,44 @@ async def test_refused_response_format_is_dropped_for_good_without_failing(
     server.enqueue(
         status(400, message="Unrecognized request argument supplied: response_format"),
         reply('{"names": []}'),
-        status(400, message="'response_format' of type 'json_object' is not supported"),
+        status(400, message="response_format.schema: extra fields not permitted"),
         reply('{"names": ["A"]}'),
+        status(400, message="'response_format' of type 'json_object' is not supported"),
         reply('{"names": ["B"]}'),
+        reply('{"names": ["C"]}'),
     )
     with caplog.at_level(logging.INFO, logger="bot.llm.openai_model"):
-        assert await json_task(model) == '{"names": []}'
-        assert await json_task(model) == '{"names": ["A"]}'
-        assert await json_task(model) == '{"names": ["B"]}'
-    formats = [r.json.get("response_format", {}).get("type") for r in server.chat_requests]
-    assert formats == ["json_schema", "json_object", "json_object", None, None]
+        answers = [await json_task(model) for _ in range(4)]
+    assert answers == ['{"names": []}', '{"names": ["A"]}', '{"names": ["B"]}', '{"names": ["C"]}']
+    sent = [r.json.get("response_format") for r in server.chat_requests]
+    schema = dict(SCHEMA.schema)
+    assert [f and f["type"] for f in sent] == ["json_schema"] + ["json_object"] * 4 + [None] * 2
+    assert [f.get("schema") for f in sent[1:5]] == [schema, schema, None, None]
     assert model.structured_output is None
-    assert sum("refused response_format" in r.message for r in caplog.records) == 2
+    assert sum("refused response_format" in r.message for r in caplog.records) == 3
+
+
+async def test_llama_cpp_python_refusing_json_schema_with_a_500_is_detected(
+    server: FakeOpenAIServer, ledger: UsageLedger
+) -> None:
+    """llama-cpp-python 0.3 answers `json_schema` with its validation error as a 500; it
+    takes JSON mode with the schema beside it (which it turns into a grammar)."""
+    llm = OpenAIModel(settings_for(server.base_url, max_retries=0), ledger)
+    server.enqueue(
+        status(
+            500,
+            message="1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+            "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\"}",
+        ),
+        reply('{"names": ["A"]}'),
+    )
+    assert await json_task(llm) == '{"names": ["A"]}'
+    await llm.close()
+    assert server.chat_requests[1].json["response_format"] == {
+        "type": "json_object",
+        "schema": dict(SCHEMA.schema),
+    }
+    assert ledger.snapshot()["evaluator_selection"].failures == 0
 
 
 async def test_a_400_about_something_else_is_an_error(

@@ -27,9 +27,16 @@ _NO_KEY = "not-needed"
 _MAX_DETAIL = 160
 # Structured output, most exact first; an endpoint refusing one is asked the next from then
 # on. None is the prompt alone (the prompt always describes the JSON it wants).
-_FORMATS: tuple[str | None, ...] = ("json_schema", "json_object", None)
-# Words in a 400's message that say the endpoint refused `response_format` itself.
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
+# `json_object_schema` is JSON mode with the schema beside it, which llama.cpp's servers (and
+# some providers) turn into a grammar; llama-cpp-python refuses `json_schema` itself.
+_FORMATS: tuple[str | None, ...] = ("json_schema", "json_object_schema", "json_object", None)
+# Words in an error's message that say the endpoint refused what was sent as `response_format`
+# (a 400 or 422 as a rule; llama-cpp-python answers its validation error with a 500).
+_FORMAT_WORDS: dict[str, tuple[str, ...]] = {
+    "json_schema": ("response_format", "response format", "json_schema"),
+    "json_object_schema": ("response_format", "response format", "json_object", "schema"),
+    "json_object": ("response_format", "response format", "json_object", "json mode"),
+}
 
 
 class OpenAIModel:
@@ -102,7 +109,8 @@ class OpenAIModel:
         if system:
             messages.insert(0, {"role": "system", "content": system})
         while True:
-            response_format = self._response_format(json_answer)
+            kind = self.structured_output if json_answer is not None else None
+            response_format = self._response_format(json_answer, kind)
             try:
                 async with self._slot():
                     # Model time, from sending: a call waiting for a slot is not yet sent.
@@ -114,8 +122,8 @@ class OpenAIModel:
                         **({"response_format": response_format} if response_format else {}),
                     )
                 break
-            except (openai.BadRequestError, openai.UnprocessableEntityError) as error:
-                if response_format is not None and self._refused_format(error, response_format):
+            except openai.APIStatusError as error:
+                if kind is not None and self._refused_format(error, kind):
                     continue  # the same call, without what was refused: the user sees no error
                 raise self._failure(
                     task, model, f"HTTP {error.status_code}: {self._detail(error)}"
@@ -125,10 +133,6 @@ class OpenAIModel:
             except openai.APIConnectionError:
                 raise self._failure(
                     task, model, "could not connect to the model endpoint"
-                ) from None
-            except openai.APIStatusError as error:
-                raise self._failure(
-                    task, model, f"HTTP {error.status_code}: {self._detail(error)}"
                 ) from None
             except openai.APIError as error:
                 raise self._failure(task, model, f"bad response: {self._detail(error)}") from None
@@ -171,10 +175,10 @@ class OpenAIModel:
         async with self._slots:
             yield
 
-    def _response_format(self, json_answer: JsonAnswer | None) -> dict[str, Any] | None:
-        if json_answer is None:
+    @staticmethod
+    def _response_format(json_answer: JsonAnswer | None, kind: str | None) -> dict[str, Any] | None:
+        if json_answer is None or kind is None:
             return None
-        kind = self.structured_output
         if kind == "json_schema":
             return {
                 "type": "json_schema",
@@ -184,22 +188,24 @@ class OpenAIModel:
                     "strict": True,
                 },
             }
-        if kind == "json_object":
-            return {"type": "json_object"}
-        return None
+        if kind == "json_object_schema":
+            return {"type": "json_object", "schema": dict(json_answer.schema)}
+        return {"type": "json_object"}
 
-    def _refused_format(self, error: openai.APIStatusError, sent: dict[str, Any]) -> bool:
-        """True (and the next format chosen for good) when the error refuses response_format."""
-        detail = self._detail(error).lower()
-        if not any(word in detail for word in _FORMAT_WORDS):
+    def _refused_format(self, error: openai.APIStatusError, kind: str) -> bool:
+        """True (and the next format chosen for good) when the error refuses what was sent."""
+        if error.status_code == 429:
             return False
-        refused = sent["type"]
-        if refused != self.structured_output:
+        detail = self._detail(error).lower()
+        if not any(word in detail for word in _FORMAT_WORDS[kind]):
+            return False
+        if kind != self.structured_output:
             return True  # a concurrent call already moved on: retry with the current one
         self._format_index += 1
         log.info(
-            "the model endpoint refused response_format %s (%s); JSON tasks now use %s",
-            refused,
+            "the model endpoint refused response_format %s (HTTP %d: %s); JSON tasks now use %s",
+            kind,
+            error.status_code,
             detail,
             self.structured_output or "the prompt alone",
         )
