@@ -553,7 +553,10 @@ def _live_settings(settings: Settings, live: LiveAnswers) -> Settings:
                 "structured_output": live.settings.structured_output,
             }
         ),
-        runtime=settings.runtime.model_copy(update={"evaluator_timeout": 6 * timeout}),
+        runtime=settings.runtime.model_copy(
+            # The product's reply cap (the harness's is raised for the platform tests).
+            update={"evaluator_timeout": 6 * timeout, "reply_max_chars": 4000}
+        ),
     )
 
 
