@@ -48,7 +48,7 @@ from bot.llm.usage import UsageLedger
 from bot.models import Goal, Objective
 from bot.plugins import PluginError, Registry, discover, plugin_sources
 from bot.state import State
-from bot.storage.mongo import fact_text_key
+from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, RecordedRequest, last_user_message
 
@@ -389,9 +389,9 @@ class _Run:
 
 async def _prepare(app: App, chat: TestChat) -> None:
     """The person, the DM and their goal; the embedder and collections loaded (not timed)."""
-    await app.store.upsert_account(chat.account)
-    await app.store.upsert_room(chat.room)
-    await app.store.insert_goal(
+    await app.store.accounts.upsert(chat.account)
+    await app.store.rooms.upsert(chat.room)
+    await app.store.goals.insert(
         Goal(
             name=GOAL_NAME,
             room_id=chat.room.id,
@@ -426,7 +426,7 @@ def _tokens_by_task(run: _Run, calls: Sequence[TimedCall], requests: Sequence[An
 
 async def _facts(app: App, world_id: str) -> tuple[int, int]:
     """Facts stored in the world, and how many distinct texts they hold."""
-    facts, total = await app.store.list_facts(world_id, limit=100_000)
+    facts, total = await app.store.facts.page(world_id, limit=100_000)
     return total, len({fact_text_key(fact.text) for fact in facts})
 
 
@@ -445,7 +445,7 @@ async def _one_message(run: _Run, number: int, text: str) -> dict[str, Any]:
     evaluation_calls = model.calls[calls_replying:]
     calls = model.calls[calls_before:]
     requests = run.server.chat_requests[requests_before:]
-    job = await app.store.get_job(result.job.id) if result.job is not None else None
+    job = await app.store.jobs.get(result.job.id) if result.job is not None else None
     stored, distinct = await _facts(app, chat.room.world_id)
     reply_ms = (replied - started) * 1000
     evaluation_ms = (finished - replied) * 1000
@@ -562,11 +562,11 @@ def _live_settings(settings: Settings, live: LiveAnswers) -> Settings:
 
 async def _learned(app: App, chat: TestChat) -> dict[str, Any]:
     """What the run left in the stores: facts with their subjects, the goal, the rejects."""
-    facts, _total = await app.store.list_facts(chat.room.world_id, limit=1000)
+    facts, _total = await app.store.facts.page(chat.room.world_id, limit=1000)
     ids = {fact.subject_id for fact in facts}
-    accounts = await app.store.get_accounts(sorted(ids))
+    accounts = await app.store.accounts.get_many(sorted(ids))
     names = {i: a.name for i, a in accounts.items()} | {app.runtime.agent_id: "(the bot)"}
-    goals = await app.store.goals_in_room(chat.room.id, only_in_progress=False)
+    goals = await app.store.goals.in_room(chat.room.id, only_in_progress=False)
     rejects = {
         task: dict(usage.rejects) for task, usage in app.ledger.snapshot().items() if usage.rejects
     }

@@ -135,7 +135,7 @@ async def load_conversation(
         for name in conversation.speakers
     }
     loaded = LoadedConversation(conversation, room_id, world_id, speakers)
-    await store.upsert_room(
+    await store.rooms.upsert(
         Room(
             id=room_id,
             world_id=world_id,
@@ -145,12 +145,12 @@ async def load_conversation(
         )
     )
     for name, user_id in speakers.items():
-        await store.upsert_account(
+        await store.accounts.upsert(
             Account(id=user_id, platform=PLATFORM, platform_id=name, name=name)
         )
     memories = [_memory(loaded, turn_at) for turn_at in _dated_turns(conversation)]
     for memory in memories:
-        await store.insert_memory(memory)
+        await store.memories.insert(memory)
     await _index(knowledge, memories)
     return loaded
 

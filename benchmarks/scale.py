@@ -252,7 +252,7 @@ async def _stored_replies(
 
     async def one(room: str) -> tuple[str, list[Memory]]:
         async with gate:
-            found = await store.recent_memories(room, limit)
+            found = await store.memories.recent(room, limit)
         return room, [m for m in found if m.user_id == agent_id]
 
     return dict(await asyncio.gather(*(one(room) for room in rooms)))
@@ -393,8 +393,8 @@ async def _results(
     stored_lost, stored_duplicated = lost_and_duplicated(tally.sent, stored_count)
     evaluated = Counter(m for ms in probe.seen.values() for m in ms)
     not_evaluated, eval_duplicated = lost_and_duplicated(tally.sent, evaluated)
-    pending = await store.count_jobs(status="pending") + await store.count_jobs(status="running")
-    failed = await store.count_jobs(status="failed")
+    pending = await store.jobs.count(status="pending") + await store.jobs.count(status="running")
+    failed = await store.jobs.count(status="failed")
     # A job still queued (the drain timed out) is late, not lost: it runs on the next start.
     eval_lost = max(0, not_evaluated - pending)
     total_seconds = reply_seconds + drain_seconds

@@ -27,7 +27,7 @@ class Scope:
 
 
 async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
-    facts, _ = await runtime.store.list_facts(
+    facts, _ = await runtime.store.facts.page(
         scope.world_id, subject_id=scope.user_id, limit=PAGE_SIZE * 5
     )
     if not facts:
@@ -52,7 +52,7 @@ async def list_facts(
     page: int = 1,
 ) -> str:
     page = max(page, 1)
-    facts, total = await runtime.store.list_facts(
+    facts, total = await runtime.store.facts.page(
         scope.world_id,
         subject_id=subject_id,
         search=search or None,
@@ -61,7 +61,7 @@ async def list_facts(
     )
     if total == 0:
         return "No facts learned here yet." if not search else f"No facts match {search!r}."
-    names = await runtime.store.get_accounts(sorted({f.subject_id for f in facts}))
+    names = await runtime.store.accounts.get_many(sorted({f.subject_id for f in facts}))
     pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
     lines = [
         f"`{fact.id[:8]}` {fact.text}"
@@ -76,7 +76,7 @@ async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> 
     prefix = fact_prefix.strip().strip("`")
     if len(prefix) < 4:
         return "Give at least the first 4 characters of the fact id shown in /facts."
-    matches = await runtime.store.facts_with_id_prefix(scope.world_id, prefix)
+    matches = await runtime.store.facts.with_id_prefix(scope.world_id, prefix)
     if not matches:
         return f"No fact with id {prefix} here."
     if len(matches) > 1:
@@ -100,7 +100,7 @@ def format_goal(goal: Goal) -> str:
 
 
 async def list_goals(runtime: AgentRuntime, scope: Scope) -> str:
-    goals = await runtime.store.goals_in_world(scope.world_id)
+    goals = await runtime.store.goals.in_world(scope.world_id)
     if not goals:
         return "No goals here yet."
     return "\n".join(format_goal(goal) for goal in goals)
@@ -138,14 +138,14 @@ async def add_goal(
         user_id=owner_id,
         objectives=[Objective(description=o[:300]) for o in objectives[:20]],
     )
-    await runtime.store.insert_goal(goal)
+    await runtime.store.goals.insert(goal)
     return goal
 
 
 async def stats(runtime: AgentRuntime, scope: Scope) -> str:
-    _, facts = await runtime.store.list_facts(scope.world_id, limit=1)
-    goals = await runtime.store.goals_in_world(scope.world_id, limit=10_000)
-    messages = await runtime.store.count_memories_in_world(scope.world_id)
+    _, facts = await runtime.store.facts.page(scope.world_id, limit=1)
+    goals = await runtime.store.goals.in_world(scope.world_id, limit=10_000)
+    messages = await runtime.store.memories.count_in_world(scope.world_id)
     evaluations = describe_queue(await runtime.evaluations.counts())
     return (
         f"Messages: {messages}\nFacts: {facts}\nGoals: {len(goals)} "

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from bot.faults import FaultHook
 from bot.models import EvaluationJob, Memory, Trigger, stable_id
-from bot.storage.jobs import JobStore, now_ms
+from bot.storage.jobs import now_ms
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class EvaluationQueue:
         faults: FaultHook | None = None,
     ) -> None:
         self._store = store
-        self.jobs = JobStore(store.db)
+        self.jobs = store.jobs
         self._run = run
         self.retry = retry or RetryPolicy()
         self._faults = faults or FaultHook()

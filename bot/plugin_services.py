@@ -81,36 +81,36 @@ class Conversations:
 
     async def recent(self, room_id: str, limit: int) -> list[Memory]:
         """The room's last `limit` messages, oldest first."""
-        return await self._store.recent_memories(room_id, limit)
+        return await self._store.memories.recent(room_id, limit)
 
     async def since(
         self, room_id: str, after: datetime | None, *, until: datetime, limit: int
     ) -> list[Memory]:
         """The room's messages after `after` (all when None) up to `until`, oldest first."""
-        return await self._store.memories_since(room_id, after, until=until, limit=limit)
+        return await self._store.memories.since(room_id, after, until=until, limit=limit)
 
     async def count(self, room_id: str) -> int:
-        return await self._store.count_memories(room_id)
+        return await self._store.memories.count_in_room(room_id)
 
     async def accounts(self, ids: Sequence[str]) -> dict[str, Account]:
-        return await self._store.get_accounts(list(ids))
+        return await self._store.accounts.get_many(list(ids))
 
     async def room(self, room_id: str) -> Room | None:
-        return await self._store.get_room(room_id)
+        return await self._store.rooms.get(room_id)
 
     async def mark(self, room_id: str, name: str) -> datetime | None:
         """A per-room bookmark the plugin keeps (e.g. what it has read up to)."""
-        return await self._store.get_room_mark(room_id, name)
+        return await self._store.rooms.get_mark(room_id, name)
 
     async def set_mark(self, room_id: str, name: str, when: datetime) -> None:
-        await self._store.set_room_mark(room_id, name, when)
+        await self._store.rooms.set_mark(room_id, name, when)
 
     async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
         """Names for account ids: from the state's actors, else looked up."""
         names = {i: state.name_of(i) for i in ids if i in state.actors or i == state.agent_id}
         missing = sorted(ids - set(names))
         if missing:
-            accounts = await self._store.get_accounts(missing)
+            accounts = await self._store.accounts.get_many(missing)
             names.update({i: a.name for i, a in accounts.items()})
         return names
 

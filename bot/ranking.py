@@ -94,25 +94,25 @@ class ScopeMessages:
     async def newest(self, scope: Scope) -> str | None:
         """The id of the scope's newest message: one index probe."""
         if scope.kind == "room":
-            last = await self.store.recent_memories(scope.id, 1)
+            last = await self.store.memories.recent(scope.id, 1)
             return last[-1].id if last else None
-        return await self.store.newest_memory_id(scope.id)
+        return await self.store.memories.newest_id(scope.id)
 
     async def count(self, scope: Scope) -> int:
         if scope.kind == "room":
-            return await self.store.count_memories(scope.id)
-        return await self.store.count_memories_in_world(scope.id)
+            return await self.store.memories.count_in_room(scope.id)
+        return await self.store.memories.count_in_world(scope.id)
 
     async def all(self, scope: Scope) -> list[Memory]:
         if scope.kind == "room":
-            return await self.store.recent_memories(scope.id, self._ALL)
-        return await self.store.world_memories(scope.id)
+            return await self.store.memories.recent(scope.id, self._ALL)
+        return await self.store.memories.in_world(scope.id)
 
     async def since(self, scope: Scope, after: datetime) -> list[Memory]:
         """Messages created after `after` (equal times excluded), oldest first."""
         if scope.kind == "room":
-            return await self.store.memories_since(scope.id, after, limit=self._ALL)
-        return await self.store.world_memories(scope.id, after=after)
+            return await self.store.memories.since(scope.id, after, limit=self._ALL)
+        return await self.store.memories.in_world(scope.id, after=after)
 
 
 # --------------------------------------------------------------------------------------------

@@ -205,7 +205,7 @@ class MessageRetriever:
         # In batches: a few deleted or too recent messages cost one more query, not many.
         batch = max(limit * 2, 20)
         for start in range(0, len(ranked), batch):
-            for memory in await self.store.get_memories(ranked[start : start + batch]):
+            for memory in await self.store.memories.get_many(ranked[start : start + batch]):
                 # The scope is checked again: vector metadata must never widen it.
                 if not scope.contains(memory):
                     continue
@@ -274,7 +274,7 @@ class MessageRetriever:
         return await asyncio.to_thread(tokenize, texts, stopwords=self.options.stopwords)
 
     async def _speaker_names(self, memories: Sequence[Memory]) -> dict[str, str]:
-        accounts = await self.store.get_accounts(sorted({m.user_id for m in memories}))
+        accounts = await self.store.accounts.get_many(sorted({m.user_id for m in memories}))
         return {user: account.name for user, account in accounts.items()}
 
     async def _indexed(self, index: ScopeIndex) -> ScopeIndex:

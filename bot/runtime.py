@@ -185,10 +185,10 @@ class AgentRuntime:
         arrived = time.perf_counter()
         self._prefetch_embedding(memory)
         if account is not None and self._seen.get(account.id) != account:
-            await self.store.upsert_account(account)
+            await self.store.accounts.upsert(account)
             self._remember(account.id, account)
         if room is not None and self._seen.get(room.id) != room:
-            await self.store.upsert_room(room)
+            await self.store.rooms.upsert(room)
             self._remember(room.id, room)
         job, created = await self.evaluations.open_intake(memory)
         if not created and (job.status != "intake" or memory.id in self._in_intake):
@@ -210,7 +210,7 @@ class AgentRuntime:
         no way to reach the room (yet), so the message is only learned from."""
         self._in_intake.add(memory.id)
         try:
-            position = await self.store.insert_memory(memory)
+            position = await self.store.memories.insert(memory)
             self._faults.reached("handle:message-stored")
             result = HandleResult(stored=position is not None, position=position or 0, job=job)
             if position is None:
@@ -224,7 +224,7 @@ class AgentRuntime:
                 log.info("message %s: stored earlier but never answered; answering", memory.id)
             if position is not None:
                 self.events.message_received()
-            room = room or await self.store.get_room(memory.room_id)
+            room = room or await self.store.rooms.get(memory.room_id)
             if send is not None and self.should_respond(memory, room):
                 if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
                     await send(Content(text=RATE_LIMITED_REPLY))
@@ -247,7 +247,7 @@ class AgentRuntime:
 
     async def answered(self, memory: Memory) -> bool:
         """Whether the reply to this message was sent (a reply is stored right after sending)."""
-        return await self.store.get_memory(reply_id(memory.id, self.agent_id, 0)) is not None
+        return await self.store.memories.get(reply_id(memory.id, self.agent_id, 0)) is not None
 
     async def _recover_intake(self) -> None:
         """At start-up: messages a crash left between intake and release. Old ones are only
@@ -255,7 +255,7 @@ class AgentRuntime:
         `answer_unanswered()`, and are learned from unanswered once too old to answer."""
         waiting = 0
         for job in await self.evaluations.jobs.in_intake():
-            memory = job.message or await self.store.get_memory(job.message_id)
+            memory = job.message or await self.store.memories.get(job.message_id)
             if memory is None:
                 await self.evaluations.release(job, did_respond=False, position=None)
                 continue
@@ -278,7 +278,7 @@ class AgentRuntime:
         connected, with how to reply to a message in a room); returns how many were answered."""
         answered = 0
         for job_id, (job, memory) in list(self._orphans.items()):
-            room = await self.store.get_room(memory.room_id)
+            room = await self.store.rooms.get(memory.room_id)
             if room is None or room.platform != platform:
                 continue
             del self._orphans[job_id]
@@ -374,7 +374,7 @@ class AgentRuntime:
                     utcnow(), memory.created_at + timedelta(milliseconds=1 + len(replies))
                 ),
             )
-            position = await self.store.insert_memory(reply)
+            position = await self.store.memories.insert(reply)
             result.position = max(result.position, position or 0)
             replies.append(reply)
 
@@ -446,15 +446,15 @@ class AgentRuntime:
     ) -> State:
         if room is None:
             recent, room = await asyncio.gather(
-                self.store.recent_memories(memory.room_id, self.options.recent_messages),
-                self.store.get_room(memory.room_id),
+                self.store.memories.recent(memory.room_id, self.options.recent_messages),
+                self.store.rooms.get(memory.room_id),
             )
         else:
-            recent = await self.store.recent_memories(memory.room_id, self.options.recent_messages)
+            recent = await self.store.memories.recent(memory.room_id, self.options.recent_messages)
         if not any(m.id == memory.id for m in recent):
             recent = [*recent, memory][-self.options.recent_messages :]
         people = {m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)
-        actors = await self.store.get_accounts(sorted(people - {self.agent_id}))
+        actors = await self.store.accounts.get_many(sorted(people - {self.agent_id}))
         state = State(
             message=memory,
             agent_id=self.agent_id,
@@ -513,7 +513,7 @@ class AgentRuntime:
         """One attempt at a job. What an earlier attempt finished is not done again: the
         selection is reused and evaluators that completed are skipped; one interrupted midway
         runs again with the same `ctx.job_id`, its idempotency key."""
-        message = await self.store.get_memory(job.message_id)
+        message = await self.store.memories.get(job.message_id)
         if message is None:
             log.info("evaluation %s: message was forgotten; nothing to learn", job.id)
             return []

@@ -58,17 +58,17 @@ async def run_idle_flush(runtime: AgentRuntime, idle_minutes: float) -> int:
     idle_since = utcnow() - timedelta(minutes=idle_minutes)
     unlearned: list[str] = []
     for mark in marks:
-        for room_id in await store.idle_rooms(mark=mark, idle_since=idle_since):
+        for room_id in await store.rooms.idle(mark=mark, idle_since=idle_since):
             if room_id not in unlearned:
                 unlearned.append(room_id)
     if not unlearned:
         return 0
-    unflushed = set(await store.idle_rooms(mark=FLUSH_MARK, idle_since=idle_since))
+    unflushed = set(await store.rooms.idle(mark=FLUSH_MARK, idle_since=idle_since))
     enqueued = 0
     for room_id in unlearned:  # longest idle first
         if room_id not in unflushed:
             continue
-        recent = await store.recent_memories(room_id, _LOOKBACK)
+        recent = await store.memories.recent(room_id, _LOOKBACK)
         if not recent:
             continue
         latest = _latest_from_a_person(recent, runtime.agent_id)
@@ -78,7 +78,7 @@ async def run_idle_flush(runtime: AgentRuntime, idle_minutes: float) -> int:
             enqueued += 1
         # Marked even without a person's message (a room of only bot replies has nothing
         # to learn), so the room is not looked at again until someone speaks.
-        await store.set_room_mark(room_id, FLUSH_MARK, recent[-1].created_at)
+        await store.rooms.set_mark(room_id, FLUSH_MARK, recent[-1].created_at)
     if enqueued:
         log.info("idle flush: %d quiet room(s) queued for evaluation", enqueued)
     return enqueued

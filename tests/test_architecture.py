@@ -32,7 +32,6 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {
 KNOWN_LONG: dict[str, str] = {
     "bot/adapters/telegram.py": "adapters (issue 9 item 3: convert / adapter / commands)",
     "bot/adapters/discord.py": "adapters (issue 9 item 3: convert / adapter / commands)",
-    "bot/storage/mongo.py": "package (issue 9 item 4: storage split by collection)",
     "bot/runtime.py": "shared: plugin-api, real-models, nothing-lost",
     "bot/config.py": "newcomer",
 }

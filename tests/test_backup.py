@@ -160,7 +160,7 @@ async def _written_by_a_bot(data_dir: Path) -> None:
         store = MongoStore.from_uri(server.uri, "mnemo")
         try:
             await migrate(store.db)
-            await store.insert_memory(
+            await store.memories.insert(
                 Memory(
                     id=str(uuid.uuid4()),
                     user_id="sarah",

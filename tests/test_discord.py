@@ -129,9 +129,9 @@ async def test_a_direct_message_is_answered_while_typing_is_shown(
         sarah = bot.discord.person("Sarah")
         await bot.hear(bot.discord.message(sarah, "hi, I just moved to Seattle"))
         dm = bot.discord.dm_channel_id(sarah)
-        stored = await bot.app.store.recent_memories(room_id("discord", dm), 10)
-        room = await bot.app.store.get_room(room_id("discord", dm))
-        accounts = await bot.app.store.get_accounts([account_id("discord", sarah.id)])
+        stored = await bot.app.store.memories.recent(room_id("discord", dm), 10)
+        room = await bot.app.store.rooms.get(room_id("discord", dm))
+        accounts = await bot.app.store.accounts.get_many([account_id("discord", sarah.id)])
     assert bot.discord.http.texts == ["Hello there!"]
     assert bot.discord.http.sent[0].channel_id == dm
     assert bot.discord.http.sent[0].reply_to is None  # a DM needs no reply arrow
@@ -149,7 +149,7 @@ async def test_a_server_message_nobody_addressed_to_the_bot_is_kept_but_not_answ
         tom = bot.discord.person("Tom")
         await bot.hear(bot.discord.message(tom, "anyone read Piranesi?", guild=guild))
         channel = bot.discord.channel(guild)
-        stored = await bot.app.store.recent_memories(room_id("discord", channel.id), 10)
+        stored = await bot.app.store.memories.recent(room_id("discord", channel.id), 10)
     assert bot.discord.http.sent == [] and bot.discord.http.typing == []
     assert bot.model.calls == []
     assert [m.content.text for m in stored] == ["anyone read Piranesi?"]
@@ -173,7 +173,7 @@ async def test_a_mention_a_role_mention_a_reply_and_the_name_are_each_answered(
         for message in addressed:
             await bot.hear(message)
         channel = fake.channel(guild).id
-        stored = await bot.app.store.get_memories(
+        stored = await bot.app.store.memories.get_many(
             [message_id("discord", channel, m.id) for m in addressed]
         )
     assert [(m.mentions_agent, m.replies_to_agent) for m in stored] == [
@@ -208,7 +208,8 @@ async def test_its_own_other_bots_webhooks_system_and_empty_messages_are_ignored
         ]
         for message in ignored:
             await bot.hear(message)
-        stored = await bot.app.store.count_memories(room_id("discord", fake.channel(guild).id))
+        channel = room_id("discord", fake.channel(guild).id)
+        stored = await bot.app.store.memories.count_in_room(channel)
     assert stored == 0
     assert bot.discord.http.sent == [] and bot.model.calls == []
 
@@ -244,7 +245,7 @@ async def test_a_channel_the_bot_may_not_write_in_costs_a_warning_not_the_bot(
         await bot.hear(fake.message(tom, "hi mnemo", guild=guild, channel="announcements"))
         fake.http.fail_sends_with = None
         await bot.hear(fake.message(tom, "hi mnemo", guild=guild))
-        kept = await bot.app.store.count_memories(
+        kept = await bot.app.store.memories.count_in_room(
             room_id("discord", fake.channel(guild, "announcements").id)
         )
     assert "cannot send to #announcements" in caplog.text and "HTTP 403" in caplog.text
@@ -314,7 +315,7 @@ async def test_stopping_finishes_the_answer_in_progress_and_takes_no_new_message
         assert not stopping.done()  # waits for the answer in progress
         release.set()
         await asyncio.wait_for(asyncio.gather(answering, stopping), 10)
-        stored = await bot.app.store.count_memories(
+        stored = await bot.app.store.memories.count_in_room(
             room_id("discord", bot.discord.dm_channel_id(sarah))
         )
     assert bot.discord.http.texts == ["Hello there!"]
@@ -417,13 +418,14 @@ async def test_forgetme_after_confirming_deletes_from_mongodb_and_chroma(
         await bot.run("forgetme", asked)
         assert "cannot be undone" in asked.text
         # Nothing is deleted before the button is pressed, and only Sarah may press it.
-        assert await bot.app.store.get_facts([mine.id])
+        assert await bot.app.store.facts.get_many([mine.id])
         assert not await asked.view.interaction_check(fake.interaction(tom, guild=guild))  # type: ignore[union-attr]
         await asked.button("Forget me").callback(press := fake.interaction(sarah, guild=guild))
 
-        facts = await bot.app.store.get_facts([mine.id, theirs.id])
+        facts = await bot.app.store.facts.get_many([mine.id, theirs.id])
         vectors = await bot.app.knowledge.vectors.existing_ids("facts", [mine.id, theirs.id])
-        messages = await bot.app.store.count_memories(room_id("discord", fake.channel(guild).id))
+        channel = room_id("discord", fake.channel(guild).id)
+        messages = await bot.app.store.memories.count_in_room(channel)
     assert "forgot 1 facts" in press.text
     assert [f.id for f in facts] == [theirs.id]
     assert vectors == {theirs.id}
@@ -443,7 +445,7 @@ async def test_forgetme_cancelled_or_unanswered_forgets_nothing(
         unanswered = fake.interaction(sarah)
         await bot.run("forgetme", unanswered)
         await unanswered.view.on_timeout()  # type: ignore[union-attr]
-        kept = await bot.app.store.get_facts([fact.id])
+        kept = await bot.app.store.facts.get_many([fact.id])
     assert press.text == FORGET_ME_CANCELLED
     assert unanswered.shown[-1].content == FORGET_ME_EXPIRED
     assert [f.id for f in kept] == [fact.id]
@@ -470,7 +472,7 @@ async def test_a_member_without_manage_server_is_refused_every_admin_command(
         await bot.learn(tom, "Tom loves Piranesi", guild=guild)
         shown = await bot.run(name, fake.interaction(tom, guild=guild), **options)
         in_dm = await bot.run(name, fake.interaction(tom, manage_server=True), **options)
-        goals = await bot.app.store.goals_in_world(world_of(guild.id, 0))
+        goals = await bot.app.store.goals.in_world(world_of(guild.id, 0))
     assert shown == REFUSED and in_dm == REFUSED
     assert "Piranesi" not in shown
     assert goals == []
@@ -568,7 +570,7 @@ async def test_facts_learned_in_one_server_never_show_in_another(
         cross = await bot.run(
             "forget", fake.interaction(mod, guild=second, manage_server=True), fact=fact.id[:8]
         )
-        still = await bot.app.store.get_facts([fact.id])
+        still = await bot.app.store.facts.get_many([fact.id])
     assert "Seattle" in in_first
     assert "Seattle" not in in_second and "Seattle" not in about
     assert "No fact with id" in cross and still  # an admin of one server cannot reach another

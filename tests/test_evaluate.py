@@ -90,7 +90,7 @@ async def test_a_handler_runs_only_when_all_four_conditions_hold(
     ) as app:
         chat = TestChat(app.runtime)
         message = chat.message("I moved to Lisbon last week.")
-        await app.store.insert_memory(message)
+        await app.store.memories.insert(message)
         state = await app.runtime.compose_state(message)
         ran = await app.runtime.evaluate(message, state, did_respond=did_respond)
     assert (ran == ["LEARN"]) is runs
@@ -116,7 +116,7 @@ async def test_selection_prompt_lists_only_validated_evaluators(
     async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
         chat = TestChat(app.runtime)
         message = chat.message("hello")
-        await app.store.insert_memory(message)
+        await app.store.memories.insert(message)
         state = await app.runtime.compose_state(message)
         await app.runtime.evaluate(message, state, did_respond=True)
     [call] = selection_calls(model)
@@ -150,7 +150,7 @@ async def test_selection_parsing_runs_the_named_in_registration_order(
     async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
         chat = TestChat(app.runtime)
         message = chat.message("hello")
-        await app.store.insert_memory(message)
+        await app.store.memories.insert(message)
         state = await app.runtime.compose_state(message)
         ran = await app.runtime.evaluate(message, state, did_respond=True)
     assert ran == expected
@@ -171,7 +171,7 @@ async def test_all_mode_runs_every_validated_evaluator_without_a_model_call(
     ) as app:
         chat = TestChat(app.runtime)
         message = chat.message("hello")
-        await app.store.insert_memory(message)
+        await app.store.memories.insert(message)
         state = await app.runtime.compose_state(message)
         ran = await app.runtime.evaluate(message, state, did_respond=True)
     assert ran == ["A", "C"]
@@ -196,7 +196,7 @@ async def test_a_failing_or_hanging_evaluator_does_not_stop_the_others(
         app.runtime.options = replace(app.runtime.options, evaluator_timeout=0.2)
         chat = TestChat(app.runtime)
         message = chat.message("hello")
-        await app.store.insert_memory(message)
+        await app.store.memories.insert(message)
         state = await app.runtime.compose_state(message)
         with caplog.at_level(logging.ERROR):
             ran = await app.runtime.evaluate(message, state, did_respond=True)

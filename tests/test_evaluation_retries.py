@@ -26,7 +26,7 @@ async def settled(app: App, job_id: str, timeout: float = 20.0) -> EvaluationJob
 
     async def wait() -> EvaluationJob:
         while True:
-            job = await app.store.get_job(job_id)
+            job = await app.store.jobs.get(job_id)
             if job is not None and job.status in ("done", "dead"):
                 return job
             await asyncio.sleep(0.05)
@@ -125,7 +125,7 @@ async def test_a_job_that_crashes_the_process_is_not_retried_forever(
                 assert result.job is not None
                 job_id = result.job.id
             await app.runtime.evaluations.join(timeout=10)
-            job = await app.store.get_job(job_id)
+            job = await app.store.jobs.get(job_id)
             if start == 3:
                 await app.store.client.drop_database(app.settings.storage.mongodb_database)
     assert job is not None and job.status == "dead"

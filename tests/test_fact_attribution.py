@@ -57,8 +57,8 @@ async def test_a_real_models_claims_land_on_the_person_who_said_them(
             await chat.send(last)
         await chat.settle()
         assert await app.runtime.flush_room(last, timeout=60)
-        facts, _ = await app.store.list_facts(chat.room.world_id, limit=100)
-        read = await app.store.get_room_mark(chat.room.id, MARK)
+        facts, _ = await app.store.facts.page(chat.room.world_id, limit=100)
+        read = await app.store.rooms.get_mark(chat.room.id, MARK)
 
     assert read is not None  # the answer was read (a parse failure leaves the mark)
     # The model filed users' news under the assistant ("Mnemo has a rescue greyhound") and
@@ -106,7 +106,7 @@ async def test_in_a_group_a_partner_or_pet_is_the_speakers_fact_unless_they_are_
         assert await app.runtime.flush_room(last, timeout=60)
         facts = {
             f.text: f.subject_id
-            for f in (await app.store.list_facts(priya.room.world_id, limit=100))[0]
+            for f in (await app.store.facts.page(priya.room.world_id, limit=100))[0]
         }
 
     assert facts["Tom is a paramedic"] == tom.account.id  # Tom is here: his own fact

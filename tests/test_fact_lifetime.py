@@ -122,7 +122,7 @@ async def test_a_changed_number_is_never_swallowed_as_a_near_duplicate(
         await say_and_learn(chat, "I have 2 kids")
         await say_and_learn(chat, "We have 3 kids now")
         await say_and_learn(chat, "Three kids keep me busy")
-        facts, _ = await app.store.list_facts(chat.room.world_id)
+        facts, _ = await app.store.facts.page(chat.room.world_id)
         chain = await history(chat)
 
     assert [f.text for f in facts] == ["Sarah has 3 kids"]
@@ -154,7 +154,7 @@ async def test_a_retraction_closes_the_fact_and_invented_ids_change_nothing(
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I work at the bakery and I have a cat")
         await say_and_learn(chat, "I no longer work at the bakery. Got a dog too")
-        facts, _ = await app.store.list_facts(chat.room.world_id)
+        facts, _ = await app.store.facts.page(chat.room.world_id)
         chain = {f.text: f for f in await history(chat)}
 
     assert sorted(f.text for f in facts) == ["Sam has a cat", "Sam has a dog"]
@@ -178,11 +178,11 @@ async def test_a_rerun_extraction_stores_nothing_twice_and_closes_nothing_twice(
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I live in Lisbon")
         room = chat.room.id
-        before_move = await app.store.get_room_mark(room, MARK)
+        before_move = await app.store.rooms.get_mark(room, MARK)
         moved = await say_and_learn(chat, "We moved to Porto")
         first = {f.text: f for f in await history(chat)}
         # The same job again (a redelivery after a crash before the mark moved): same window.
-        await app.store.set_room_mark(room, MARK, before_move)
+        await app.store.rooms.set_mark(room, MARK, before_move)
         state = await app.runtime.compose_state(moved, data={"trigger": "idle"}, providers=False)
         job = stable_id("evaluation", "idle", moved.id)  # the job that ran it the first time
         assert await app.runtime.evaluate(moved, state, did_respond=True, job_id=job)

@@ -90,7 +90,7 @@ async def learn(app: App, memory: Memory) -> None:
 
 
 async def stored_facts(app: App, world_id: str) -> list[Fact]:
-    facts, _ = await app.store.list_facts(world_id, limit=1000)
+    facts, _ = await app.store.facts.page(world_id, limit=1000)
     return facts
 
 
@@ -279,7 +279,7 @@ async def test_each_extraction_reads_the_messages_since_the_previous_one(
         await say(chat, "Morning! Rainy day in Porto")
         first_end = await say(chat, "The tram was late again")
         await learn(app, first_end)
-        mark = await app.store.get_room_mark(chat.room.id, MARK)
+        mark = await app.store.rooms.get_mark(chat.room.id, MARK)
         await say(chat, "Booked a pottery class for Friday")
         await learn(app, await say(chat, "My sister visits next week"))
 
@@ -326,7 +326,7 @@ async def test_a_short_quiet_conversation_still_gets_its_facts(
         await learn(app, last)
         facts = await stored_facts(app, chat.room.world_id)
         # Nothing new from anyone since (only the bot's reply): no model call at all.
-        [reply] = await app.store.recent_memories(chat.room.id, 1)
+        [reply] = await app.store.memories.recent(chat.room.id, 1)
         assert reply.user_id == app.runtime.agent_id
         calls = len(model.calls)
         await learn(app, reply)
@@ -353,7 +353,7 @@ async def test_a_failed_extraction_loses_no_messages(
         chat = TestChat(app.runtime, name="Sam")
         await learn(app, await say(chat, "I live in Lisbon"))
         assert await stored_facts(app, chat.room.world_id) == []
-        assert await app.store.get_room_mark(chat.room.id, MARK) is None
+        assert await app.store.rooms.get_mark(chat.room.id, MARK) is None
         await learn(app, await say(chat, "It's sunny today"))
         facts = await stored_facts(app, chat.room.world_id)
 
@@ -381,7 +381,7 @@ async def test_malformed_claims_are_skipped_one_by_one(
         last = await say(chat, "I speak Portuguese and cycle to work")
         await learn(app, last)
         facts = await stored_facts(app, chat.room.world_id)
-        mark = await app.store.get_room_mark(chat.room.id, MARK)
+        mark = await app.store.rooms.get_mark(chat.room.id, MARK)
 
     assert sorted(f.text for f in facts) == ["Sam cycles to work", "Sam speaks Portuguese"]
     assert {f.subject_id for f in facts} == {chat.account.id}

@@ -69,7 +69,7 @@ async def say(chat: TestChat, text: str) -> None:
 
 
 async def reload(app: App, goal: Goal) -> Goal:
-    found = await app.store.get_goal(goal.id)
+    found = await app.store.goals.get(goal.id)
     assert found is not None
     return found
 
@@ -266,7 +266,7 @@ async def test_a_goal_the_user_states_is_created_through_the_reply_action(
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sarah", chat="running", world="club", kind="group")
         await say(chat, "Mnemo, my goal is to run a marathon next spring")
-        [goal] = await app.store.goals_in_world(chat.room.world_id)
+        [goal] = await app.store.goals.in_world(chat.room.world_id)
         await say(chat, "Mnemo, how am I doing?")
 
     assert goal.name == "Run a marathon"
@@ -298,7 +298,7 @@ async def test_without_a_usable_model_answer_the_goal_is_read_from_the_message(
             "I want to learn Portuguese: finish the beginner course; order dinner in Portuguese",
         )
         await say(chat, "I want to learn Portuguese!")
-        goals = await app.store.goals_in_world(chat.room.world_id)
+        goals = await app.store.goals.in_world(chat.room.world_id)
 
     [goal] = goals  # said twice, tracked once
     assert goal.name == "Learn Portuguese"

@@ -43,7 +43,7 @@ def crashing_model() -> ScriptedModel:
 async def wait_done(app: App, job_id: str, timeout: float = 20.0) -> str:
     async def done() -> str:
         while True:
-            job = await app.store.get_job(job_id)
+            job = await app.store.jobs.get(job_id)
             if job is not None and job.status in ("done", "dead"):
                 return job.status
             await asyncio.sleep(0.05)
@@ -72,9 +72,9 @@ async def test_a_crash_mid_reply_is_answered_and_learned_from_after_restart(
             return send
 
         answered = await app.runtime.answer_unanswered("test", sender_for)
-        stored = await app.store.recent_memories(chat.room.id, 10)
+        stored = await app.store.memories.recent(chat.room.id, 10)
         status = await wait_done(app, job_id_for("message", message.id))
-        job = await app.store.get_job(job_id_for("message", message.id))
+        job = await app.store.jobs.get(job_id_for("message", message.id))
         await app.store.client.drop_database(app.settings.storage.mongodb_database)
     assert answered == 1
     assert sent == [(chat.room.id, "Nice to meet you!")]
@@ -96,7 +96,7 @@ async def test_an_old_unanswered_message_is_learned_from_but_not_answered(
             await chat.send(message)
     async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
         status = await wait_done(app, job_id_for("message", message.id))
-        stored = await app.store.recent_memories(message.room_id, 10)
+        stored = await app.store.memories.recent(message.room_id, 10)
         await app.store.client.drop_database(app.settings.storage.mongodb_database)
     assert status == "done"
     assert [m.content.text for m in stored] == ["Hi, I'm Sarah"]
@@ -116,7 +116,7 @@ async def test_a_redelivery_after_a_crash_mid_reply_is_answered_once(
         again = await chat.send(chat.message("Hi there", number=7))
         third = await chat.send(chat.message("Hi there", number=7))
         await chat.settle()
-        stored = await app.store.recent_memories(chat.room.id, 10)
+        stored = await app.store.memories.recent(chat.room.id, 10)
     assert again.responded and not third.stored and not third.responded
     assert chat.replies == ["Nice to meet you!"]
     assert [m.content.text for m in stored] == ["Hi there", "Nice to meet you!"]
@@ -132,13 +132,13 @@ async def test_a_stored_message_without_a_job_gets_one_when_redelivered(
         tmp_path, model=model, plugins=[learner(learned)], evaluator_selection="all"
     ) as app:
         chat = TestChat(app.runtime)
-        await app.store.upsert_room(chat.room)
+        await app.store.rooms.upsert(chat.room)
         message: Memory = chat.message("I live in Seattle")
         # What a crash between storing and enqueuing left behind before intake wrote jobs first.
-        await app.store.insert_memory(message)
+        await app.store.memories.insert(message)
         await chat.send(message)
         await chat.settle()
-        jobs = await app.store.count_jobs(room_id=chat.room.id, status="done")
+        jobs = await app.store.jobs.count(room_id=chat.room.id, status="done")
     assert jobs == 1
     assert learned == ["I live in Seattle"]
     assert chat.replies == ["Nice to meet you!"]

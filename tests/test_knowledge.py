@@ -36,7 +36,7 @@ async def test_a_failed_vector_write_loses_nothing_and_is_rebuilt(
     down = Knowledge(store, VectorIndex.remote("127.0.0.1", closed_port()), embedder)
     writes = await down.add_facts([fact("Sam lives in Lisbon")], near_duplicate_distance=0.04)
     assert [w.stored for w in writes] == [True]
-    [saved] = await store.facts_about([SAM], WORLD)
+    [saved] = await store.facts.about([SAM], WORLD)
     assert saved.text == "Sam lives in Lisbon" and saved.indexed_at is None
     # Reads still work, from MongoDB, while the index is down.
     found = await down.search_facts("where does Sam live?", subject_ids=[SAM], world_id=WORLD)
@@ -50,7 +50,7 @@ async def test_a_failed_vector_write_loses_nothing_and_is_rebuilt(
     up = Knowledge(store, vectors, embedder)
     assert await up.reindex_missing() == 1
     assert await vectors.existing_ids("facts", [saved.id]) == {saved.id}
-    [reindexed] = await store.facts_about([SAM], WORLD)
+    [reindexed] = await store.facts.about([SAM], WORLD)
     assert reindexed.indexed_at is not None
     hits = await up.search_facts("Which city is Sam's home?", subject_ids=[SAM], world_id=WORLD)
     assert [f.text for f in hits] == ["Sam lives in Lisbon"]
@@ -64,7 +64,7 @@ async def test_a_vector_whose_document_is_gone_is_never_shown(
     knowledge = Knowledge(store, vectors, onnx_embedder)
     [write] = await knowledge.add_facts([fact("Sam plays the cello")], near_duplicate_distance=0.04)
     # The document is deleted but the vector delete never happens (a crash in between).
-    await store.delete_fact(write.fact.id, world_id=WORLD)
+    await store.facts.delete(write.fact.id, world_id=WORLD)
     assert await vectors.existing_ids("facts", [write.fact.id]) == {write.fact.id}
     found = await knowledge.search_facts("music Sam plays", subject_ids=[SAM], world_id=WORLD)
     assert found == []

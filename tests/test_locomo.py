@@ -140,7 +140,7 @@ async def test_a_tiny_conversation_is_scored_end_to_end(
     assert result["facts"]["recall_at"]["20"] == pytest.approx((1 + 0.5 + 1) / 3, abs=1e-3)
     # The turns really are Mnemo memories, dated by their session.
     room_id, _ = conversation_scope("conv-test")
-    stored = await store.recent_memories(room_id, 10)
+    stored = await store.memories.recent(room_id, 10)
     assert [m.created_at.date().isoformat() for m in stored] == ["2023-05-08"] * 3 + [
         "2023-06-20"
     ] * 3

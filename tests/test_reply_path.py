@@ -24,7 +24,7 @@ UNREADABLE = '{"thoughts": "Priya seems happy about Comet", "action": "NONE"}'
 
 
 async def stored_texts(app: object, chat: TestChat) -> list[str]:
-    memories = await chat.runtime.store.recent_memories(chat.room.id, 20)
+    memories = await chat.runtime.store.memories.recent(chat.room.id, 20)
     return [m.content.text for m in memories]
 
 

@@ -1,6 +1,6 @@
 """MessageRetriever on real parts: MongoDB over the wire, Chroma, the ONNX embedder.
 
-Messages are stored and indexed the way the bot stores them (MongoStore.insert_memory, then
+Messages are stored and indexed the way the bot stores them (MongoStore.memories.insert, then
 Knowledge.index_message), and searched through the same class the recall provider uses.
 """
 
@@ -42,14 +42,14 @@ class Chat:
         return stable_id("test", "world", self.world)
 
     async def open(self) -> Chat:
-        await self.knowledge.store.upsert_room(
+        await self.knowledge.store.rooms.upsert(
             Room(id=self.room_id, world_id=self.world_id, platform="test", kind="group")
         )
         return self
 
     async def say(self, text: str, *, by: str = "Sarah", index: bool = True) -> Memory:
         user = stable_id("test", "account", by)
-        await self.knowledge.store.upsert_account(
+        await self.knowledge.store.accounts.upsert(
             Account(id=user, platform="test", platform_id=by, name=by)
         )
         memory = Memory(
@@ -62,7 +62,7 @@ class Chat:
             # Strictly increasing: the order in the room is the order of the script.
             created_at=utcnow() + timedelta(milliseconds=len(self.said) + 1),
         )
-        await self.knowledge.store.insert_memory(memory)
+        await self.knowledge.store.memories.insert(memory)
         if index:
             await self.knowledge.index_message(memory)
         self.said.append(memory)
@@ -195,7 +195,7 @@ async def test_a_deleted_message_is_never_returned_though_its_vector_remains(
     # Searched once first, so the keyword index is cached with the message in it.
     assert gone.id in {r.memory.id for r in await retriever.search(query, room_id=chat.room_id)}
 
-    await knowledge.store.delete_memories(user_id=gone.user_id, world_id=chat.world_id)
+    await knowledge.store.memories.delete(user_id=gone.user_id, world_id=chat.world_id)
     found = await retriever.search(query, room_id=chat.room_id)
 
     [still_there] = await knowledge.vectors.query(
@@ -238,7 +238,7 @@ async def test_the_index_is_rebuilt_when_messages_were_deleted_and_added(
     assert await retriever.search(query, room_id=chat.room_id) != []
 
     # One message gone and one new: the same count, a different room.
-    await knowledge.store.delete_memories(user_id=stable_id("test", "account", "Sam"),
+    await knowledge.store.memories.delete(user_id=stable_id("test", "account", "Sam"),
                                           world_id=chat.world_id)  # fmt: skip
     new = await chat.say("Paella night moved to Saturday, same place.", by="Alex", index=False)
     found = await retriever.search(query, room_id=chat.room_id, limit=1)

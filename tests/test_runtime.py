@@ -25,8 +25,8 @@ async def test_a_redelivered_message_is_answered_and_learned_from_once(
         first = await chat.send(message)
         again = await chat.send(chat.message("Hi there", number=7))
         await chat.settle()
-        stored = await app.store.recent_memories(chat.room.id, 10)
-        jobs = await app.store.count_jobs(room_id=chat.room.id)
+        stored = await app.store.memories.recent(chat.room.id, 10)
+        jobs = await app.store.jobs.count(room_id=chat.room.id)
     assert first.stored and first.responded
     assert not again.stored and not again.responded
     assert chat.replies == ["Nice to meet you!"]
@@ -69,7 +69,7 @@ async def test_group_messages_are_answered_only_when_addressed(
         inside_word = await chat.say(f"{name}nic devices are cool")
         mentioned = await chat.say("look at this", mentions_agent=True)
         replied = await chat.say("yes", replies_to_agent=True)
-        count = await app.store.count_memories(chat.room.id)
+        count = await app.store.memories.count_in_room(chat.room.id)
     assert not overheard.responded and overheard.stored
     assert named.responded and mentioned.responded and replied.responded
     assert not inside_word.responded
@@ -100,7 +100,7 @@ async def test_an_action_named_by_the_reply_runs_and_can_suppress_the_text(
     async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
         chat = TestChat(app.runtime)
         result = await chat.say("remind me at 5pm")
-        stored = await app.store.recent_memories(chat.room.id, 10)
+        stored = await app.store.memories.recent(chat.room.id, 10)
     assert result.action == "SET_REMINDER"
     assert chat.replies == ["Reminder set for 5pm."]
     assert [m.content.text for m in stored] == ["remind me at 5pm", "Reminder set for 5pm."]
@@ -132,7 +132,7 @@ async def test_rate_limited_users_get_a_polite_answer_without_a_model_call(
         chat = TestChat(app.runtime)
         for text in ("one", "two", "three"):
             await chat.say(text)
-        stored = await app.store.count_memories(chat.room.id)
+        stored = await app.store.memories.count_in_room(chat.room.id)
     assert chat.replies[:2] == ["Nice to meet you!"] * 2
     assert "minute" in chat.replies[2]
     assert len([c for c in model.calls if c.task == Task.REPLY]) == 2

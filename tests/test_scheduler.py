@@ -111,9 +111,9 @@ async def test_idle_flush_learns_from_quiet_rooms_only_and_only_once(
         busy = TestChat(runtime, name="Ann", chat="busy", kind="group")
         await say_at(quiet, "I moved to Lisbon last month", minutes_ago=30)
         await say_at(quiet, "and I started a pottery class", minutes_ago=29)
-        await runtime.store.insert_memory(bot_said(quiet, "Lovely!", minutes_ago=28))
+        await runtime.store.memories.insert(bot_said(quiet, "Lovely!", minutes_ago=28))
         await say_at(learned, "I have two cats", minutes_ago=30)
-        await runtime.store.set_room_mark(learned.room.id, MARK, utcnow())
+        await runtime.store.rooms.set_mark(learned.room.id, MARK, utcnow())
         await busy.say("still chatting right now")
         await runtime.evaluations.join(timeout=30)
         recorder.runs.clear()
@@ -126,8 +126,8 @@ async def test_idle_flush_learns_from_quiet_rooms_only_and_only_once(
         assert await run_idle_flush(runtime, idle_minutes=10) == 0  # not flushed twice
         await runtime.evaluations.join(timeout=30)
         assert recorder.idle_runs() == ["and I started a pottery class"]
-        assert await runtime.store.count_jobs(room_id=busy.room.id) == 1  # its message job
-        assert await runtime.store.count_jobs(room_id=learned.room.id) == 1
+        assert await runtime.store.jobs.count(room_id=busy.room.id) == 1  # its message job
+        assert await runtime.store.jobs.count(room_id=learned.room.id) == 1
 
         # Someone speaks again, then the room goes quiet again: flushed again.
         await say_at(quiet, "also I adopted a dog", minutes_ago=20)
@@ -160,7 +160,7 @@ async def test_the_running_scheduler_flushes_idle_rooms_and_rebuilds_lost_vector
             world_id=chat.room.world_id,
             agent_id=app.runtime.agent_id,
         )
-        await app.store.insert_fact(fact)
+        await app.store.facts.insert(fact)
         assert await app.knowledge.vectors.existing_ids("facts", [fact.id]) == set()
 
         scheduler = build_scheduler(
@@ -185,7 +185,7 @@ async def test_the_running_scheduler_flushes_idle_rooms_and_rebuilds_lost_vector
             await asyncio.sleep(0)  # shutdown is scheduled on the loop; let it happen
 
         assert recorder.idle_runs() == ["I'm training for the Berlin marathon"]
-        assert await app.store.unindexed_facts() == []
+        assert await app.store.facts.unindexed() == []
         found = await app.knowledge.search_facts(
             "marathon running", subject_ids=[chat.account.id], world_id=chat.room.world_id
         )
@@ -225,11 +225,11 @@ async def test_jobs_interrupted_by_a_crash_run_exactly_once_after_restart(
     before = MongoStore.from_uri(mongo_uri, database)
     try:
         await before.ensure_indexes()
-        await before.upsert_account(account)
-        await before.upsert_room(room)
+        await before.accounts.upsert(account)
+        await before.rooms.upsert(room)
         for n, message in enumerate(messages):
-            await before.insert_memory(message)
-            await before.enqueue_job(
+            await before.memories.insert(message)
+            await before.jobs.insert(
                 EvaluationJob(
                     id=stable_id("evaluation", "message", message.id),
                     room_id=room.id,
@@ -238,7 +238,7 @@ async def test_jobs_interrupted_by_a_crash_run_exactly_once_after_restart(
                     created_at=utcnow() + timedelta(milliseconds=n),
                 )
             )
-        claimed = await before.claim_next_job(room.id)
+        claimed = await before.jobs.claim_next(room.id)
         assert claimed is not None and claimed.message_id == messages[0].id
     finally:
         await before.close()
@@ -257,10 +257,10 @@ async def test_jobs_interrupted_by_a_crash_run_exactly_once_after_restart(
     ) as app:
         assert app.runtime.agent_id == agent
         assert await app.runtime.evaluations.join(timeout=30)
-        done = await app.store.count_jobs(room_id=room.id, status="done")
-        pending_or_running = await app.store.count_jobs(
+        done = await app.store.jobs.count(room_id=room.id, status="done")
+        pending_or_running = await app.store.jobs.count(
             room_id=room.id, status="pending"
-        ) + await app.store.count_jobs(room_id=room.id, status="running")
+        ) + await app.store.jobs.count(room_id=room.id, status="running")
 
     assert calls == texts  # each exactly once, in order
     assert done == 2

@@ -116,7 +116,7 @@ async def test_malformed_or_failed_answers_are_ignored_and_lose_nothing(
             await chat.say(text)
         await chat.settle()
         [row] = await summary_of(app, world_id=chat.room.world_id)
-        jobs_failed = await app.store.count_jobs(status="failed")
+        jobs_failed = await app.store.jobs.count(status="failed")
 
     assert len(chat.replies) == len(messages)  # the bot kept talking throughout
     assert len(model.calls_for(SENTIMENT)) == len(messages)
@@ -208,7 +208,7 @@ async def test_a_message_is_counted_once_even_if_its_evaluation_runs_again(
         )
         assert await app.runtime.evaluations.recover() == 1
         await chat.settle()
-        message = await app.store.get_memory(result.job.message_id)
+        message = await app.store.memories.get(result.job.message_id)
         assert message is not None
         assert await app.runtime.flush_room(message, timeout=30)
         [row] = await summary_of(app, world_id=chat.room.world_id)

@@ -43,8 +43,8 @@ async def test_a_deadline_on_learning_leaves_the_model_call_running_to_the_end(
         assert outcomes == []  # still thinking, not cancelled
         release.set()
         await chat.settle()
-        job = await app.store.get_job(result.job.id)
-        running = await app.store.count_jobs(room_id=chat.room.id, status="running")
+        job = await app.store.jobs.get(result.job.id)
+        running = await app.store.jobs.count(room_id=chat.room.id, status="running")
     assert outcomes == ["learned", "learned"]  # the message's job and the flush's
     assert job is not None and job.status == "done" and job.ran == ["LEARN"]
     assert running == 0

@@ -161,9 +161,9 @@ async def test_a_direct_message_is_answered_with_typing_shown(
         assert reply.reply_to_message_id is None  # a DM needs no quote
         typing = [c for c in server.calls_to("sendChatAction") if c.params["chat_id"] == dm.id]
         assert typing and typing[0].params["action"] == "typing"
-        stored = await bot.app.store.get_memory(message_id("telegram", dm.id, 1))
+        stored = await bot.app.store.memories.get(message_id("telegram", dm.id, 1))
         assert stored is not None and stored.content.text == "hello there"
-        account = (await bot.app.store.get_accounts([account_id("telegram", sarah.id)]))[
+        account = (await bot.app.store.accounts.get_many([account_id("telegram", sarah.id)]))[
             account_id("telegram", sarah.id)
         ]
         assert (account.name, account.username) == ("Sarah", "sarah")
@@ -200,7 +200,7 @@ async def test_a_group_message_not_addressed_is_stored_but_not_answered(
 
         assert [m.text for m in server.sent] == ["You said: @mnemo_bot are you there?"]
         assert reply.reply_to_message_id == 2  # in a group, the reply quotes the message
-        stored = await bot.app.store.get_memory(
+        stored = await bot.app.store.memories.get(
             message_id("telegram", group.id, chatter["message_id"])
         )
         assert stored is not None and stored.content.text == "lovely weather today"
@@ -225,7 +225,7 @@ async def test_mention_reply_to_the_bot_and_its_name_are_answered(
         assert replied.text == "You said: tell me more"
         assert named.text == "You said: Mnemo, what do you think?"
         assert len(server.sent) == 3
-        stored = await bot.app.store.get_memory(
+        stored = await bot.app.store.memories.get(
             message_id("telegram", group.id, to_person["message_id"])
         )
         assert stored is not None and not stored.replies_to_agent
@@ -251,13 +251,13 @@ async def test_bots_edits_channel_posts_and_service_messages_are_ignored(
         await bot.settle(group)
 
         assert [m.text for m in server.sent] == ["You said: @mnemo_bot only this"]
-        stored = await bot.app.store.recent_memories(room_id("telegram", group.id), 20)
+        stored = await bot.app.store.memories.recent(room_id("telegram", group.id), 20)
         assert [m.content.text for m in stored] == [
             "first version",
             "@mnemo_bot only this",
             "You said: @mnemo_bot only this",
         ]
-        assert await bot.app.store.count_memories(room_id("telegram", channel.id)) == 0
+        assert await bot.app.store.memories.count_in_room(room_id("telegram", channel.id)) == 0
 
 
 async def test_a_redelivered_update_is_answered_once(
@@ -298,7 +298,7 @@ async def test_attachments_and_mentions_of_people_are_recorded(
         await bot.settle(group)
 
         photo, document, mention = [
-            await bot.app.store.get_memory(message_id("telegram", group.id, n)) for n in (2, 3, 4)
+            await bot.app.store.memories.get(message_id("telegram", group.id, n)) for n in (2, 3, 4)
         ]
         assert photo is not None and document is not None and mention is not None
         [image] = photo.content.attachments
@@ -369,7 +369,7 @@ async def test_forgetme_asks_first_then_forgets_in_mongodb_and_chroma(
         server.push_message(group, tom, "I live in Oslo")
         await bot.settle(group)
         world = world_id("telegram", group.id)
-        facts, _ = await bot.app.store.list_facts(
+        facts, _ = await bot.app.store.facts.page(
             world, subject_id=account_id("telegram", sarah.id)
         )
         assert [f.text for f in facts] == ["said @mnemo_bot I live in Lyon"]
@@ -382,19 +382,19 @@ async def test_forgetme_asks_first_then_forgets_in_mongodb_and_chroma(
         # Tom cannot press Sarah's button.
         server.push_callback(tom, prompt, yes)
         await server.wait_for_calls("answerCallbackQuery", 1)
-        assert await bot.app.store.count_memories(room_id("telegram", group.id)) > 0
+        assert await bot.app.store.memories.count_in_room(room_id("telegram", group.id)) > 0
         server.push_callback(sarah, prompt, yes)
         [edit] = await server.wait_for_calls("editMessageText", 1)
 
         assert edit.params["text"].startswith("Done: I forgot 1 facts about you and 1 of your")
         sarah_id = account_id("telegram", sarah.id)
-        assert (await bot.app.store.list_facts(world, subject_id=sarah_id))[1] == 0
+        assert (await bot.app.store.facts.page(world, subject_id=sarah_id))[1] == 0
         assert not await bot.app.knowledge.vectors.existing_ids("facts", [facts[0].id])
         said = message_id("telegram", group.id, 1)
-        assert await bot.app.store.get_memory(said) is None
+        assert await bot.app.store.memories.get(said) is None
         assert not await bot.app.knowledge.vectors.existing_ids("messages", [said])
         # Tom is remembered still.
-        tom_facts, _ = await bot.app.store.list_facts(
+        tom_facts, _ = await bot.app.store.facts.page(
             world, subject_id=account_id("telegram", tom.id)
         )
         assert [f.text for f in tom_facts] == ["said I live in Oslo"]
@@ -432,8 +432,8 @@ async def test_admin_commands_refuse_others_and_show_no_data(
 
             assert answer.text == f"Sorry, {command.split()[0]} is only for admins."
         world = world_id("telegram", group.id)
-        assert (await bot.app.store.list_facts(world))[1] == 1
-        assert await bot.app.store.goals_in_world(world) == []
+        assert (await bot.app.store.facts.page(world))[1] == 1
+        assert await bot.app.store.goals.in_world(world) == []
 
 
 async def test_admin_commands_work_for_a_configured_admin(
@@ -466,12 +466,12 @@ async def test_admin_commands_work_for_a_configured_admin(
         assert "Facts: 2" in stats.text and "Goals: 1" in stats.text
 
         world = world_id("telegram", group.id)
-        facts, _ = await bot.app.store.list_facts(world, subject_id=account_id("telegram", tom.id))
+        facts, _ = await bot.app.store.facts.page(world, subject_id=account_id("telegram", tom.id))
         forgot = await bot.said(group, boss, f"/forget {facts[0].id[:8]}")
         assert forgot.text == "Forgot: said I collect stamps"
         person = await bot.said(group, boss, "/forget @sarah")
         assert person.text.startswith("Forgot 1 facts and 1 messages")
-        assert (await bot.app.store.list_facts(world))[1] == 0
+        assert (await bot.app.store.facts.page(world))[1] == 0
 
 
 async def test_group_administrators_may_use_admin_commands_when_enabled(
@@ -522,7 +522,7 @@ async def test_commands_for_other_bots_and_unknown_commands_are_ignored(
         addressed = await bot.said(group, boss, "/goals@mnemo_bot")
 
         assert [m.text for m in server.sent] == [addressed.text] == ["No goals here yet."]
-        assert await bot.app.store.count_memories(room_id("telegram", group.id)) == 0
+        assert await bot.app.store.memories.count_in_room(room_id("telegram", group.id)) == 0
 
 
 async def test_the_command_menu_is_registered(

@@ -19,7 +19,7 @@ async def test_a_lone_surrogate_or_nul_does_not_lose_the_message(
     async with open_test_app(tmp_path, model=ScriptedModel(answers={Task.REPLY: [REPLY]})) as app:
         chat = TestChat(app.runtime)
         result = await chat.say("broken \ud83d emoji and a \x00 NUL, fine 😀")
-        stored = await app.store.recent_memories(chat.room.id, 10)
+        stored = await app.store.memories.recent(chat.room.id, 10)
     assert result.stored and result.responded
     assert stored[0].content.text == "broken \ufffd emoji and a  NUL, fine 😀"
 
@@ -36,7 +36,7 @@ async def test_a_too_long_message_is_stored_cut_with_a_note(
     async with open_test_app(tmp_path, model=ScriptedModel(answers={Task.REPLY: [REPLY]})) as app:
         chat = TestChat(app.runtime)
         result = await chat.say("word " * 10_000)
-        [message, _] = await app.store.recent_memories(chat.room.id, 10)
+        [message, _] = await app.store.memories.recent(chat.room.id, 10)
     assert result.stored and result.responded
     kept, note = message.content.text.rsplit("\n", 1)
     assert kept == ("word " * 10_000)[:MAX_MESSAGE_CHARS]

@@ -86,7 +86,7 @@ async def test_reindex_all_rebuilds_every_vector_with_a_progress_bar(
         assert app.vector_healing is not None
         await app.vector_healing
         vectors = app.knowledge.vectors
-        [first, *_] = await app.store.recent_memories(TestChat(app.runtime).room.id, 10)
+        [first, *_] = await app.store.memories.recent(TestChat(app.runtime).room.id, 10)
         await vectors.delete("messages", ids=[first.id])
         missing_only = io.StringIO()
         some = await reindex(

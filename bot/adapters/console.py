@@ -107,11 +107,12 @@ class ConsoleChat:
     async def run(self) -> None:
         if self._given_name is None:
             # A name learned in an earlier session is still theirs.
-            known = (await self.runtime.store.get_accounts([self.account.id])).get(self.account.id)
+            accounts = self.runtime.store.accounts
+            known = (await accounts.get_many([self.account.id])).get(self.account.id)
             if known is not None:
                 self.account = self.account.model_copy(update={"name": known.name})
-        await self.runtime.store.upsert_account(self.account)
-        await self.runtime.store.upsert_room(self.room)
+        await self.runtime.store.accounts.upsert(self.account)
+        await self.runtime.store.rooms.upsert(self.room)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_reader(self.stdin, lines, asyncio.get_running_loop())
         while True:
@@ -199,7 +200,7 @@ class ConsoleChat:
         """
         if self._given_name is not None:
             return
-        facts, _ = await self.runtime.store.list_facts(
+        facts, _ = await self.runtime.store.facts.page(
             self.room.world_id, subject_id=self.account.id, limit=_NAME_SCAN_LIMIT
         )
         for fact in facts:
@@ -207,11 +208,11 @@ class ConsoleChat:
             if name is not None:
                 if name != self.account.name:
                     self.account = self.account.model_copy(update={"name": name})
-                    await self.runtime.store.upsert_account(self.account)
+                    await self.runtime.store.accounts.upsert(self.account)
                 return
 
     async def _last_said(self) -> Memory | None:
-        recent = await self.runtime.store.recent_memories(self.room.id, 5)
+        recent = await self.runtime.store.memories.recent(self.room.id, 5)
         said = [m for m in recent if m.user_id == self.account.id]
         return said[-1] if said else None
 

@@ -530,7 +530,7 @@ class DiscordAdapter:
         self, runtime: AgentRuntime, message: discord.Message, incoming: Incoming
     ) -> None:
         for person in incoming.mentioned:
-            await runtime.store.upsert_account(person)
+            await runtime.store.accounts.upsert(person)
         await runtime.handle(
             incoming.memory,
             sender_for(message, reply=incoming.room.kind == "group"),

@@ -689,8 +689,8 @@ class TelegramAdapter:
         runtime = self._require_runtime()
         name, argument = _command_parts(message.text or "")
         account, room = account_of(user), room_of(message.chat)
-        await runtime.store.upsert_account(account)
-        await runtime.store.upsert_room(room)
+        await runtime.store.accounts.upsert(account)
+        await runtime.store.rooms.upsert(room)
         scope = admin.Scope(world_id=room.world_id, room_id=room.id, user_id=account.id)
         if name in _ADMIN_NAMES and not await self._is_admin(user.id, message.chat):
             answer: str | None = f"Sorry, /{name} is only for admins."
@@ -909,7 +909,7 @@ def _parse_facts_arguments(argument: str, message: Message) -> tuple[str | None,
 
 
 async def _account_id_by_username(runtime: AgentRuntime, username: str) -> str | None:
-    account = await runtime.store.find_account_by_username(PLATFORM, username)
+    account = await runtime.store.accounts.find_by_username(PLATFORM, username)
     return None if account is None else account.id
 
 

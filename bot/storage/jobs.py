@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from bot.models import EvaluationJob, utcnow
-from bot.storage.mongo import _dump, _load_one, _millis
+from bot.storage.documents import dump, load_one, millis
 
 logger = logging.getLogger(__name__)
 
@@ -34,14 +35,27 @@ def now_ms() -> int:
 
 
 class JobStore:
+    """The evaluation queue: intake, release, claim, finish or fail, recover after a crash."""
+
+    # The indexes its queries need (names fixed: a second start-up asks for the same).
+    INDEXES: ClassVar[Mapping[str, list[IndexModel]]] = {
+        "evaluations": [
+            IndexModel(
+                [("room_id", ASCENDING), ("status", ASCENDING), ("created_ms", ASCENDING)],
+                name="room_status_created_ms",
+            ),
+            IndexModel([("status", ASCENDING)], name="status"),
+        ]
+    }
+
     def __init__(self, db: AsyncDatabase) -> None:
         self._jobs = db.evaluations
 
     async def open_intake(self, job: EvaluationJob) -> tuple[EvaluationJob, bool]:
         """Write a job in `intake` holding its message; returns the stored job and whether
         it was created now (False: a job with this id existed, returned as stored)."""
-        document = _dump(job)
-        document["created_ms"] = _millis(job.created_at)
+        document = dump(job)
+        document["created_ms"] = millis(job.created_at)
         try:
             await self._jobs.insert_one(document)
         except DuplicateKeyError:
@@ -53,8 +67,8 @@ class JobStore:
 
     async def insert(self, job: EvaluationJob) -> bool:
         """Insert a runnable job; False if one with this id exists (the same message twice)."""
-        document = _dump(job)
-        document["created_ms"] = _millis(job.created_at)
+        document = dump(job)
+        document["created_ms"] = millis(job.created_at)
         try:
             await self._jobs.insert_one(document)
         except DuplicateKeyError:
@@ -77,12 +91,12 @@ class JobStore:
         )
 
     async def get(self, job_id: str) -> EvaluationJob | None:
-        return _load_one(EvaluationJob, await self._jobs.find_one({"_id": job_id}))
+        return load_one(EvaluationJob, await self._jobs.find_one({"_id": job_id}))
 
     async def in_intake(self) -> list[EvaluationJob]:
         """Jobs whose message was taken in but never released (a crash mid-reply), oldest first."""
         cursor = self._jobs.find({"status": "intake"}).sort("created_ms", ASCENDING)
-        return [job for doc in await cursor.to_list() if (job := _load_one(EvaluationJob, doc))]
+        return [job for doc in await cursor.to_list() if (job := load_one(EvaluationJob, doc))]
 
     async def claim_next(self, room_id: str) -> EvaluationJob | int | None:
         """Claim the room's oldest runnable job: the job, or the time (ms) it becomes due when
@@ -108,7 +122,7 @@ class JobStore:
                 return_document=ReturnDocument.AFTER,
             )
             if document is not None:
-                return _load_one(EvaluationJob, document)
+                return load_one(EvaluationJob, document)
             # Another worker claimed it between the two calls: look again.
 
     async def record_selection(self, job_id: str, names: list[str]) -> None:
@@ -149,7 +163,12 @@ class JobStore:
         return requeued, dead
 
     async def rooms_with_runnable(self) -> list[str]:
-        return sorted(await self._jobs.distinct("room_id", {"status": {"$in": RUNNABLE}}))
+        # One `distinct` per status: nx-27017's `distinct` ignores an `$in` filter and would
+        # name every room that ever had a job.
+        rooms: set[str] = set()
+        for status in RUNNABLE:
+            rooms.update(await self._jobs.distinct("room_id", {"status": status}))
+        return sorted(rooms)
 
     async def counts(self) -> dict[str, int]:
         """Jobs per status, every status of `WATCHED` and `done` present (0 when none)."""
@@ -157,3 +176,12 @@ class JobStore:
         for status in counts:
             counts[status] = await self._jobs.count_documents({"status": status})
         return counts
+
+    async def count(self, *, room_id: str | None = None, status: str | None = None) -> int:
+        """Jobs in a room and/or in a status (all jobs without either)."""
+        query: dict[str, Any] = {}
+        if room_id is not None:
+            query["room_id"] = room_id
+        if status is not None:
+            query["status"] = status
+        return await self._jobs.count_documents(query)

@@ -149,7 +149,7 @@ class Knowledge:
                 results.append(FactWrite(fact, stored=False, duplicate_of=duplicate))
                 continue
             try:
-                await self.store.insert_fact(fact)
+                await self.store.facts.insert(fact)
             except DuplicateKeyError:
                 # Stored by an earlier run of this same extraction: what it closed is closed.
                 results.append(FactWrite(fact, stored=False, duplicate_of=fact.id))
@@ -178,7 +178,7 @@ class Knowledge:
                 if state_different_values(fact.text, other.text):
                     return None, other.id
                 return other.id, None
-        same = await self.store.find_fact_by_text(
+        same = await self.store.facts.find_by_text(
             subject_id=fact.subject_id, world_id=fact.world_id, text=fact.text
         )
         if same is not None:
@@ -188,7 +188,7 @@ class Knowledge:
         )
         if hits and hits[0].distance <= threshold:
             # Only trust the vector if its document still exists and still holds.
-            existing = [f for f in await self.store.get_facts([hits[0].id]) if f.is_current]
+            existing = [f for f in await self.store.facts.get_many([hits[0].id]) if f.is_current]
             if existing:
                 if state_different_values(fact.text, existing[0].text):
                     return None, existing[0].id
@@ -200,13 +200,13 @@ class Knowledge:
         person in the same world; returns the id closed."""
         if old_id is None or old_id == fact.id:
             return None
-        found = await self.store.get_facts([old_id])
+        found = await self.store.facts.get_many([old_id])
         old = found[0] if found else None
         if old is None or old.subject_id != fact.subject_id or old.world_id != fact.world_id:
             log.info("fact %s cannot replace %s: not the same person's", fact.id, old_id)
             return None
         until = max(fact.valid_from, old.valid_from)
-        if not await self.store.close_fact(
+        if not await self.store.facts.close(
             old_id, world_id=fact.world_id, until=until, superseded_by=fact.id
         ):
             return None  # closed already (a re-run, or another update got there first)
@@ -221,7 +221,7 @@ class Knowledge:
         ids closed. Closing is conditional on the fact being current: never twice."""
         closed = []
         for fact_id in dict.fromkeys(fact_ids):
-            if await self.store.close_fact(
+            if await self.store.facts.close(
                 fact_id, world_id=world_id, until=when, superseded_by=None
             ):
                 closed.append(fact_id)
@@ -258,11 +258,11 @@ class Knowledge:
             for hit in hits:
                 best[hit.id] = min(hit.distance, best.get(hit.id, 2.0))
         ranked = sorted(best, key=best.__getitem__)[:limit]
-        return [f for f in await self.store.get_facts(ranked) if f.is_current]
+        return [f for f in await self.store.facts.get_many(ranked) if f.is_current]
 
     async def fact_history(self, subject_id: str, world_id: str) -> list[Fact]:
         """Every fact about a person in a world, current and closed, oldest first."""
-        return await self.store.fact_history(subject_id, world_id)
+        return await self.store.facts.history(subject_id, world_id)
 
     async def _index_facts(self, pairs: list[tuple[Fact, list[float]]]) -> None:
         try:
@@ -277,7 +277,7 @@ class Knowledge:
             return
         now = utcnow()
         for fact, _ in pairs:
-            await self.store.mark_fact_indexed(fact.id, now)
+            await self.store.facts.mark_indexed(fact.id, now)
 
     async def search_facts(
         self,
@@ -299,9 +299,9 @@ class Knowledge:
             )
             relevant = [hit.id for hit in hits if hit.distance <= max_distance]
             # A vector can outlive its fact's lifetime (a failed delete): check in MongoDB.
-            found = [f for f in await self.store.get_facts(relevant) if f.is_current]
+            found = [f for f in await self.store.facts.get_many(relevant) if f.is_current]
         if not found:
-            found = await self.store.facts_about(list(subject_ids), world_id, limit=limit)
+            found = await self.store.facts.about(list(subject_ids), world_id, limit=limit)
         return found
 
     async def _nearest_facts_or_nothing(
@@ -317,7 +317,7 @@ class Knowledge:
             return []
 
     async def delete_fact(self, fact_id: str, *, world_id: str) -> bool:
-        deleted = await self.store.delete_fact(fact_id, world_id=world_id)
+        deleted = await self.store.facts.delete(fact_id, world_id=world_id)
         if deleted:
             await self._delete_vectors("facts", ids=[fact_id])
         return deleted
@@ -325,8 +325,8 @@ class Knowledge:
     async def forget_person(self, *, user_id: str, world_id: str) -> tuple[int, int]:
         """Delete everything learned about or said by a person in a world, in both stores,
         the facts' history included. Returns (facts deleted, messages deleted)."""
-        fact_ids = await self.store.delete_facts(subject_id=user_id, world_id=world_id)
-        messages = await self.store.delete_memories(user_id=user_id, world_id=world_id)
+        fact_ids = await self.store.facts.delete_about(subject_id=user_id, world_id=world_id)
+        messages = await self.store.memories.delete(user_id=user_id, world_id=world_id)
         if fact_ids:
             await self._delete_vectors("facts", ids=fact_ids)
         await self._delete_vectors(
@@ -347,7 +347,7 @@ class Knowledge:
         """Rebuild vectors for facts whose vector write never succeeded; `progress` is told
         how many were done after each batch (a restore's progress bar)."""
         total = 0
-        while facts := await self.store.unindexed_facts(limit=batch):
+        while facts := await self.store.facts.unindexed(limit=batch):
             vectors = await self.embedder.embed([f.text for f in facts])
             await self.vectors.upsert(
                 "facts",
@@ -357,7 +357,7 @@ class Knowledge:
             )
             now = utcnow()
             for fact in facts:
-                await self.store.mark_fact_indexed(fact.id, now)
+                await self.store.facts.mark_indexed(fact.id, now)
             total += len(facts)
             if progress is not None:
                 progress(len(facts))

@@ -54,7 +54,7 @@ async def find_missing(
     if everything or await vectors.count("facts") < facts_expected:
         missing.facts = await _absent(vectors, "facts", _fact_ids(store), everything)
     else:  # counts agree; facts whose vector write failed are marked in MongoDB
-        missing.facts = [fact.id for fact in await store.unindexed_facts(limit=10_000)]
+        missing.facts = [fact.id for fact in await store.facts.unindexed(limit=10_000)]
     said_by_agent = await store.db.memories.count_documents({"user_id": agent_id})
     messages_expected = await store.db.memories.count_documents({}) - said_by_agent
     if everything or await vectors.count("messages") < messages_expected:
@@ -74,14 +74,14 @@ async def rebuild(
     """Embed and write the missing vectors; returns what was rebuilt (gone ids are skipped)."""
     done = Missing()
     for start in range(0, len(missing.facts), BATCH):
-        facts = await store.get_facts(missing.facts[start : start + BATCH])
+        facts = await store.facts.get_many(missing.facts[start : start + BATCH])
         facts = [fact for fact in facts if fact.valid_until is None]
         await _write_facts(store, vectors, embedder, facts)
         done.facts += [fact.id for fact in facts]
         if progress:
             progress("facts", min(start + BATCH, len(missing.facts)), len(missing.facts))
     for start in range(0, len(missing.messages), BATCH):
-        messages = await store.get_memories(missing.messages[start : start + BATCH])
+        messages = await store.memories.get_many(missing.messages[start : start + BATCH])
         messages = [m for m in messages if m.content.text.strip()]
         await _write_messages(vectors, embedder, messages)
         done.messages += [m.id for m in messages]
@@ -186,7 +186,7 @@ async def _write_facts(
     )
     now = utcnow()
     for fact in facts:
-        await store.mark_fact_indexed(fact.id, now)
+        await store.facts.mark_indexed(fact.id, now)
 
 
 async def _write_messages(vectors: VectorIndex, embedder: Embedder, messages: list[Memory]) -> None:

@@ -285,7 +285,7 @@ async def _known_facts(
             world_id=message.world_id,
             limit=settings.known_facts,
         ),
-        ctx.knowledge.store.facts_about(people, message.world_id, limit=RECENT_KNOWN_FACTS),
+        ctx.knowledge.store.facts.about(people, message.world_id, limit=RECENT_KNOWN_FACTS),
     )
     chosen = {fact.id: fact for fact in [*similar, *recent]}
     return list(chosen.values())[: settings.known_facts]

@@ -26,11 +26,11 @@ __all__ = [
 
 async def forget(ctx: PluginContext, person_id: str, world_id: str) -> int:
     """The goals a person set in a world go with everything else about them."""
-    return await ctx.knowledge.store.delete_goals(user_id=person_id, world_id=world_id)
+    return await ctx.knowledge.store.goals.delete_of(user_id=person_id, world_id=world_id)
 
 
 async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict[str, Any]:
-    goals = await ctx.knowledge.store.goals_in_world(world_id, limit=10_000)
+    goals = await ctx.knowledge.store.goals.in_world(world_id, limit=10_000)
     own = [goal for goal in goals if goal.user_id == person_id]
     return {
         "goals": [goal.model_dump(mode="json", exclude={"room_id", "world_id"}) for goal in own]

@@ -186,7 +186,7 @@ async def handle(ctx: Context) -> Goal | None:
     if draft is None:
         await ctx.callback(Content(text=UNCLEAR_REPLY))
         return None
-    existing = await ctx.knowledge.store.goals_in_room(message.room_id, only_in_progress=True)
+    existing = await ctx.knowledge.store.goals.in_room(message.room_id, only_in_progress=True)
     for goal in existing:
         # Saying the same goal twice should not leave two copies to track.
         if goal.user_id == message.user_id and normalise(goal.name) == normalise(draft.name):

@@ -51,7 +51,7 @@ async def add_goal(
         user_id=owner_id,
         objectives=[Objective(description=o[:MAX_OBJECTIVE]) for o in objectives[:MAX_OBJECTIVES]],
     )
-    await store.insert_goal(goal)
+    await store.goals.insert(goal)
     return goal
 
 
@@ -79,7 +79,7 @@ async def _add(ctx: CommandContext) -> str:
 
 
 async def _list(ctx: CommandContext) -> str:
-    goals = await ctx.knowledge.store.goals_in_world(ctx.world_id, limit=LIST_LIMIT)
+    goals = await ctx.knowledge.store.goals.in_world(ctx.world_id, limit=LIST_LIMIT)
     if not goals:
         return "No goals here yet."
     return "\n".join(format_goal(goal) for goal in goals)

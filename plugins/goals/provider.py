@@ -8,7 +8,7 @@ from .prompts import progress
 
 
 async def get_goals(ctx: Context) -> Provided:
-    goals = await ctx.knowledge.store.goals_in_room(ctx.message.room_id, only_in_progress=True)
+    goals = await ctx.knowledge.store.goals.in_room(ctx.message.room_id, only_in_progress=True)
     if not goals:
         return Provided(data=[])
     lines = ["Goals in progress here:"]

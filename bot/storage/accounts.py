@@ -1,0 +1,43 @@
+"""The `accounts` collection: the people Mnemo has met, one document per platform account."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import ClassVar
+
+from pymongo import IndexModel
+from pymongo.asynchronous.collection import AsyncCollection
+from pymongo.asynchronous.database import AsyncDatabase
+
+from bot.models import Account
+from bot.storage.documents import (
+    by_ids,
+    fields,
+    load_one,
+)
+
+
+class Accounts:
+    """Accounts: upserted on every message, found by id or username."""
+
+    # The indexes its queries need (names fixed: a second start-up asks for the same).
+    INDEXES: ClassVar[Mapping[str, list[IndexModel]]] = {}
+
+    def __init__(self, db: AsyncDatabase) -> None:
+        self._collection: AsyncCollection = db.accounts
+
+    async def upsert(self, account: Account) -> None:
+        # $set, not replace: fields other code adds to the document survive a profile refresh.
+        await self._collection.update_one(
+            {"_id": account.id}, {"$set": fields(account)}, upsert=True
+        )
+
+    async def find_by_username(self, platform: str, username: str) -> Account | None:
+        """Usernames are case-insensitive on Discord and Telegram: an anchored `i` regex."""
+        pattern = {"$regex": f"^{re.escape(username)}$", "$options": "i"}
+        document = await self._collection.find_one({"platform": platform, "username": pattern})
+        return load_one(Account, document)
+
+    async def get_many(self, ids: list[str]) -> dict[str, Account]:
+        return {account.id: account for account in await by_ids(self._collection, Account, ids)}
