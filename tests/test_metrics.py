@@ -3,6 +3,7 @@ messages went through the real runtime, the real `openai` client and real stores
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import socket
 from collections.abc import AsyncIterator
@@ -14,13 +15,16 @@ from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
 from bot.config import ConfigError, ModelSettings, OpsSettings, Settings
+from bot.llm.base import ModelError, Task
 from bot.llm.usage import UsageLedger
 from bot.ops.metrics import Metrics, dependencies_of, estimated_cost
 from bot.ops.server import MetricsServer
+from bot.plugin_api import Context, Evaluator, Plugin
 from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorIndex
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, Reply, Usage
+from bot.testing.scripted import ScriptedModel
 
 PRICES = {"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6)}
 
@@ -150,3 +154,39 @@ async def test_a_taken_port_is_one_clear_line(tmp_path: Path) -> None:
         ):
             await MetricsServer(metrics, "127.0.0.1", port).start()
         await store.close()
+
+
+async def test_retried_and_dead_jobs_show_on_the_page(tmp_path: Path, model_dir: Path) -> None:
+    async def learn(ctx: Context) -> None:
+        return None
+
+    plugin = Plugin("learner", evaluators=[Evaluator("LEARN", "learns", learn)])
+    # First job: the selection fails once, then works (a retry). Second job: it keeps failing
+    # (the last scripted answer repeats) until it is out of attempts (dead).
+    model = ScriptedModel(
+        answers={
+            Task.REPLY: ['{"text": "Sure."}'],
+            Task.EVALUATOR_SELECTION: [ModelError("model down"), '["LEARN"]', ModelError("down")],
+        }
+    )
+    settings = test_settings(tmp_path, evaluation_max_attempts=2, evaluation_retry_seconds=0.05)
+    settings = dataclasses.replace(settings, ops=OpsSettings(_env_file=None, metrics_port=0))  # type: ignore[call-arg]
+    async with open_test_app(tmp_path, settings=settings, model=model, plugins=[plugin]) as app:
+        assert app.metrics_server is not None
+        chat = TestChat(app.runtime)
+        jobs = [(await chat.say(text)).job for text in ("I moved to Lisbon", "I got a cat")]
+
+        async def finished() -> None:
+            while True:
+                states = [await app.store.get_job(job.id) for job in jobs if job is not None]
+                if all(s is not None and s.status in ("done", "dead") for s in states):
+                    return
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(finished(), 20)
+        page = samples((await get(f"{app.metrics_server.url}/metrics"))[1])
+    assert page[("mnemo_evaluation_jobs", (("status", "done"),))] == 1
+    assert page[("mnemo_evaluation_jobs", (("status", "dead"),))] == 1
+    assert page[("mnemo_evaluation_jobs", (("status", "retrying"),))] == 0
+    assert page[("mnemo_evaluation_jobs_retried", ())] == 2
+    assert page[("mnemo_evaluation_queue_depth", ())] == 0

@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 
 from bot.llm.usage import ModelCall, UsageLedger
 from bot.models import JobStatus
+from bot.storage.jobs import JobStore
 from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorIndex
 
@@ -33,8 +34,10 @@ Prices = Mapping[str, tuple[float, float]]
 # to a minute (a slow remote one at its time-out).
 LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
 PROBE_TIMEOUT_SECONDS = 2.0
-# Where the evaluation jobs live; the only collection this module reads.
+# Where the evaluation jobs live (for the retried count, which the queue does not keep).
 JOBS_COLLECTION = "evaluations"
+# Job states that need no more work; every other state counts in the queue's depth.
+FINISHED_STATUSES = frozenset({"done", "failed", "dead"})
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ class Metrics:
         )
         self.queue_depth = Gauge(
             "mnemo_evaluation_queue_depth",
-            "Evaluation jobs waiting or running",
+            "Evaluation jobs not finished: intake, pending, running, retrying",
             registry=self.registry,
         )
         self.retried = Gauge(
@@ -190,7 +193,9 @@ class Metrics:
             return
         for status in {*get_args(JobStatus), *counts}:
             self.jobs.labels(status).set(counts.get(status, 0))
-        self.queue_depth.set(counts.get("pending", 0) + counts.get("running", 0))
+        self.queue_depth.set(
+            sum(n for status, n in counts.items() if status not in FINISHED_STATUSES)
+        )
         self.retried.set(retried)
 
 
@@ -204,12 +209,12 @@ async def _answers(probe: Callable[[], Awaitable[Any]]) -> bool:
 
 
 def dependencies_of(store: MongoStore, vectors: VectorIndex) -> Dependencies:
+    jobs = JobStore(store.db)
+
     async def job_counts() -> tuple[dict[str, int], int]:
-        jobs = store.db[JOBS_COLLECTION]
-        # Grouped by whatever statuses exist, so a new state (retry, dead) shows up unasked.
-        cursor = await jobs.aggregate([{"$group": {"_id": "$status", "n": {"$sum": 1}}}])
-        counts = {str(row["_id"]): int(row["n"]) async for row in cursor}
-        retried = await jobs.count_documents({"attempts": {"$gt": 1}})
+        # The queue's own count of every status it has (retrying and dead included).
+        counts = await jobs.counts()
+        retried = await store.db[JOBS_COLLECTION].count_documents({"attempts": {"$gt": 1}})
         return counts, retried
 
     async def chroma() -> int:
