@@ -178,7 +178,7 @@ async def test_retried_and_dead_jobs_show_on_the_page(tmp_path: Path, model_dir:
 
         async def finished() -> None:
             while True:
-                states = [await app.store.get_job(job.id) for job in jobs if job is not None]
+                states = [await app.store.jobs.get(job.id) for job in jobs if job is not None]
                 if all(s is not None and s.status in ("done", "dead") for s in states):
                     return
                 await asyncio.sleep(0.05)

@@ -21,7 +21,6 @@ from prometheus_client.registry import Collector
 
 from bot.llm.usage import ModelCall, UsageLedger
 from bot.models import JobStatus
-from bot.storage.jobs import JobStore
 from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorIndex
 
@@ -209,11 +208,9 @@ async def _answers(probe: Callable[[], Awaitable[Any]]) -> bool:
 
 
 def dependencies_of(store: MongoStore, vectors: VectorIndex) -> Dependencies:
-    jobs = JobStore(store.db)
-
     async def job_counts() -> tuple[dict[str, int], int]:
         # The queue's own count of every status it has (retrying and dead included).
-        counts = await jobs.counts()
+        counts = await store.jobs.counts()
         retried = await store.db[JOBS_COLLECTION].count_documents({"attempts": {"$gt": 1}})
         return counts, retried
 
