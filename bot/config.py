@@ -166,6 +166,17 @@ class StorageSettings(_Group):
     # No URI starts the bundled server; a URI may carry a password, hence SecretStr.
     mongodb_uri: SecretStr | None = Field(None, validation_alias=_env("MONGODB_URI"))
     mongodb_database: str = Field("mnemo", validation_alias=_env("MNEMO_MONGODB_DATABASE"))
+
+    @field_validator("mongodb_uri")
+    @classmethod
+    def _mongodb_scheme(cls, value: SecretStr | None) -> SecretStr | None:
+        # PyMongo's own message for a wrong scheme reads like a bug; say what is expected.
+        if value is not None:
+            scheme = value.get_secret_value().strip().partition("://")[0].lower()
+            if scheme not in ("mongodb", "mongodb+srv"):
+                raise ValueError("expected a mongodb:// or mongodb+srv:// URI")
+        return value
+
     # No host uses an embedded PersistentClient under data_dir.
     chroma_host: str | None = Field(None, validation_alias=_env("CHROMA_HOST"))
     chroma_port: int = Field(8000, ge=1, le=65535, validation_alias=_env("CHROMA_PORT"))

@@ -278,21 +278,39 @@ def discover(
     # Files written a moment ago (tests, hot edits) are invisible to the import system's
     # cached directory listings until this.
     importlib.invalidate_caches()
-    sources = [s for s in plugin_sources(folder) if _source_name(s).casefold() not in skip]
+    everything = plugin_sources(folder)
+    # Every name a plugin answers to, to tell a typo in `disabled` from a real plugin.
+    known = {_source_name(s) for s in everything}
+    sources = [s for s in everything if _source_name(s).casefold() not in skip]
     if sources:
         package, own_name = _folder_package(folder)
         if not own_name:
             _ensure_private_package(package, folder)
         for source in sources:
             plugin = _import_plugin(source, package)
-            if isinstance(plugin, Plugin) and plugin.name.casefold() in skip:
-                continue
+            if isinstance(plugin, Plugin):
+                known.add(plugin.name)
+                if plugin.name.casefold() in skip:
+                    continue
             registry.add(plugin, str(source), env_file=env_file)
     if use_entry_points:
         for where, plugin in _entry_point_plugins(skip):
-            if isinstance(plugin, Plugin) and plugin.name.casefold() in skip:
-                continue
+            if isinstance(plugin, Plugin):
+                known.add(plugin.name)
+                if plugin.name.casefold() in skip:
+                    continue
             registry.add(plugin, where, env_file=env_file)
+    # A misspelt name would silently leave the plugin running.
+    named = sorted({name.strip() for name in disabled if name.strip()}, key=str.casefold)
+    unknown = [name for name in named if name.casefold() not in {k.casefold() for k in known}]
+    if unknown and use_entry_points:  # a disabled entry point was never loaded: ask for names
+        known.update(entry.name for entry in entry_points(group=ENTRY_POINT_GROUP))
+        unknown = [name for name in unknown if name.casefold() not in {k.casefold() for k in known}]
+    if unknown:
+        raise PluginError(
+            f"setting MNEMO_DISABLED_PLUGINS: no plugin named {', '.join(unknown)}; "
+            f"known plugins: {', '.join(sorted(known, key=str.casefold)) or 'none'}"
+        )
     for plugin in registry.plugins:
         log.info("plugin %s loaded from %s", plugin.name, registry.sources[plugin.name])
     return registry

@@ -416,3 +416,16 @@ def test_admin_ids_apply_to_their_platform_and_bare_ids_to_every_platform() -> N
     settings = PlatformSettings(_env_file=None, admin_ids="discord:11, telegram:22, 33")  # type: ignore[call-arg]
     assert settings.admin_ids_for("discord") == {"11", "33"}
     assert settings.admin_ids_for("telegram") == {"22", "33"}
+
+
+@pytest.mark.parametrize("uri", ["http://db:27017", "localhost:27017", "postgres://u:p@db/x"])
+def test_a_uri_that_is_not_mongodb_says_so(monkeypatch: pytest.MonkeyPatch, uri: str) -> None:
+    monkeypatch.setenv("MONGODB_URI", uri)
+    with pytest.raises(ConfigError) as error:
+        load()
+    assert str(error.value) == ("setting MONGODB_URI: expected a mongodb:// or mongodb+srv:// URI")
+
+
+def test_mongodb_srv_uris_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MONGODB_URI", "mongodb+srv://user:pw@cluster0.example.net/")
+    assert load().storage.mongodb_uri is not None

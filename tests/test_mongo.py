@@ -508,3 +508,19 @@ async def test_each_message_gets_its_position_and_the_count_stays_right(
     # A room with no document is still counted, from the messages themselves.
     assert await store.memories.insert(memory(1, room=OTHER_ROOM)) == 1
     assert await store.memories.count_in_room(OTHER_ROOM) == 1
+
+
+async def test_options_in_the_uri_win_over_the_built_in_defaults() -> None:
+    # A person who writes serverSelectionTimeoutMS in MONGODB_URI means it.
+    uri = "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300&appName=mine"
+    store = MongoStore.from_uri(uri, "mnemo")
+    try:
+        assert store.client.options.server_selection_timeout == 0.3
+        assert store.client.options.pool_options.metadata["application"]["name"] == "mine"
+    finally:
+        await store.close()
+    plain = MongoStore.from_uri("mongodb://127.0.0.1:1/", "mnemo")
+    try:
+        assert plain.client.options.server_selection_timeout == 5.0
+    finally:
+        await plain.close()

@@ -419,3 +419,17 @@ def test_registry_add_in_code() -> None:
     assert [p.name for p in registry.plugins] == ["a"]
     assert isinstance(registry.evaluators[0], Evaluator)
     assert Provider  # re-exported types stay importable
+
+
+def test_disabling_a_plugin_that_does_not_exist_is_an_error_naming_the_known_ones(
+    folder: Path,
+) -> None:
+    put(folder, "goals.py", simple_plugin("Goals"))
+    put(folder, "facts_plugin.py", simple_plugin("facts"))
+    # "sentimnet" would otherwise leave the plugin meant to be off running, silently.
+    with pytest.raises(PluginError) as error:
+        load(folder, disabled=["goals", "sentimnet"])
+    message = str(error.value)
+    assert "MNEMO_DISABLED_PLUGINS" in message and "sentimnet" in message
+    assert "facts" in message and "goals" in message.casefold()
+    assert "\n" not in message

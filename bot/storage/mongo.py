@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from datetime import UTC
-from urllib.parse import quote, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from pymongo import AsyncMongoClient, IndexModel
 from pymongo.asynchronous.database import AsyncDatabase
@@ -87,14 +87,15 @@ class MongoStore:
     ) -> MongoStore:
         """A store on its own client. The client connects lazily; call `ping()` to find out
         early whether the database is there."""
-        client: AsyncMongoClient = AsyncMongoClient(
-            uri,
-            tz_aware=True,
-            tzinfo=UTC,
-            serverSelectionTimeoutMS=server_selection_timeout_ms,
-            connectTimeoutMS=min(server_selection_timeout_ms, 10_000),
-            appname=app_name,
-        )
+        defaults: dict[str, object] = {
+            "serverSelectionTimeoutMS": server_selection_timeout_ms,
+            "connectTimeoutMS": min(server_selection_timeout_ms, 10_000),
+            "appname": app_name,
+        }
+        # Options written in the URI win: a keyword argument would silently override them.
+        given = {key.lower() for key in parse_qs(urlsplit(uri).query)}
+        options = {key: value for key, value in defaults.items() if key.lower() not in given}
+        client: AsyncMongoClient = AsyncMongoClient(uri, tz_aware=True, tzinfo=UTC, **options)
         return cls(client, database, secrets=_uri_secrets(uri))
 
     async def close(self) -> None:
