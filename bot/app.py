@@ -94,7 +94,9 @@ async def open_app(
     character = load_character(settings.runtime.character)
     if registry is None:
         registry = discover(
-            settings.runtime.plugins_dir, disabled=settings.runtime.disabled_plugins
+            settings.runtime.plugins_dir,
+            disabled=settings.runtime.disabled_plugins,
+            env_file=settings.env_file,
         )
     data_dir = settings.storage.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)

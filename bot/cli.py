@@ -24,6 +24,7 @@ from bot.logs import configure_logging
 log = logging.getLogger(__name__)
 
 EXIT_CONFIG = 2
+EXIT_FAILED = 1
 
 
 def _startup_errors() -> tuple[type[BaseException], ...]:
@@ -124,18 +125,16 @@ async def _run(settings: Settings, name: str | None = None) -> None:
         await run_platforms(app)
 
 
-async def _doctor(settings: Settings, name: str | None = None) -> None:
-    from bot.app import open_app
-    from bot.evaluation import describe_queue
+class DoctorFound(Exception):
+    """At least one `mnemo doctor` check failed (each was reported on its own line)."""
 
-    async with open_app(settings) as app:
-        [vector] = await app.embedder.embed(["doctor check"])
-        print(f"character:  {app.character.name} ({settings.runtime.character})")
-        print(f"plugins:    {', '.join(p.name for p in app.registry.plugins) or 'none'}")
-        print(f"mongodb:    ok ({'bundled' if app.bundled_mongo else 'MONGODB_URI'})")
-        print(f"embedder:   ok ({app.embedder.name}, {len(vector)} dimensions)")
-        print(f"model:      {'offline' if app.offline else app.model.name}")
-        print(f"evaluations: {describe_queue(await app.runtime.evaluations.counts())}")
+
+async def _doctor(settings: Settings, name: str | None = None) -> None:
+    from bot.doctor import Doctor
+
+    doctor = Doctor(settings, env_file=settings.env_file, secrets=_secrets(settings))
+    if not await doctor.run(sys.stdout):
+        raise DoctorFound
 
 
 def _version() -> str:
@@ -289,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.runtime.log_level,
         _secrets(settings),
         log_file=settings.storage.data_dir / "mnemo.log",
-        quiet=command in ("chat", "backup", "restore")
+        quiet=command in ("chat", "doctor", "backup", "restore")
         or (command == "run" and _no_platforms(settings)),
         log_format=settings.ops.log_format,
         max_bytes=int(settings.ops.log_max_mb * 1024 * 1024),
@@ -310,6 +309,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(_until_stopped(runner, settings))
     except (KeyboardInterrupt, asyncio.CancelledError):
         print("\nbye", file=sys.stderr)
+    except DoctorFound:
+        return EXIT_FAILED
     except _startup_errors() as error:
         print(f"mnemo: {error}", file=sys.stderr)
         return EXIT_CONFIG

@@ -372,6 +372,8 @@ class Settings:
     platforms: PlatformSettings
     runtime: RuntimeSettings
     ops: OpsSettings = dataclasses.field(default_factory=_default_ops)
+    # The settings file these came from, if any: plugins' settings models read it too.
+    env_file: Path | None = None
 
 
 def _groups() -> dict[str, type[_Group]]:
@@ -458,6 +460,8 @@ def load_settings(env_file: Path | None = Path(".env"), **overrides: dict[str, o
     unknown = sorted(set(overrides) - set(classes))
     if unknown:
         raise TypeError(f"load_settings: unknown settings group(s) {', '.join(unknown)}")
+    if env_file is not None:
+        _check_env_file(env_file)
     groups: dict[str, BaseSettings] = {}
     for key, cls in classes.items():
         try:
@@ -470,4 +474,23 @@ def load_settings(env_file: Path | None = Path(".env"), **overrides: dict[str, o
             raise ConfigError(f"setting {cls.__name__}: {error}") from None
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"settings file {env_file}: cannot read it ({error})") from None
-    return Settings(**groups)  # type: ignore[arg-type]
+    return Settings(**groups, env_file=env_file)  # type: ignore[arg-type]
+
+
+def _check_env_file(env_file: Path) -> None:
+    """A line python-dotenv cannot parse is an error, once, naming the file and the line.
+
+    Otherwise dotenv skips it with a warning repeated by every settings group, and the setting
+    on that line silently keeps its default. The line itself is not shown: it may hold a secret.
+    """
+    from dotenv.parser import parse_stream
+
+    try:
+        with env_file.open(encoding="utf-8") as stream:
+            bad = next((b.original.line for b in parse_stream(stream) if b.error), None)
+    except FileNotFoundError:
+        return  # a missing default .env is fine; an explicit one is checked by the caller
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"settings file {env_file}: cannot read it ({error})") from None
+    if bad is not None:
+        raise ConfigError(f"settings file {env_file}, line {bad}: not a NAME=value line")

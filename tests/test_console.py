@@ -4,6 +4,7 @@ with zero set-up (bundled MongoDB, local Chroma, offline model)."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -129,3 +130,44 @@ def test_name_given_up_front(tmp_path: Path, model_dir: Path) -> None:
     result = mnemo(["chat", "--name", "Ana"], "I live in Porto.\n/facts\n", tmp_path, model_dir)
     assert result.returncode == 0, result.stderr
     assert "Ana lives in Porto — about Ana" in result.stdout
+
+
+def test_sigterm_shuts_down_like_ctrl_c_and_loses_nothing(tmp_path: Path, model_dir: Path) -> None:
+    env_file = tmp_path / "empty.env"
+    env_file.touch()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMO_", "OPENAI_"))}
+    env.update(MNEMO_DATA_DIR=str(tmp_path), MNEMO_EMBEDDING_MODEL_DIR=str(model_dir))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "--env-file", str(env_file), "chat"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write("I have a cat named Pixel.\n")
+    process.stdin.flush()
+    # stdin stays open: the chat is waiting for more, as a person at the prompt would be.
+    for line in process.stdout:
+        if line.startswith("Mnemo: "):
+            break
+    process.send_signal(signal.SIGTERM)
+    _, errors = process.communicate(timeout=60)
+    assert process.returncode == 0, errors
+    assert "Traceback" not in errors
+    pid_file = tmp_path / "mongo" / "nx-27017.pid"
+    assert not pid_file.exists() or not _alive(int(pid_file.read_text().strip() or 0))
+    later = mnemo(["chat"], "/facts\n", tmp_path, model_dir)
+    assert "cat named Pixel" in later.stdout
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True

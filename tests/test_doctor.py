@@ -1,0 +1,165 @@
+"""`mnemo doctor` checks what it says it checks, against the real parts and local fakes of the
+remote services: each failure is one line, a failure exits non-zero, no secret is printed."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bot.config import Settings, load_settings
+from bot.doctor import Doctor, PlatformEndpoints
+from bot.testing.openai_server import FakeOpenAIServer, status
+from tests.fakes.discord_fakes import FakeDiscordServer, pointed_at
+from tests.fakes.telegram_server import FakeTelegramServer
+
+KEY = "sk-doctor-secret-0123456789"
+
+
+def _clean_env(model_dir: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MNEMO_", "OPENAI_", "DISCORD_", "TELEGRAM_", "CHROMA_"))
+        and k != "MONGODB_URI"
+    }
+    env.update(MNEMO_EMBEDDING_MODEL_DIR=str(model_dir), **extra)
+    return env
+
+
+def doctor(cwd: Path, model_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bot", "doctor", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=_clean_env(model_dir, **env),
+        timeout=240,
+    )
+
+
+def test_zero_set_up_passes_from_any_folder(tmp_path: Path, model_dir: Path) -> None:
+    result = doctor(tmp_path, model_dir)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[1] for line in lines[:-1]] == [
+        "character",
+        "plugins",
+        "mongodb",
+        "chroma",
+        "embedder",
+        "model",
+    ]
+    assert all(line.startswith("ok ") for line in lines[:-1])
+    assert "facts, goals, recall, sentiment" in result.stdout
+    assert lines[-1] == "all checks passed"
+    assert result.stderr == ""
+
+
+def test_unreachable_model_and_chroma_fail_with_one_line_each(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    result = doctor(
+        tmp_path,
+        model_dir,
+        OPENAI_API_KEY=KEY,
+        OPENAI_BASE_URL="http://127.0.0.1:1/v1",
+        CHROMA_HOST="127.0.0.1",
+        CHROMA_PORT="1",
+    )
+    assert result.returncode == 1
+    failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert [line.split()[1] for line in failed] == ["chroma", "model"]
+    assert "connect" in failed[1]
+    assert result.stdout.splitlines()[-1] == "2 check(s) failed"
+    assert KEY not in result.stdout + result.stderr
+
+
+def test_a_bad_plugin_setting_in_the_env_file_fails_the_plugins_check(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    settings_file = tmp_path / "prod.env"
+    settings_file.write_text("MNEMO_RECALL_LIMIT=lots\n", encoding="utf-8")
+    result = doctor(tmp_path, model_dir, "--env-file", str(settings_file))
+    assert result.returncode == 1
+    [failed] = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert "plugins" in failed and "MNEMO_RECALL_LIMIT" in failed
+
+
+def test_a_malformed_settings_line_is_reported_once(tmp_path: Path, model_dir: Path) -> None:
+    settings_file = tmp_path / "prod.env"
+    settings_file.write_text(f"OPENAI_API_KEY={KEY}\nnot a setting\n", encoding="utf-8")
+    result = doctor(tmp_path, model_dir, "--env-file", str(settings_file))
+    assert result.returncode == 2
+    assert result.stderr == f"mnemo: settings file {settings_file}, line 2: not a NAME=value line\n"
+    assert KEY not in result.stdout + result.stderr
+
+
+def _settings(tmp_path: Path, model_dir: Path, **platforms: str) -> Settings:
+    return load_settings(
+        env_file=None,
+        storage={"data_dir": tmp_path / "data"},
+        embedding={"model_dir": model_dir},
+        model={"openai_api_key": SecretStr(KEY), "openai_base_url": platforms.pop("base_url")},
+        platforms={name: SecretStr(value) for name, value in platforms.items()},
+    )
+
+
+async def test_a_refused_key_and_bad_platform_tokens_fail_one_line_each(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    async with (
+        FakeOpenAIServer() as openai_api,
+        FakeTelegramServer() as telegram_api,
+        FakeDiscordServer(token="discord-good") as discord_api,
+    ):
+        openai_api.enqueue(status(401))
+        settings = _settings(
+            tmp_path,
+            model_dir,
+            base_url=openai_api.base_url,
+            telegram_token="999:not-the-bot-token",
+            discord_token="discord-bad",
+        )
+        out = io.StringIO()
+        doctor = Doctor(
+            settings,
+            endpoints=PlatformEndpoints(telegram_base_url=telegram_api.base_url),
+            secrets=[KEY, "999:not-the-bot-token", "discord-bad"],
+        )
+        with pointed_at(discord_api):
+            assert not await doctor.run(out)
+    shown = out.getvalue()
+    failed = {line.split()[1]: line for line in shown.splitlines() if line.startswith("FAIL")}
+    assert set(failed) == {"model", "telegram", "discord"}, shown
+    assert "TELEGRAM_TOKEN was refused" in failed["telegram"]
+    assert "DISCORD_TOKEN was refused" in failed["discord"]
+    for secret in (KEY, "not-the-bot-token", "discord-bad"):
+        assert secret not in shown
+
+
+async def test_good_tokens_and_key_pass(tmp_path: Path, model_dir: Path) -> None:
+    async with (
+        FakeOpenAIServer() as openai_api,
+        FakeTelegramServer() as telegram_api,
+        FakeDiscordServer(token="discord-good") as discord_api,
+    ):
+        settings = _settings(
+            tmp_path,
+            model_dir,
+            base_url=openai_api.base_url,
+            telegram_token=telegram_api.token,
+            discord_token="discord-good",
+        )
+        out = io.StringIO()
+        doctor = Doctor(
+            settings, endpoints=PlatformEndpoints(telegram_base_url=telegram_api.base_url)
+        )
+        with pointed_at(discord_api):
+            assert await doctor.run(out), out.getvalue()
+        assert len(openai_api.chat_requests) == 1  # one tiny real call
+    assert "@mnemo_bot (getMe)" in out.getvalue()
