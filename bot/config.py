@@ -372,8 +372,9 @@ class Settings:
     platforms: PlatformSettings
     runtime: RuntimeSettings
     ops: OpsSettings = dataclasses.field(default_factory=_default_ops)
-    # The settings file these came from, if any: plugins' settings models read it too.
-    env_file: Path | None = None
+    # The settings file these came from, if any: plugins' settings models read it too. Where
+    # the values came from does not make two settings different.
+    env_file: Path | None = dataclasses.field(default=None, compare=False)
 
 
 def _groups() -> dict[str, type[_Group]]:

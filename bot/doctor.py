@@ -151,7 +151,7 @@ class Doctor:
         return f"{where} ({facts} fact vectors)"
 
     async def embedder(self) -> str:
-        from bot.storage.embeddings import make_embedder
+        from bot.storage.embedder_factory import make_embedder
 
         embedder = make_embedder(self.settings.embedding, self.settings.model, None)
         [vector] = await embedder.embed(["doctor check"])
