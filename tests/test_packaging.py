@@ -146,6 +146,17 @@ def test_installed_alone_every_module_imports_and_bench_says_what_to_do(
     assert found["bot"].startswith(str(target)), found  # the wheel's code, not the checkout's
     assert found["modules"] > 20
 
+    version = subprocess.run(
+        [sys.executable, "-m", "bot", "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (version.returncode, version.stdout.strip()) == (0, "mnemo 0.1.0"), version.stderr
+
     bench = subprocess.run(
         [sys.executable, "-m", "bot", "bench", "all"],
         cwd=tmp_path,
