@@ -1,10 +1,11 @@
 """Built-in prompt templates and the formatters that fill them (the renderer is bot.templating).
 
 A character's `templates` override these by name (`messageHandlerTemplate`,
-`evaluationTemplate`, `factsTemplate`, `goalsTemplate`), as in elizaOS, and `systemTemplate`
-(the character's part of a reply, sent as the system message). The built-ins are deliberately
-lean: every line here is paid for in prompt tokens on every message. They show only literal,
-valid JSON and no placeholders in answer positions: real models copy what a template shows.
+`evaluationTemplate`; plugins' templates by the names they give), as in elizaOS, and
+`systemTemplate` (the character's part of a reply, sent as the system message). The built-ins
+are deliberately lean: every line here is paid for in prompt tokens on every message. They
+show only literal, valid JSON and no placeholders in answer positions: real models copy what a
+template shows.
 """
 
 from __future__ import annotations

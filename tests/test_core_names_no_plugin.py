@@ -32,9 +32,11 @@ def builtin_names() -> tuple[set[str], set[str]]:
             exact |= set(getattr(part, "similes", ()))
         exact |= {e.idle_mark for e in plugin.evaluators if e.idle_mark}
     for module in (REPO / "plugins").rglob("*.py"):
-        # Room marks and old collection names a plugin keeps as constants (MARK = "...").
+        # Room marks, old collection names and template names a plugin keeps as constants.
         text = module.read_text(encoding="utf-8")
-        exact |= set(re.findall(r'^(?:MARK|LEGACY_COLLECTION)\s*=\s*"([^"]+)"', text, re.M))
+        exact |= set(
+            re.findall(r'^(?:MARK|LEGACY_COLLECTION|TEMPLATE_NAME)\s*=\s*"([^"]+)"', text, re.M)
+        )
     anycase = {p.name for p in registry.plugins}
     return exact - COMMON_WORDS, anycase - COMMON_WORDS
 
@@ -48,6 +50,7 @@ def test_no_file_under_bot_names_a_builtin_plugin_or_its_data() -> None:
     exact, anycase = builtin_names()
     assert {"GET_FACTS", "UPDATE_GOAL", "CREATE_GOAL", "SENTIMENT", "relevantMessages"} <= exact
     assert {"facts_extracted_at", "goals_checked_at", "plugins.facts", "plugin_goals_"} <= exact
+    assert {"factsTemplate", "goalsTemplate", "sentimentTemplate"} <= exact
     assert anycase == {"sentiment"}
     patterns = (_pattern(exact), _pattern(anycase, re.IGNORECASE))
     found = []
