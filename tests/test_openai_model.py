@@ -480,3 +480,16 @@ async def test_one_at_a_time_the_time_out_counts_from_sending(ledger: UsageLedge
             else:
                 assert answers.count("answer") < 3  # the queue at the server timed out
                 await asyncio.sleep(1.0)  # let the server finish what was abandoned
+
+
+async def test_json_task_without_schema_sends_low_temperature_only(
+    server: FakeOpenAIServer, model: OpenAIModel
+) -> None:
+    """An answer whose root is an array (facts) cannot be a response_format."""
+    await model.generate_text(
+        "extract", model_class=ModelClass.LARGE, task="x", json_answer=JsonAnswer("facts", None)
+    )
+    [request] = server.chat_requests
+    assert request.json["temperature"] == JSON_TEMPERATURE
+    assert "response_format" not in request.json
+    assert model.structured_output == "json_schema"

@@ -40,12 +40,13 @@ class JsonAnswer:
     Sent as `response_format` (a JSON schema) where the endpoint accepts structured output,
     and always described in the prompt too, so the answer reads the same either way. The
     schema follows OpenAI's strict rules (every property required, no extra properties), and
-    its root is an object, as `response_format` requires. `temperature` None keeps the
-    model's default (the reply is JSON too, but prose inside).
+    its root is an object, as `response_format` requires. `schema` None asks for JSON by the
+    prompt alone (an answer whose root is an array cannot be a `response_format`).
+    `temperature` None keeps the model's default (the reply is JSON too, but prose inside).
     """
 
     name: str
-    schema: Mapping[str, Any]
+    schema: Mapping[str, Any] | None
     temperature: float | None = JSON_TEMPERATURE
 
 

@@ -109,7 +109,8 @@ class OpenAIModel:
         if system:
             messages.insert(0, {"role": "system", "content": system})
         while True:
-            kind = self.structured_output if json_answer is not None else None
+            has_schema = json_answer is not None and json_answer.schema is not None
+            kind = self.structured_output if has_schema else None
             response_format = self._response_format(json_answer, kind)
             try:
                 async with self._slot():
@@ -177,7 +178,7 @@ class OpenAIModel:
 
     @staticmethod
     def _response_format(json_answer: JsonAnswer | None, kind: str | None) -> dict[str, Any] | None:
-        if json_answer is None or kind is None:
+        if json_answer is None or json_answer.schema is None or kind is None:
             return None
         if kind == "json_schema":
             return {

@@ -21,7 +21,17 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from bot import Account, Context, Evaluator, Memory, ModelClass, ModelError, State, stable_id
+from bot import (
+    Account,
+    Context,
+    Evaluator,
+    JsonAnswer,
+    Memory,
+    ModelClass,
+    ModelError,
+    State,
+    stable_id,
+)
 from bot.models import Fact, epoch_millis
 
 from . import offline
@@ -40,6 +50,10 @@ FACT_REFS = "fact_refs"
 SIMILAR_FROM_MESSAGES = 8
 # The most recent facts shown beside the similar ones (names, what was said last time).
 RECENT_KNOWN_FACTS = 4
+# A JSON task: low temperature; no response_format, as the answer's root is an array.
+FACTS_ANSWER = JsonAnswer("facts", None)
+# Room for about a dozen claims with their fields.
+FACTS_ANSWER_TOKENS = 1200
 
 
 def settings_of(ctx: Context) -> FactsSettings:
@@ -101,7 +115,14 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     state = await _extraction_state(ctx, window, settings)
     prompt = ctx.model.render(TEMPLATE_NAME, FACTS_TEMPLATE, state.values)
     try:
-        raw = await ctx.model.generate(prompt, model_class=ModelClass.LARGE, state=state)
+        raw = await ctx.model.generate(
+            prompt,
+            model_class=ModelClass.LARGE,
+            state=state,
+            max_tokens=FACTS_ANSWER_TOKENS,
+            # A JSON task (low temperature); the answer is an array, so no response_format.
+            json_answer=FACTS_ANSWER,
+        )
     except ModelError as error:
         log.warning("fact extraction failed in room %s: %s; will retry", message.room_id, error)
         return []
