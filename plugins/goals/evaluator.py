@@ -69,9 +69,6 @@ async def handle(ctx: Context, goals: list[Goal] | None = None) -> list[Goal]:
     except ModelError as error:
         log.warning("goal update failed in room %s: %s", message.room_id, error)
         return []
-    await ctx.conversations.set_mark(
-        message.room_id, MARK, max(m.created_at for m in state.recent_messages)
-    )
     plan = plan_updates(goals, raw)
     reasons = Counter(reason for reason, _item in plan.rejected)
     for reason, count in reasons.items():
@@ -85,6 +82,13 @@ async def handle(ctx: Context, goals: list[Goal] | None = None) -> list[Goal]:
     for goal in plan.changed:
         await ctx.knowledge.store.goals.replace(goal)
         log.info("goal %s (%s): %s", goal.id, goal.name, goal.status)
+    # The mark moves only once the updates are written: a crash in between makes the re-run
+    # (same ctx.job_id) judge the same messages again, and an update applied twice changes
+    # nothing (completion sticks, the status follows the objectives). Marked first, a crash
+    # would lose the update: the re-run would see no new messages.
+    await ctx.conversations.set_mark(
+        message.room_id, MARK, max(m.created_at for m in state.recent_messages)
+    )
     return plan.changed
 
 
