@@ -57,6 +57,8 @@ class App:
     bundled_mongo: bool
     # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
     metrics_server: MetricsServer | None = None
+    # The bundled MongoDB server (supervised), when MONGODB_URI is unset.
+    mongo_server: EmbeddedMongo | None = None
     # Rebuilding vectors Chroma lacks (a wiped or replaced folder), started with the app.
     vector_healing: asyncio.Task[Missing | None] | None = None
 
@@ -103,8 +105,10 @@ async def open_app(
     ledger = UsageLedger()
     async with AsyncExitStack() as stack:
         bundled = settings.storage.mongodb_uri is None
+        server: EmbeddedMongo | None = None
         if bundled:
             server = await stack.enter_async_context(EmbeddedMongo(data_dir))
+            server.supervise()  # a killed server comes back by itself, on the same port
             uri = server.uri
         else:
             uri = settings.storage.mongodb_uri.get_secret_value()  # type: ignore[union-attr]
@@ -181,4 +185,5 @@ async def open_app(
             bundled_mongo=bundled,
             metrics_server=metrics_server,
             vector_healing=healing,
+            mongo_server=server,
         )
