@@ -38,6 +38,7 @@ from bot.storage.embeddings import Embedder
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 from bot.storage.reindex import Missing, heal_in_background
+from bot.storage.supervisor import MongoSupervisor
 from bot.storage.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
@@ -57,8 +58,9 @@ class App:
     bundled_mongo: bool
     # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
     metrics_server: MetricsServer | None = None
-    # The bundled MongoDB server (supervised), when MONGODB_URI is unset.
+    # The bundled MongoDB server and what restarts it, when MONGODB_URI is unset.
     mongo_server: EmbeddedMongo | None = None
+    mongo_supervisor: MongoSupervisor | None = None
     # Rebuilding vectors Chroma lacks (a wiped or replaced folder), started with the app.
     vector_healing: asyncio.Task[Missing | None] | None = None
 
@@ -106,9 +108,12 @@ async def open_app(
     async with AsyncExitStack() as stack:
         bundled = settings.storage.mongodb_uri is None
         server: EmbeddedMongo | None = None
+        supervisor: MongoSupervisor | None = None
         if bundled:
             server = await stack.enter_async_context(EmbeddedMongo(data_dir))
-            server.supervise()  # a killed server comes back by itself, on the same port
+            supervisor = MongoSupervisor(server)
+            supervisor.start()  # a killed server comes back by itself, on the same port
+            stack.push_async_callback(supervisor.stop)
             uri = server.uri
         else:
             uri = settings.storage.mongodb_uri.get_secret_value()  # type: ignore[union-attr]
@@ -186,4 +191,5 @@ async def open_app(
             metrics_server=metrics_server,
             vector_healing=healing,
             mongo_server=server,
+            mongo_supervisor=supervisor,
         )

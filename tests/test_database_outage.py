@@ -35,7 +35,8 @@ async def test_a_killed_bundled_mongodb_is_restarted_and_nothing_is_lost(
             result = await chat.say("while it restarts")
             after = await chat.say("after")
             stored = await app.store.recent_memories(chat.room.id, 10)
-            restarts = server.restarts
+            assert app.mongo_supervisor is not None
+            restarts = app.mongo_supervisor.restarts
     assert result.stored and result.responded and after.responded
     assert [m.content.text for m in stored if m.user_id == chat.account.id] == [
         "before",

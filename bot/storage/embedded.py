@@ -82,8 +82,6 @@ class EmbeddedMongo:
         self._process: subprocess.Popen[bytes] | None = None
         self._port: int | None = None
         self._atexit_hook: Callable[[], None] | None = None
-        self._supervisor: asyncio.Task[None] | None = None
-        self.restarts = 0
 
     # public surface -------------------------------------------------------------------------
     @property
@@ -127,41 +125,13 @@ class EmbeddedMongo:
                     raise
                 logger.warning("port %d was taken meanwhile; retrying on another", port)
 
-    def supervise(self, *, check_every: float = 0.5, max_delay: float = 30.0) -> None:
-        """Restart the server whenever it exits on its own (killed, crashed), on the same port
-        so every client reconnects by itself; waits 0.5 s, then twice as long after each
-        failed restart, up to `max_delay`. Stopped by `stop()`."""
-        if self._supervisor is None or self._supervisor.done():
-            self._supervisor = asyncio.create_task(
-                self._watch(check_every, max_delay), name="embedded-mongodb-supervisor"
-            )
+    def exit_code(self) -> int | None:
+        """The exit code of a server that died on its own; None while it runs (or was stopped)."""
+        return self._process.poll() if self._process is not None else None
 
-    async def _watch(self, check_every: float, max_delay: float) -> None:
-        delay = 0.5
-        while True:
-            await asyncio.sleep(check_every)
-            process, port = self._process, self._port
-            if process is None or port is None or process.poll() is None:
-                continue
-            logger.error(
-                "embedded MongoDB (pid %d) exited with code %s; restarting it in %.1fs",
-                process.pid,
-                process.returncode,
-                delay,
-            )
-            await asyncio.sleep(delay)
-            try:
-                await self._restart(port)
-            except EmbeddedMongoError as error:
-                delay = min(delay * 2, max_delay)
-                first = str(error).splitlines()[0]
-                logger.error("embedded MongoDB restart failed (%s); next in %.1fs", first, delay)
-                continue
-            self.restarts += 1
-            delay = 0.5
-
-    async def _restart(self, port: int) -> None:
-        """Start the server again on `port` (clients know only that one)."""
+    async def restart(self) -> None:
+        """Start a server that died again, on the same port (clients know only that one)."""
+        port = self.port
         if self._atexit_hook is not None:
             atexit.unregister(self._atexit_hook)
         self._forget_stale_pid_file()
@@ -178,11 +148,6 @@ class EmbeddedMongo:
         logger.info("embedded MongoDB restarted (pid %d) on %s:%d", process.pid, self.host, port)
 
     async def stop(self) -> None:
-        supervisor, self._supervisor = self._supervisor, None
-        if supervisor is not None:
-            supervisor.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await supervisor
         process, self._process = self._process, None
         self._port = None
         if process is None:
