@@ -1,0 +1,292 @@
+"""`mnemo bench faults`: kill -9 a real Mnemo at random points and count what was lost.
+
+A scripted conversation (many rooms, a fixed seed) is fed to a Mnemo worker process, which
+reads the script the way a platform delivers updates: a message is acknowledged (appended,
+fsynced, to `acked.log`) only once `handle()` returned, and everything unacknowledged is
+delivered again after a restart. The worker runs with the test-only fault hook
+(`MNEMO_TEST_FAULT`, see bot/faults.py) set to a point of `handle()` or of an evaluation, so
+it SIGKILLs itself there; it is then started again (with the next fault, or none). Before the
+last, clean run the Chroma folder is wiped. The last run waits for every evaluation and writes
+a report from MongoDB, Chroma and the reply log:
+
+- stored: script messages in MongoDB; answered: messages with a reply sent (`replies.log`);
+- evaluated: messages whose evaluation effect was recorded (an evaluator writes one document
+  keyed by `ctx.job_id`, and counts its runs separately);
+- lost: messages not stored, not answered, or not evaluated; duplicated: replies sent more
+  than once plus effects applied more than once;
+- vectors: message vectors back in Chroma after the wipe.
+
+The worker runs the offline model and the real ONNX embedder (MNEMO_TEST_MODEL_DIR).
+tests/test_faults.py runs a small version of this in `make test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pymongo.errors import DuplicateKeyError
+
+if TYPE_CHECKING:
+    pass
+
+# Points of handle() and of an evaluation where a worker may be killed (bot/faults.py).
+FAULT_POINTS = (
+    "handle:job-written",
+    "handle:message-stored",
+    "handle:released",
+    "evaluation:claimed",
+    "evaluation:handler-ran",
+    "evaluation:before-finish",
+)
+EFFECTS = "fault_effects"
+RUNS = "fault_runs"
+DATABASE = "mnemo_faults"
+
+
+@dataclass(frozen=True)
+class FaultReport:
+    rooms: int
+    sent: int
+    stored: int
+    answered: int
+    evaluated: int
+    lost: int
+    duplicated: int
+    vectors: int
+    kills: int
+    evaluator_runs: int
+    recover_seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_script(*, rooms: int, messages: int, seed: int) -> list[dict[str, Any]]:
+    """Messages for `rooms` DM rooms, `messages` each, interleaved in a seeded random order."""
+    rng = random.Random(seed)
+    words = ["I", "like", "tea", "and", "long", "walks", "my", "dog", "is", "called", "Rex"]
+    order = [(room, n) for room in range(rooms) for n in range(messages)]
+    rng.shuffle(order)
+    # Keep each room's own messages in order while rooms interleave.
+    counters = [0] * rooms
+    script = []
+    for room, _ in order:
+        n = counters[room]
+        counters[room] += 1
+        text = " ".join(rng.choice(words) for _ in range(6))
+        script.append({"room": room, "number": n, "text": f"message {n}: {text}"})
+    return script
+
+
+def fault_plan(count: int, seed: int) -> list[str]:
+    """`count` fault specs (`point@n`) drawn with a fixed seed."""
+    rng = random.Random(seed)
+    return [f"{rng.choice(FAULT_POINTS)}@{rng.randint(1, 3)}" for _ in range(count)]
+
+
+def run_worker(folder: Path, fault: str | None, *, timeout: float = 300.0) -> int:
+    """One worker process on `folder`; returns its exit code (-9 when the fault fired)."""
+    env = {k: v for k, v in os.environ.items() if k != "MNEMO_TEST_FAULT"}
+    if fault:
+        env["MNEMO_TEST_FAULT"] = fault
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH", "")]
+    )
+    command = [sys.executable, "-m", "benchmarks.faults", "worker", str(folder)]
+    with (folder / "worker.log").open("ab") as log:
+        done = subprocess.run(
+            command, env=env, timeout=timeout, check=False, stdout=log, stderr=log
+        )
+    return done.returncode
+
+
+def run_faults(
+    folder: Path, *, rooms: int, messages: int, faults: Sequence[str], seed: int
+) -> FaultReport:
+    """The whole scenario in `folder` (created): script, faulty runs, wipe, clean run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = build_script(rooms=rooms, messages=messages, seed=seed)
+    (folder / "script.json").write_text(json.dumps(script), encoding="utf-8")
+    kills = 0
+    for fault in faults:
+        code = run_worker(folder, fault)
+        if code == -9:
+            kills += 1
+        elif code != 0:
+            raise RuntimeError(f"fault worker ({fault}) failed with exit code {code}")
+    shutil.rmtree(folder / "data" / "chroma", ignore_errors=True)
+    started = time.monotonic()
+    code = run_worker(folder, None)
+    if code != 0:
+        raise RuntimeError(f"the clean fault worker failed with exit code {code}")
+    report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
+    report.update(kills=kills, recover_seconds=round(time.monotonic() - started, 1))
+    return FaultReport(**report)
+
+
+# ------------------------------------------------------------------------------ the worker
+def _append(path: Path, line: str) -> None:
+    with path.open("a", encoding="utf-8") as file:
+        file.write(line + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+
+
+async def _worker(folder: Path) -> None:
+    from bot.app import open_app
+    from bot.models import (
+        Account,
+        Content,
+        Memory,
+        Room,
+        account_id,
+        message_id,
+        room_id,
+        utcnow,
+        world_id,
+    )
+    from bot.plugin_api import Context, Evaluator, Plugin
+    from bot.plugins import Registry
+    from bot.testing.harness import test_settings
+
+    script = json.loads((folder / "script.json").read_text(encoding="utf-8"))
+    acked = {int(line) for line in _lines(folder / "acked.log")}
+    replies_log = folder / "replies.log"
+
+    async def effect(ctx: Context) -> None:
+        database = ctx.knowledge.store.db
+        await database[RUNS].insert_one({"job": ctx.job_id, "message": ctx.message.id})
+        # The idempotent effect: keyed by the job id, a second insert is "done already".
+        with contextlib.suppress(DuplicateKeyError):
+            await database[EFFECTS].insert_one({"_id": ctx.job_id, "message": ctx.message.id})
+
+    registry = Registry()
+    plugin = Plugin(
+        "fault-probe", evaluators=[Evaluator("EFFECT", "records", effect, always_run=True)]
+    )
+    registry.add(plugin, plugin.name)
+    settings = test_settings(folder / "data", evaluator_selection="all")
+    settings = replace(
+        settings, storage=settings.storage.model_copy(update={"mongodb_database": DATABASE})
+    )
+    # Script times are fixed at the first run, so every run sends the very same messages.
+    epoch_file = folder / "epoch"
+    if not epoch_file.exists():
+        epoch_file.write_text(utcnow().isoformat(), encoding="utf-8")
+    epoch = datetime.fromisoformat(epoch_file.read_text(encoding="utf-8"))
+
+    def sender(memory_id: str):
+        async def send(content: Content) -> None:
+            _append(replies_log, f"{memory_id}\t{content.text.replace(chr(10), ' ')}")
+
+        return send
+
+    async with open_app(settings, registry=registry) as app:
+        runtime = app.runtime
+        await runtime.answer_unanswered("test", lambda room, memory: sender(memory.id))
+        for index, item in enumerate(script):
+            if index in acked:
+                continue
+            name = f"person-{item['room']}"
+            account = Account(
+                id=account_id("test", name), platform="test", platform_id=name, name=name
+            )
+            room = Room(
+                id=room_id("test", name),
+                world_id=world_id("test", name),
+                platform="test",
+                kind="dm",
+                name=name,
+            )
+            memory = Memory(
+                id=message_id("test", name, str(item["number"])),
+                user_id=account.id,
+                agent_id=runtime.agent_id,
+                room_id=room.id,
+                world_id=room.world_id,
+                content=Content(text=item["text"], source="test"),
+                created_at=epoch + timedelta(milliseconds=index),
+            )
+            await runtime.handle(memory, sender(memory.id), account=account, room=room)
+            _append(folder / "acked.log", str(index))
+        await _settle(app)
+        if app.vector_healing is not None:
+            await app.vector_healing
+        await _report(app, script, folder, replies_log)
+
+
+async def _settle(app: Any, timeout: float = 240.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        counts = await app.runtime.evaluations.counts()
+        if not any(counts[s] for s in ("intake", "pending", "running", "retrying")):
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError("evaluations did not settle")
+
+
+async def _report(app: Any, script: list[dict[str, Any]], folder: Path, replies: Path) -> None:
+    from bot.models import message_id
+
+    ids = [message_id("test", f"person-{item['room']}", str(item["number"])) for item in script]
+    database = app.store.db
+    stored = {d["_id"] async for d in database.memories.find({"_id": {"$in": ids}}, {"_id": 1})}
+    effects: dict[str, int] = {}
+    async for d in database[EFFECTS].find({}, {"message": 1}):
+        effects[d["message"]] = effects.get(d["message"], 0) + 1
+    runs = await database[RUNS].count_documents({})
+    sent: dict[str, int] = {}
+    for line in _lines(replies):
+        memory_id = line.split("\t", 1)[0]
+        sent[memory_id] = sent.get(memory_id, 0) + 1
+    lost = sum(1 for i in ids if i not in stored or i not in sent or i not in effects)
+    duplicated = sum(n - 1 for n in sent.values() if n > 1) + sum(
+        n - 1 for n in effects.values() if n > 1
+    )
+    vectors = len(await app.knowledge.vectors.existing_ids("messages", ids))
+    report = {
+        "rooms": len({item["room"] for item in script}),
+        "sent": len(ids),
+        "stored": len(stored),
+        "answered": sum(1 for i in ids if i in sent),
+        "evaluated": sum(1 for i in ids if i in effects),
+        "lost": lost,
+        "duplicated": duplicated,
+        "vectors": vectors,
+        "evaluator_runs": runs,
+    }
+    (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.faults")
+    sub = parser.add_subparsers(dest="command", required=True)
+    worker = sub.add_parser("worker", help="one worker run (used by the scenario)")
+    worker.add_argument("folder", type=Path)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    asyncio.run(_worker(args.folder))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
