@@ -28,7 +28,7 @@ from benchmarks.stats import REPO_ROOT, BenchError
 log = logging.getLogger(__name__)
 
 # `all` in this order: the cheap, always-available parts first.
-ALL_PARTS = ("cost", "scale", "recall", "vectors", "embedder", "startup")
+ALL_PARTS = ("cost", "scale", "recall", "vectors", "embedder", "startup", "faults")
 DEFAULT_OUT = Path("bench-results")
 DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
 
@@ -50,6 +50,9 @@ SIZES: dict[str, tuple[Any, Any]] = {
     "texts": (1024, 256),
     "stock_texts": (128, 32),
     "runs": (3, 1),
+    "fault_rooms": (100, 10),
+    "fault_messages": (2, 2),
+    "faults": (12, 4),
 }
 
 
@@ -134,6 +137,14 @@ def _startup_options(parser: argparse.ArgumentParser) -> None:
     startup.add_argument("--runs", type=int, help="launches of `mnemo chat` (default 3)")
 
 
+def _faults_options(parser: argparse.ArgumentParser) -> None:
+    faults = parser.add_argument_group("faults")
+    faults.add_argument("--fault-rooms", type=int, help="rooms talking (default 100)")
+    faults.add_argument("--fault-messages", type=int, help="messages per room (default 2)")
+    faults.add_argument("--faults", type=int, help="kill -9s at random points (default 12)")
+    faults.add_argument("--seed", type=int, default=1, help="seed of the script and the faults")
+
+
 # A new benchmark is one module here plus one Part (and its runner in `run_parts`).
 PARTS: tuple[Part, ...] = (
     Part("cost", "prompt tokens, model calls and embeddings per message", _cost_options),
@@ -143,6 +154,7 @@ PARTS: tuple[Part, ...] = (
     Part("vectors", "fact search latency and memory at 10k-100k facts", _vectors_options),
     Part("embedder", "the ONNX embedder's speed against Chroma's", _embedder_options),
     Part("startup", "time to the `mnemo chat` banner, idle memory", _startup_options),
+    Part("faults", "kill -9 at random points: nothing lost, nothing twice", _faults_options),
 )
 
 
@@ -325,6 +337,27 @@ def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
     return run_startup(_model_dir(args), runs=args.runs)
 
 
+def run_faults_part(args: argparse.Namespace) -> dict[str, Any]:
+    import os
+
+    from benchmarks.faults import fault_plan, run_faults
+
+    if min(args.fault_rooms, args.fault_messages, args.faults) < 1:
+        raise BenchError("--fault-rooms, --fault-messages and --faults must be at least 1")
+    os.environ["MNEMO_TEST_MODEL_DIR"] = str(_model_dir(args))  # read by the worker processes
+    total = args.fault_rooms * args.fault_messages
+    plan = fault_plan(args.faults, args.seed, spread=max(1, total // args.faults))
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-faults-") as folder:
+        report = run_faults(
+            Path(folder),
+            rooms=args.fault_rooms,
+            messages=args.fault_messages,
+            faults=plan,
+            seed=args.seed,
+        )
+    return {**report.as_dict(), "faults": plan, "seed": args.seed}
+
+
 # ---------------------------------------------------------------------------------------------
 # Running
 
@@ -391,6 +424,7 @@ def run_parts(part: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "vectors": run_vectors_part,
             "embedder": run_embedder_part,
             "startup": run_startup_part,
+            "faults": run_faults_part,
         }[name]
         parts[name] = _measure(name, lambda r=runner: r(args))
     return parts

@@ -93,10 +93,10 @@ def build_script(*, rooms: int, messages: int, seed: int) -> list[dict[str, Any]
     return script
 
 
-def fault_plan(count: int, seed: int) -> list[str]:
-    """`count` fault specs (`point@n`) drawn with a fixed seed."""
+def fault_plan(count: int, seed: int, *, spread: int = 3) -> list[str]:
+    """`count` fault specs (`point@n`, n from 1 to `spread`) drawn with a fixed seed."""
     rng = random.Random(seed)
-    return [f"{rng.choice(FAULT_POINTS)}@{rng.randint(1, 3)}" for _ in range(count)]
+    return [f"{rng.choice(FAULT_POINTS)}@{rng.randint(1, spread)}" for _ in range(count)]
 
 
 def run_worker(folder: Path, fault: str | None, *, timeout: float = 300.0) -> int:

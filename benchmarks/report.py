@@ -509,6 +509,23 @@ def startup_section(part: dict[str, Any]) -> list[str]:
     ]
 
 
+def faults_section(part: dict[str, Any]) -> list[str]:
+    rows = [
+        [key.replace("_", " "), f"{part[key]:,}"]
+        for key in ("sent", "stored", "answered", "evaluated", "lost", "duplicated", "vectors")
+    ]
+    rows.append(["time to recover (last restart to all learned)", f"{part['recover_seconds']} s"])
+    return [
+        f"{part['rooms']} rooms, {part['sent']:,} messages; the worker process was killed -9 "
+        f"{part['kills']} times at random points of handle() and of evaluations (seed "
+        f"{part['seed']}), then its Chroma folder was wiped. Lost and duplicated must be 0; "
+        "vectors counts the message vectors rebuilt.",
+        "",
+        *_table(["", "measured"], rows, "lr"),
+        "",
+    ]
+
+
 def goals_section(parts: dict[str, Any]) -> list[str]:
     rows = []
     for part in parts.values():
@@ -529,6 +546,7 @@ _SECTIONS: tuple[tuple[str, str], ...] = (
     ("vectors", "Vector search"),
     ("embedder", "Embedder"),
     ("startup", "Start-up"),
+    ("faults", "Crashes (kill -9)"),
 )
 
 
@@ -567,6 +585,8 @@ def to_markdown(results: dict[str, Any], charts: dict[str, str] | None = None) -
             lines += embedder_section(part)
         elif key == "startup":
             lines += startup_section(part)
+        elif key == "faults":
+            lines += faults_section(part)
     goals = goals_section(parts)
     if goals:
         lines += ["### Goals", "", *goals]
