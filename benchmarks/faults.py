@@ -68,6 +68,8 @@ class FaultReport:
     lost: int
     duplicated: int
     vectors: int
+    # Evaluations left `dead`: interrupted by MNEMO_EVALUATION_MAX_ATTEMPTS crashes.
+    dead_jobs: int
     kills: int
     evaluator_runs: int
     recover_seconds: float
@@ -273,6 +275,7 @@ async def _report(app: Any, script: list[dict[str, Any]], folder: Path, replies:
         "duplicated": duplicated,
         "vectors": vectors,
         "evaluator_runs": runs,
+        "dead_jobs": await database.evaluations.count_documents({"status": "dead"}),
     }
     (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
 

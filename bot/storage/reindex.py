@@ -99,7 +99,8 @@ async def heal(
     if not missing:
         log.debug("vectors: Chroma holds every fact and message MongoDB has")
         return missing
-    log.warning(
+    # INFO, not a warning: messages still waiting for their evaluation have no vector yet.
+    log.info(
         "vectors: %d facts and %d messages are missing from Chroma; rebuilding them",
         len(missing.facts),
         len(missing.messages),
