@@ -34,7 +34,7 @@ async def test_a_killed_bundled_mongodb_is_restarted_and_nothing_is_lost(
             await asyncio.sleep(0.1)
             result = await chat.say("while it restarts")
             after = await chat.say("after")
-            stored = await app.store.recent_memories(chat.room.id, 10)
+            stored = await app.store.memories.recent(chat.room.id, 10)
             assert app.mongo_supervisor is not None
             restarts = app.mongo_supervisor.restarts
     assert result.stored and result.responded and after.responded
