@@ -108,7 +108,7 @@ async def _chat(settings: Settings, name: str | None = None) -> None:
     settings = dataclasses.replace(settings, platforms=platforms)
     async with open_app(settings) as app:
         print(banner(app), flush=True)
-        await ConsoleChat(app.runtime, display_name=name).run()
+        await ConsoleChat(display_name=name).run(app.runtime)
 
 
 async def _run(settings: Settings, name: str | None = None) -> None:

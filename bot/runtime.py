@@ -15,7 +15,7 @@ import logging
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -318,6 +318,20 @@ class AgentRuntime:
         self._seen.move_to_end(key)
         while len(self._seen) > SEEN_PROFILES:
             self._seen.popitem(last=False)
+
+    async def note_profiles(
+        self, accounts: Iterable[Account] = (), room: Room | None = None
+    ) -> None:
+        """Keep the profiles an adapter saw outside a message's intake: the people a message
+        mentions (so prompts and /facts can name them) and whoever calls a command. Adapters
+        call this instead of writing accounts and rooms themselves; only changes are written."""
+        for account in accounts:
+            if self._seen.get(account.id) != account:
+                await self.store.accounts.upsert(account)
+                self._remember(account.id, account)
+        if room is not None and self._seen.get(room.id) != room:
+            await self.store.rooms.upsert(room)
+            self._remember(room.id, room)
 
     def should_respond(self, memory: Memory, room: Room | None) -> bool:
         """DMs always; in groups only when mentioned, replied to, or called by name."""

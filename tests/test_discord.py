@@ -29,11 +29,12 @@ from bot.adapters.startup import PlatformError, PlatformStartupError
 from bot.app import App
 from bot.config import PlatformSettings
 from bot.llm.base import Task
-from bot.models import Fact, account_id, message_id, room_id
+from bot.models import Content, Fact, Memory, Room, account_id, message_id, room_id
 from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
+from plugins.goals import plugin as GOALS
 from tests.fakes.discord_fakes import (
     FakeDiscord,
     FakeDiscordServer,
@@ -190,6 +191,20 @@ async def test_a_mention_a_role_mention_a_reply_and_the_name_are_each_answered(
     )
 
 
+async def test_a_person_mentioned_in_a_message_is_known_by_name_through_the_runtime(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    async with mnemo_on_discord(tmp_path, model_dir, mongo_uri) as bot:
+        fake = bot.discord
+        guild = fake.guild("Book Club")
+        tom, ana = fake.person("Tom"), fake.person("Ana")
+        await bot.hear(fake.message(tom, f"{fake.mention(ana)} lent me Piranesi", guild=guild))
+        await bot.hear(fake.message(tom, f"{fake.mention(ana)} says hi", guild=guild))
+        known = await bot.app.store.accounts.get_many([account_id("discord", ana.id)])
+    # Ana never wrote, yet prompts and /facts can name her.
+    assert known[account_id("discord", ana.id)].name == "Ana"
+
+
 async def test_its_own_other_bots_webhooks_system_and_empty_messages_are_ignored(
     tmp_path: Path, model_dir: Path, mongo_uri: str
 ) -> None:
@@ -290,7 +305,7 @@ async def test_a_channel_keeps_its_order_while_another_channel_goes_ahead(
         await asyncio.wait_for(asyncio.gather(first, second), 10)
         await bot.app.runtime.evaluations.join(None, 30)
     assert fake.http.texts == ["re: other channel", "re: slow one", "re: quick two"]
-    assert len(bot.adapter.locks) == 0  # idle channels hold no lock
+    assert len(bot.adapter.lanes) == 0  # idle channels keep nothing
 
 
 async def test_stopping_finishes_the_answer_in_progress_and_takes_no_new_messages(
@@ -456,7 +471,7 @@ ADMIN_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("facts", {}),
     ("goals", {}),
     ("stats", {}),
-    ("goal", {"name": "Read 12 books", "objectives": "pick a list; read one a month"}),
+    ("goal", {"args": "Read 12 books: pick a list; read one a month"}),
     ("forget", {"fact": "0000"}),
 ]
 
@@ -465,7 +480,9 @@ ADMIN_CALLS: list[tuple[str, dict[str, Any]]] = [
 async def test_a_member_without_manage_server_is_refused_every_admin_command(
     tmp_path: Path, model_dir: Path, mongo_uri: str, name: str, options: dict[str, Any]
 ) -> None:
-    async with mnemo_on_discord(tmp_path, model_dir, mongo_uri, admin_ids="discord:1") as bot:
+    async with mnemo_on_discord(
+        tmp_path, model_dir, mongo_uri, admin_ids="discord:1", plugins=[GOALS]
+    ) as bot:
         fake = bot.discord
         guild = fake.guild("Book Club")
         tom = fake.person("Tom")
@@ -511,7 +528,10 @@ async def test_a_manage_server_member_can_list_search_and_forget_facts(
 async def test_admins_add_and_list_goals_and_see_stats(
     tmp_path: Path, model_dir: Path, mongo_uri: str
 ) -> None:
-    async with mnemo_on_discord(tmp_path, model_dir, mongo_uri, admin_ids="discord:1") as bot:
+    # /goal and /goals are the goals plugin's: a plugin's command is a slash command too.
+    async with mnemo_on_discord(
+        tmp_path, model_dir, mongo_uri, admin_ids="discord:1", plugins=[GOALS]
+    ) as bot:
         fake = bot.discord
         guild = fake.guild("Book Club")
         mod = fake.person("Mod")
@@ -521,7 +541,7 @@ async def test_admins_add_and_list_goals_and_see_stats(
             return fake.interaction(mod, guild=guild, manage_server=True)
 
         added = await bot.run(
-            "goal", mod_uses(), name="Read 12 books", objectives="pick a list; read one a month"
+            "goal", mod_uses(), args="Read 12 books: pick a list; read one a month"
         )
         listed = await bot.run("goals", mod_uses())
         stats = await bot.run("stats", mod_uses())
@@ -623,7 +643,7 @@ async def test_start_connects_syncs_commands_per_server_and_answers_over_the_gat
     async with (
         FakeDiscordServer(token="good") as server,
         open_test_app(
-            tmp_path, model=replying(), model_dir=model_dir, mongodb_uri=mongo_uri
+            tmp_path, model=replying(), model_dir=model_dir, mongodb_uri=mongo_uri, plugins=[GOALS]
         ) as app,
     ):
         guild = server.add_guild("Book Club")
@@ -643,9 +663,11 @@ async def test_start_connects_syncs_commands_per_server_and_answers_over_the_gat
             finally:
                 await adapter.stop()
     commands = {c["name"]: c for c in server.commands[guild.id]}
-    assert set(commands) == {"me", "forgetme", "facts", "forget", "goals", "goal", "stats"}
+    built_in = {"me", "forgetme", "help", "facts", "forget", "stats"}
+    assert set(commands) == built_in | {"goals", "goal"}  # the goals plugin's too
     assert all(c["description"] for c in commands.values())
     assert [o["name"] for o in commands["facts"]["options"]] == ["member", "search", "page"]
+    assert [o["name"] for o in commands["goal"]["options"]] == ["args"]
     assert None not in server.commands  # per-server sync, nothing global
     [(channel, sent)] = server.sent
     assert channel == int(guild.payload["channels"][0]["id"]) and sent["content"] == "Hello there!"
@@ -691,4 +713,45 @@ async def test_global_sync_registers_commands_once_for_every_server() -> None:
     guilds = [fake.guild("Book Club"), fake.guild("Chess")]
     await adapter.sync_commands(guilds)
     assert list(fake.http.commands) == [None]
-    assert len(fake.http.commands[None]) == 7
+    assert len(fake.http.commands[None]) == 6  # the built-in ones; no runtime, no plugins
+
+
+class Crash(BaseException):
+    """Nothing in the runtime catches it: the process would be gone."""
+
+
+async def test_a_message_a_crash_left_unanswered_is_answered_once_discord_is_back(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    where = {"mongodb_uri": mongo_uri, "model_dir": model_dir}
+    channel = 555_000_111
+    room = Room(
+        id=room_id("discord", channel),
+        world_id=world_of(None, channel),
+        platform="discord",
+        kind="dm",
+        platform_id=str(channel),
+    )
+    crashing = ScriptedModel(answers={Task.REPLY: [Crash()]})
+    async with open_test_app(tmp_path, model=crashing, keep_database=True, **where) as app:
+        said = Memory(
+            id=message_id("discord", channel, 1),
+            user_id=account_id("discord", 42),
+            agent_id=app.runtime.agent_id,
+            room_id=room.id,
+            world_id=room.world_id,
+            content=Content(text="are you there?", source="discord"),
+        )
+
+        async def nowhere(content: Content) -> None:
+            raise AssertionError("the crash comes first")
+
+        with pytest.raises(Crash):
+            await app.runtime.handle(said, nowhere, room=room)
+    async with open_test_app(tmp_path, model=replying(), **where) as app:
+        adapter = DiscordAdapter(settings())
+        adapter.bind(app.runtime)
+        fake = FakeDiscord(adapter.client, tree=adapter.tree)
+        # What start() does once Discord says ready.
+        await adapter._answer_unanswered(app.runtime)
+    assert [(s.channel_id, s.content) for s in fake.http.sent] == [(channel, "Hello there!")]

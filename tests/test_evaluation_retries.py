@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.admin import Scope, stats
 from bot.app import App
+from bot.commands import Scope, stats
 from bot.llm.base import ModelError, Task
 from bot.models import EvaluationJob
 from bot.plugin_api import Context, Evaluator, Plugin

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot import admin
+from bot import commands
 from bot.app import open_app
 from bot.llm.base import Task
 from bot.models import Fact, Memory, stable_id
@@ -84,9 +84,9 @@ async def test_a_move_updates_the_fact_and_keeps_where_they_lived_as_history(
         chat = TestChat(app.runtime, name="Sarah")
         await say_and_learn(chat, "I live in Seattle")
         moved = await say_and_learn(chat, "I moved to Berlin last month")
-        scope = admin.scope_of(moved)
-        listed = await admin.list_facts(app.runtime, scope)
-        me = await admin.describe_me(app.runtime, scope)
+        scope = commands.scope_of(moved)
+        listed = await commands.list_facts(app.runtime, scope)
+        me = await commands.describe_me(app.runtime, scope)
         probe = await app.runtime.compose_state(chat.message("Where do I live now?"))
         chain = await history(chat)
 
@@ -218,7 +218,7 @@ async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
     ) as app:
         chat = TestChat(app.runtime, name="Sam")
         kept = [(f.text, f.is_current) for f in await history(chat)]
-        reply = await admin.forget_me(app.runtime, admin.scope_of(said))
+        reply = await commands.forget_me(app.runtime, commands.scope_of(said))
         left = await history(chat)
         documents = await app.store.db.facts.count_documents({"subject_id": chat.account.id})
         vectors = await app.knowledge.vectors.count("facts")

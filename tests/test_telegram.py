@@ -19,11 +19,12 @@ from bot.adapters.telegram import BAD_TOKEN, FORGET_PROMPT, TelegramAdapter
 from bot.app import App
 from bot.config import PlatformSettings
 from bot.llm.base import Task
-from bot.models import Fact, account_id, message_id, room_id, world_id
+from bot.models import Content, Fact, Memory, Room, account_id, message_id, room_id, world_id
 from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
+from plugins.goals import plugin as GOALS
 from tests.fakes.telegram_server import FakeChat, FakeTelegramServer, FakeUser, SentMessage
 
 # --------------------------------------------------------------------------- set-up
@@ -359,6 +360,38 @@ async def test_me_shows_what_was_learned_about_me_here(
         assert stranger.text == "I haven't learned anything about you here yet."
 
 
+async def learns_when_idle(ctx: Context) -> bool:
+    return ctx.state.data.get("trigger") == "idle"
+
+
+# Learns only when the room goes quiet (as the facts plugin does before its cadence is due).
+LEARNS_WHEN_IDLE = Plugin(
+    name="idle_learner",
+    evaluators=[
+        Evaluator(
+            name="IDLE_LEARNER",
+            description="store what was said, once the room is quiet",
+            handler=remember,
+            validate=learns_when_idle,
+            always_run=True,
+        )
+    ],
+)
+
+
+async def test_me_first_learns_from_what_was_just_said_as_on_every_surface(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah = server.user("Sarah")
+    dm = server.private_chat(sarah)
+    async with open_bot(plugins=[LEARNS_WHEN_IDLE]) as bot:
+        await bot.said(dm, sarah, "I love green tea")
+        answer = await bot.said(dm, sarah, "/me")
+
+        # Waiting for pending evaluations alone would show nothing yet.
+        assert "said I love green tea" in answer.text
+
+
 async def test_forgetme_asks_first_then_forgets_in_mongodb_and_chroma(
     open_bot: OpenBot, server: FakeTelegramServer
 ) -> None:
@@ -424,7 +457,7 @@ async def test_admin_commands_refuse_others_and_show_no_data(
 ) -> None:
     sarah, boss = server.user("Sarah", username="sarah"), server.user("Boss")
     group = server.group("Book club")
-    async with open_bot(plugins=[REMEMBER], admin_ids=[f"telegram:{boss.id}"]) as bot:
+    async with open_bot(plugins=[REMEMBER, GOALS], admin_ids=[f"telegram:{boss.id}"]) as bot:
         await bot.said(group, sarah, "@mnemo_bot my secret is 42")
         await bot.settle(group)
         for command in ADMIN_ONLY:
@@ -443,7 +476,7 @@ async def test_admin_commands_work_for_a_configured_admin(
     boss = server.user("Boss")
     group = server.group("Book club")
     # A bare id works as well as telegram:<id>.
-    async with open_bot(plugins=[REMEMBER], admin_ids=[str(boss.id)]) as bot:
+    async with open_bot(plugins=[REMEMBER, GOALS], admin_ids=[str(boss.id)]) as bot:
         await bot.said(group, sarah, "@mnemo_bot I run marathons")
         server.push_message(group, tom, "I collect stamps")
         await bot.settle(group)
@@ -480,7 +513,7 @@ async def test_group_administrators_may_use_admin_commands_when_enabled(
     owner, member = server.user("Owner"), server.user("Member")
     group = server.group("Book club")
     server.set_administrators(group, [owner])
-    async with open_bot(group_admins=True) as bot:
+    async with open_bot(plugins=[GOALS], group_admins=True) as bot:
         allowed = await bot.said(group, owner, "/goals")
         refused = await bot.said(group, member, "/goals")
         # Group admin rights do not reach into private chats.
@@ -516,7 +549,7 @@ async def test_commands_for_other_bots_and_unknown_commands_are_ignored(
 ) -> None:
     boss = server.user("Boss")
     group = server.group("Book club")
-    async with open_bot(admin_ids=[str(boss.id)]) as bot:
+    async with open_bot(plugins=[GOALS], admin_ids=[str(boss.id)]) as bot:
         server.push_message(group, boss, "/facts@other_bot")
         server.push_message(group, boss, "/dance")
         addressed = await bot.said(group, boss, "/goals@mnemo_bot")
@@ -529,7 +562,7 @@ async def test_the_command_menu_is_registered(
     open_bot: OpenBot, server: FakeTelegramServer
 ) -> None:
     boss = server.user("Boss")
-    async with open_bot(admin_ids=[f"telegram:{boss.id}"]):
+    async with open_bot(plugins=[GOALS], admin_ids=[f"telegram:{boss.id}"]):
         menus = {
             c.params.get("scope", {}).get("type", "default"): [
                 x["command"] for x in c.params["commands"]
@@ -544,9 +577,9 @@ async def test_the_command_menu_is_registered(
             "help",
             "facts",
             "forget",
-            "goals",
-            "goal",
             "stats",
+            "goals",  # the goals plugin's commands follow the built-in ones
+            "goal",
         ]
 
 
@@ -575,3 +608,46 @@ async def test_a_bad_token_stops_start_up_with_one_line_and_no_token(
     # Not even chained: a traceback printed anywhere cannot show PTB's message quoting it.
     assert raised.value.__cause__ is None and raised.value.__context__ is None
     assert not any(wrong in record.getMessage() for record in caplog.records)
+
+
+class Crash(BaseException):
+    """Nothing in the runtime catches it: the process would be gone."""
+
+
+async def test_a_message_a_crash_left_unanswered_is_answered_once_telegram_is_back(
+    server: FakeTelegramServer, tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    sarah = server.user("Sarah")
+    dm = server.private_chat(sarah)
+    room = Room(
+        id=room_id("telegram", dm.id),
+        world_id=world_id("telegram", dm.id),
+        platform="telegram",
+        kind="dm",
+        platform_id=str(dm.id),
+    )
+    where = {"mongodb_uri": mongo_uri, "model_dir": model_dir}
+    crashing = ScriptedModel(answers={Task.REPLY: [Crash()]})
+    async with open_test_app(tmp_path, model=crashing, keep_database=True, **where) as app:
+        said = Memory(
+            id=message_id("telegram", dm.id, 1),
+            user_id=account_id("telegram", sarah.id),
+            agent_id=app.runtime.agent_id,
+            room_id=room.id,
+            world_id=room.world_id,
+            content=Content(text="are you there?", source="telegram"),
+        )
+
+        async def nowhere(content: Content) -> None:
+            raise AssertionError("the crash comes first")
+
+        with pytest.raises(Crash):
+            await app.runtime.handle(said, nowhere, room=room)
+    async with open_test_app(tmp_path, model=ScriptedModel(echo), **where) as app:
+        adapter = TelegramAdapter(settings_for(server), base_url=server.base_url, poll_timeout=1)
+        await adapter.start(app.runtime)
+        try:
+            [answer] = await server.wait_for_sent(1, chat_id=dm.id)
+        finally:
+            await adapter.stop()
+    assert answer.text == "You said: are you there?"

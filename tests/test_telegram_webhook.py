@@ -17,7 +17,7 @@ import aiohttp
 import pytest
 from pydantic import SecretStr
 
-from bot.adapters.telegram import TelegramAdapter, _webhook_secret
+from bot.adapters.telegram import TelegramAdapter, webhook_secret
 from bot.app import App
 from bot.config import PlatformSettings
 from bot.state import State
@@ -61,7 +61,7 @@ async def test_updates_posted_to_the_webhook_are_answered_and_forgeries_refused(
             telegram_webhook_listen="127.0.0.1",
         )
         adapter = TelegramAdapter(settings, base_url=server.base_url, stop_grace=2)
-        secret = _webhook_secret(server.token)
+        secret = webhook_secret(server.token)
         endpoint = f"http://127.0.0.1:{port}{urlsplit(WEBHOOK_URL).path}"
         person = server.user("Sarah")
         chat = server.private_chat(person)

@@ -4,6 +4,10 @@ The console is for one trusted person at this machine: no reply rate limit (the 
 off, see bot.cli), and the person is shown by the name they gave (`--name`, or the name the
 bot learned from them, kept for later sessions) rather than by their login name.
 
+It is an adapter like the others (`start(runtime)`, `wait_closed()`, `stop()`): a typed line
+becomes an `Incoming` through `to_memory`, goes through the room's lane, and commands are the
+shared command layer's, with the person at the console as its admin.
+
 Standard input is read by a daemon thread so Ctrl-C never waits on a blocked `readline()`.
 Every line is stored before the next is read, so leaving (Ctrl-C, Ctrl-D, /quit) loses nothing
 already said; pending evaluations finish first, or resume on the next start.
@@ -18,9 +22,13 @@ import logging
 import re
 import sys
 import threading
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TextIO
 
-from bot import admin
+from bot.adapters.base import Incoming
+from bot.adapters.lanes import RoomLanes
+from bot.commands import Commands, Request, command_parts
 from bot.models import (
     Account,
     Content,
@@ -30,19 +38,15 @@ from bot.models import (
     message_id,
     new_id,
     room_id,
+    to_millis,
     world_id,
 )
 from bot.runtime import AgentRuntime
 
 log = logging.getLogger(__name__)
 
-HELP = """Commands:
-  /help               this help
-  /facts [text]       what I have learned here (optionally containing text)
-  /goals              goals and their objectives
-  /goal NAME: A; B    add a goal with objectives A and B
-  /forget             forget everything about you
-  /quit               leave (Ctrl-D works too)"""
+PLATFORM = "console"
+QUIT_HELP = "/quit - leave (Ctrl-D works too)"
 
 _EOF = None
 # A learned fact that names its subject: "root's name is Sarah", "Their name is Sarah Lee",
@@ -65,12 +69,44 @@ def told_name(fact_text: str) -> str | None:
     return match.group("name") or match.group("called")
 
 
+@dataclass(frozen=True)
+class ConsoleSession:
+    """Who is typing, and where: one person, one room (its own world)."""
+
+    account: Account
+    room: Room
+
+
+def to_memory(
+    line: str,
+    me: ConsoleSession,
+    *,
+    agent_id: str,
+    received_at: datetime | None = None,
+) -> Incoming | None:
+    """A typed line as Mnemo sees it; None for a blank one. The same signature as every
+    platform's `to_memory` (see bot/adapters/base.py)."""
+    text = line.strip()
+    if not text:
+        return None
+    memory = Memory(
+        # A typed line has no platform id to redeliver, so each gets a fresh one.
+        id=message_id(PLATFORM, me.room.id, new_id()),
+        user_id=me.account.id,
+        agent_id=agent_id,
+        room_id=me.room.id,
+        world_id=me.room.world_id,
+        content=Content(text=text, source=PLATFORM),
+        **({} if received_at is None else {"created_at": to_millis(received_at)}),
+    )
+    return Incoming(memory, me.account, me.room)
+
+
 class ConsoleChat:
-    name = "console"
+    name = PLATFORM
 
     def __init__(
         self,
-        runtime: AgentRuntime,
         *,
         user_name: str | None = None,
         display_name: str | None = None,
@@ -78,7 +114,7 @@ class ConsoleChat:
         stdout: TextIO = sys.stdout,
         learn_timeout: float = 120.0,
     ) -> None:
-        self.runtime = runtime
+        self._runtime: AgentRuntime | None = None
         self.stdin = stdin
         self.stdout = stdout
         self.interactive = stdin.isatty()
@@ -100,21 +136,61 @@ class ConsoleChat:
             name="console",
         )
         self._last: Memory | None = None
+        self._commands: Commands | None = None
+        self._lanes: RoomLanes[str] = RoomLanes(PLATFORM)
+        self._conversation: asyncio.Task[None] | None = None
 
-    def say(self, text: str) -> None:
-        print(text, file=self.stdout, flush=True)
+    @property
+    def runtime(self) -> AgentRuntime:
+        if self._runtime is None:
+            raise RuntimeError("the console is not started")
+        return self._runtime
 
-    async def run(self) -> None:
+    @property
+    def commands(self) -> Commands:
+        if self._commands is None:
+            raise RuntimeError("the console is not started")
+        return self._commands
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, runtime: AgentRuntime) -> None:
+        """Greet nobody (the caller prints the banner); read lines until /quit or Ctrl-D."""
+        self._runtime = runtime
+        # The same commands as on Discord and Telegram; the person at this machine is the admin.
+        self._commands = Commands(runtime, learn_wait=self.learn_timeout)
         if self._given_name is None:
             # A name learned in an earlier session is still theirs.
-            accounts = self.runtime.store.accounts
-            known = (await accounts.get_many([self.account.id])).get(self.account.id)
+            known = (await runtime.store.accounts.get_many([self.account.id])).get(self.account.id)
             if known is not None:
                 self.account = self.account.model_copy(update={"name": known.name})
-        await self.runtime.store.accounts.upsert(self.account)
-        await self.runtime.store.rooms.upsert(self.room)
+        await runtime.note_profiles([self.account], self.room)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_reader(self.stdin, lines, asyncio.get_running_loop())
+        self._conversation = asyncio.create_task(self._converse(lines), name="console")
+
+    async def wait_closed(self) -> None:
+        """Return when the person has left (/quit, Ctrl-D, end of piped input)."""
+        if self._conversation is not None:
+            await asyncio.shield(self._conversation)
+
+    async def stop(self) -> None:
+        """Leave now (Ctrl-C, SIGTERM): what was said is stored; learning resumes next time."""
+        conversation = self._conversation
+        if conversation is not None and not conversation.done():
+            conversation.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await conversation
+        await self._lanes.close(grace=0)
+
+    async def run(self, runtime: AgentRuntime) -> None:
+        """Start, converse until the person leaves, stop."""
+        await self.start(runtime)
+        try:
+            await self.wait_closed()
+        finally:
+            await self.stop()
+
+    async def _converse(self, lines: asyncio.Queue[str | None]) -> None:
         while True:
             if self.interactive:
                 print("you> ", end="", file=self.stdout, flush=True)
@@ -133,65 +209,53 @@ class ConsoleChat:
             await self.chat(text)
         await self.finish()
 
+    # ------------------------------------------------------------------ messages
+    def say(self, text: str) -> None:
+        print(text, file=self.stdout, flush=True)
+
     async def chat(self, text: str) -> None:
-        memory = Memory(
-            # A typed line has no platform id to redeliver, so each gets a fresh one.
-            id=message_id("console", self.room.id, new_id()),
-            user_id=self.account.id,
-            agent_id=self.runtime.agent_id,
-            room_id=self.room.id,
-            world_id=self.room.world_id,
-            content=Content(text=text, source="console"),
+        runtime = self.runtime
+        incoming = to_memory(
+            text, ConsoleSession(self.account, self.room), agent_id=runtime.agent_id
         )
-        self._last = memory
+        if incoming is None:
+            return
+        self._last = incoming.memory
 
         async def send(content: Content) -> None:
-            self.say(f"{self.runtime.character.name}: {content.text}")
+            self.say(f"{runtime.character.name}: {content.text}")
 
-        await self.runtime.handle(memory, send, account=self.account, room=self.room)
+        async def handle() -> None:
+            await runtime.handle(
+                incoming.memory, send, account=incoming.account, room=incoming.room
+            )
+
+        # One room, one line at a time: the lane keeps the console's shape the others' shape.
+        await asyncio.wait([self._lanes.submit(self.room.id, handle)])
         await self._use_told_name()
 
     async def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
-        name, _, argument = text.partition(" ")
-        argument = argument.strip()
-        scope = admin.Scope(self.room.world_id, self.room.id, self.account.id)
-        match name.lower():
-            case "/quit" | "/exit":
-                return False
-            case "/help":
-                self.say(HELP)
-            case "/facts":
-                await self.learn_now()
-                self.say(await admin.list_facts(self.runtime, scope, search=argument or None))
-            case "/goals":
-                await self.learn_now()
-                self.say(await admin.list_goals(self.runtime, scope))
-            case "/goal":
-                spec = admin.parse_goal_spec(argument)
-                if spec is None:
-                    self.say("Usage: /goal NAME: objective one; objective two")
-                else:
-                    goal = await admin.add_goal(
-                        self.runtime, scope, spec[0], spec[1], owner_id=self.account.id
-                    )
-                    self.say("Added goal:\n" + admin.format_goal(goal))
-            case "/forget":
-                await self.runtime.evaluations.join(self.room.id, self.learn_timeout)
-                self.say(await admin.forget_me(self.runtime, scope))
-            case _:
-                self.say(f"Unknown command {name}. Type /help.")
+        name, args = command_parts(text)
+        if name in ("quit", "exit"):
+            return False
+        request = Request(
+            platform=PLATFORM,
+            account_id=self.account.id,
+            world_id=self.room.world_id,
+            room_id=self.room.id,
+            is_admin=True,
+            args=args,
+        )
+        info = self.commands.find(name)
+        if info is not None and info.slow:
+            # Learning may find their name: shown in the answer already. (The command's own
+            # wait for learning then finds the same job done.)
+            await self.commands.learned(self.room.id)
+            await self._use_told_name()
+        answer = await self.commands.run(name, request)
+        self.say(f"{answer}\n{QUIT_HELP}" if name == "help" else answer)
         return True
-
-    async def learn_now(self) -> None:
-        """Before showing what was learned, learn from what was said (in this session or an
-        earlier one that ended before the facts were extracted)."""
-        last = self._last or await self._last_said()
-        if last is None:
-            return
-        if not await self.runtime.flush_room(last, timeout=self.learn_timeout):
-            self.say("(still learning; this list may be incomplete)")
-        await self._use_told_name()
 
     async def _use_told_name(self) -> None:
         """Show the person by the name they told the bot, once a fact about them states it.
@@ -208,13 +272,8 @@ class ConsoleChat:
             if name is not None:
                 if name != self.account.name:
                     self.account = self.account.model_copy(update={"name": name})
-                    await self.runtime.store.accounts.upsert(self.account)
+                    await self.runtime.note_profiles([self.account])
                 return
-
-    async def _last_said(self) -> Memory | None:
-        recent = await self.runtime.store.memories.recent(self.room.id, 5)
-        said = [m for m in recent if m.user_id == self.account.id]
-        return said[-1] if said else None
 
     async def finish(self) -> None:
         """Learn from what was said before leaving, so nothing waits for the idle flush."""

@@ -15,23 +15,19 @@ import signal
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from bot.adapters.errors import PlatformError, PlatformStartupError
+
 if TYPE_CHECKING:
     from bot.adapters.base import Adapter
     from bot.app import App
     from bot.config import PlatformSettings
     from bot.runtime import AgentRuntime
 
+__all__ = ["PlatformError", "PlatformStartupError", "build_adapters", "run_platforms"]
+
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT = 30.0
-
-
-class PlatformError(Exception):
-    """A platform failed; the message is one line naming it, and never holds a token."""
-
-
-class PlatformStartupError(PlatformError):
-    """A platform could not start (a rejected token, an unreachable API, ...)."""
 
 
 @runtime_checkable

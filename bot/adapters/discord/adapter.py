@@ -1,0 +1,367 @@
+"""The Discord adapter, on discord.py 2.7: lifecycle, messages in, replies out.
+
+`DiscordAdapter.start()` logs in and runs the gateway as a task in the current event loop, so
+Discord shares the loop with Telegram. Each message becomes an `Incoming` through the pure
+`convert.to_memory()`; discord.py objects never leave this package. Messages of one channel
+are handled in order (a lane per channel, bot/adapters/lanes.py) while channels run
+concurrently. The slash commands are `commands.py`: Discord's side of the command layer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import aiohttp
+import discord
+from discord import app_commands
+
+from bot.adapters.base import Incoming
+from bot.adapters.discord.commands import DiscordCommands, answer
+from bot.adapters.discord.convert import PLATFORM, intents, to_memory
+from bot.adapters.errors import PlatformError, PlatformStartupError
+from bot.adapters.lanes import RoomLanes
+from bot.adapters.split import DISCORD_LIMIT, split_message
+from bot.commands import Commands
+from bot.config import PlatformSettings
+from bot.models import Content, Memory, Room
+from bot.runtime import AgentRuntime, Send
+
+log = logging.getLogger(__name__)
+
+# Network trouble (log-in, sends, typing): one log line or one start-up line, no traceback.
+_NETWORK_ERRORS = (aiohttp.ClientError, OSError, asyncio.TimeoutError)
+
+TOKEN_REJECTED = "discord: the bot token was rejected; check DISCORD_TOKEN"
+NO_TOKEN = "discord: DISCORD_TOKEN is not set"
+INTENT_MISSING = (
+    "discord: the Message Content intent is not enabled for this bot; turn it on in the "
+    "Developer Portal (your application → Bot → Privileged Gateway Intents)"
+)
+
+
+# --------------------------------------------------------------------------- replies out
+def typing_in(channel: discord.abc.Messageable) -> Callable[[], AbstractAsyncContextManager[Any]]:
+    """The runtime's `typing` callback: "Mnemo is typing…" while the model works.
+
+    A channel where the bot may not type must not cost the reply, so failures are ignored.
+    """
+
+    @asynccontextmanager
+    async def typing() -> AsyncIterator[None]:
+        indicator = channel.typing()
+        entered = False
+        try:
+            await indicator.__aenter__()
+            entered = True
+        except (discord.HTTPException, *_NETWORK_ERRORS) as error:
+            log.debug("discord: cannot show typing in %s: %s", _where(channel), error)
+        try:
+            yield
+        finally:
+            if entered:
+                await indicator.__aexit__(None, None, None)
+
+    return typing
+
+
+def sender_for(message: discord.Message, *, reply: bool) -> Send:
+    """The runtime's `send` callback: long replies in parts of at most 2,000 characters.
+
+    In a server the first part is a Discord reply to the message (without a ping), so it is
+    clear whom Mnemo answers in a busy channel.
+    """
+    reference = message.to_reference(fail_if_not_exists=False) if reply else None
+    return channel_sender(message.channel, reference)
+
+
+def channel_sender(
+    channel: discord.abc.Messageable, reference: discord.MessageReference | None = None
+) -> Send:
+    """Send into `channel` in parts; the first part replies to `reference` when given."""
+    references = [reference] if reference is not None else []
+
+    async def send(content: Content) -> None:
+        for part in split_message(content.text, DISCORD_LIMIT):
+            options: dict[str, Any] = {}
+            if references:
+                options = {"reference": references.pop(), "mention_author": False}
+            try:
+                await channel.send(part, **options)
+            except discord.HTTPException as error:
+                log.warning(
+                    "discord: cannot send to %s (HTTP %s); is Send Messages allowed?",
+                    _where(channel),
+                    error.status,
+                )
+                return
+            except _NETWORK_ERRORS as error:
+                log.warning("discord: cannot send to %s (%s)", _where(channel), error)
+                return
+
+    return send
+
+
+def _where(channel: object) -> str:
+    name = getattr(channel, "name", None)
+    return f"#{name} ({channel.id})" if name else f"channel {getattr(channel, 'id', '?')}"
+
+
+# --------------------------------------------------------------------------- the adapter
+class DiscordAdapter:
+    name = PLATFORM
+
+    def __init__(
+        self,
+        settings: PlatformSettings,
+        *,
+        ready_timeout: float = 60.0,
+        learn_wait: float = 30.0,
+        stop_grace: float = 20.0,
+    ) -> None:
+        self.settings = settings
+        self.ready_timeout = ready_timeout
+        # On stop, messages being answered get this long to finish before disconnecting.
+        self.stop_grace = stop_grace
+        # How long commands wait for the channel to learn from what was just said.
+        self.learn_wait = learn_wait
+        # The model's text must never ping @everyone, a role, or people.
+        self.client = discord.Client(
+            intents=intents(), allowed_mentions=discord.AllowedMentions.none()
+        )
+        self.tree = app_commands.CommandTree(self.client)
+        self.tree.on_error = self._on_command_error
+        self.slash = DiscordCommands(settings, lambda: self.commands)
+        self._commands: Commands | None = None
+        self.lanes: RoomLanes[int] = RoomLanes(PLATFORM)
+        self._runtime: AgentRuntime | None = None
+        self._gateway: asyncio.Task[None] | None = None
+        self._synced_once = False
+        self._background: set[asyncio.Task[Any]] = set()
+        self._stopping = False
+        for handler in (
+            self.on_message,
+            self.on_ready,
+            self.on_guild_join,
+            self.on_disconnect,
+            self.on_resumed,
+        ):
+            self.client.event(handler)
+        for command in self.slash.built_in():
+            self.tree.add_command(command)
+
+    @property
+    def runtime(self) -> AgentRuntime:
+        if self._runtime is None:
+            raise RuntimeError("DiscordAdapter.start() (or bind()) was not called")
+        return self._runtime
+
+    @property
+    def commands(self) -> Commands:
+        if self._commands is None:
+            raise RuntimeError("DiscordAdapter.start() (or bind()) was not called")
+        return self._commands
+
+    def bind(self, runtime: AgentRuntime) -> None:
+        """Attach the runtime without connecting (start() does this too); the plugins'
+        commands join the slash commands."""
+        if self._runtime is runtime:
+            return
+        self._runtime = runtime
+        self._commands = Commands(runtime, learn_wait=self.learn_wait)
+        for command in self.slash.from_plugins(self._commands.all()):
+            self.tree.add_command(command, override=True)
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, runtime: AgentRuntime) -> None:
+        """Log in, connect in this event loop, and return once Discord says ready."""
+        token = self.settings.discord_token
+        if token is None or not token.get_secret_value().strip():
+            raise PlatformStartupError(NO_TOKEN)
+        self.bind(runtime)
+        try:
+            await self.client.login(token.get_secret_value())
+        except discord.LoginFailure:
+            await self.client.close()
+            raise PlatformStartupError(TOKEN_REJECTED) from None
+        except discord.HTTPException as error:
+            await self.client.close()
+            raise PlatformStartupError(
+                f"discord: log-in failed (HTTP {error.status}); try again later"
+            ) from None
+        except _NETWORK_ERRORS as error:
+            await self.client.close()
+            raise PlatformStartupError(
+                f"discord: cannot reach Discord ({type(error).__name__})"
+            ) from None
+        self._gateway = asyncio.create_task(
+            self.client.connect(reconnect=True), name="discord-gateway"
+        )
+        await self._wait_ready(self._gateway)
+        # Messages a crash left unanswered in Discord channels are answered now (in the
+        # background: it takes model calls).
+        self._spawn(self._answer_unanswered(runtime))
+
+    async def _answer_unanswered(self, runtime: AgentRuntime) -> None:
+        def sender(room: Room, message: Memory) -> Send:
+            # The Discord message is gone from memory after a restart: the reply quotes nothing.
+            return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
+
+        await runtime.answer_unanswered(PLATFORM, sender)
+
+    async def _wait_ready(self, gateway: asyncio.Task[None]) -> None:
+        ready = asyncio.create_task(self.client.wait_until_ready())
+        done, _ = await asyncio.wait(
+            {ready, gateway}, timeout=self.ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready in done:
+            log.info("discord: connected as %s", self.client.user)
+            return
+        ready.cancel()
+        if gateway in done:
+            error = gateway.exception() if not gateway.cancelled() else None
+            await self.client.close()
+            raise PlatformStartupError(_gateway_problem(error)) from None
+        await self.stop()
+        raise PlatformStartupError(
+            f"discord: connected, but Discord did not finish start-up in {self.ready_timeout:g}s"
+        )
+
+    async def wait_closed(self) -> None:
+        """Return when the gateway has stopped; PlatformError when it stopped failing.
+
+        discord.py reconnects by itself after drops and outages; the gateway ends on its own
+        only for what reconnecting cannot fix (a reset token, an intent switched off).
+        """
+        gateway = self._gateway
+        if gateway is None:
+            return
+        try:
+            # Shielded: the supervisor cancelling this wait must not cut the connection.
+            await asyncio.shield(gateway)
+        except asyncio.CancelledError:
+            if not gateway.cancelled():
+                raise
+        except Exception as error:
+            raise PlatformError(_gateway_problem(error) + "; Discord is offline") from None
+
+    async def stop(self) -> None:
+        """Take no new messages, let the ones being answered finish, then disconnect."""
+        self._stopping = True
+        await self.lanes.close(self.stop_grace)
+        await self.client.close()
+        gateway, self._gateway = self._gateway, None
+        if gateway is not None and not gateway.done():
+            with contextlib.suppress(asyncio.CancelledError, TimeoutError, Exception):
+                await asyncio.wait_for(gateway, 10)
+        for task in list(self._background):
+            task.cancel()
+
+    # ------------------------------------------------------------------ gateway events
+    async def on_ready(self) -> None:
+        # READY comes again after a reconnect that could not resume; sync only once.
+        if self._synced_once:
+            log.info("discord: ready again after a reconnect")
+            return
+        self._synced_once = True
+        self._spawn(self.sync_commands(list(self.client.guilds)))
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        log.info("discord: joined server %s (%s)", guild.name, guild.id)
+        if not self.settings.discord_global_sync:
+            self._spawn(self.sync_guild(guild))
+
+    async def on_disconnect(self) -> None:
+        log.warning("discord: connection lost; discord.py is reconnecting")
+
+    async def on_resumed(self) -> None:
+        log.info("discord: connection resumed")
+
+    async def on_message(self, message: discord.Message) -> None:
+        runtime, me = self._runtime, self.client.user
+        if runtime is None or me is None or self._stopping:
+            return
+        incoming = to_memory(message, me, agent_id=runtime.agent_id)
+        if incoming is None:
+            return
+        # Queued before any await: discord.py starts a task per event in arrival order, so
+        # the channel's lane gets them in that order. This task ends once it is answered.
+        handled = self.lanes.submit(
+            message.channel.id, lambda: self._handle(runtime, message, incoming)
+        )
+        await asyncio.wait([handled])
+
+    async def _handle(
+        self, runtime: AgentRuntime, message: discord.Message, incoming: Incoming
+    ) -> None:
+        try:
+            await runtime.note_profiles(incoming.mentioned)
+            await runtime.handle(
+                incoming.memory,
+                sender_for(message, reply=incoming.room.kind == "group"),
+                typing=typing_in(message.channel),
+                account=incoming.account,
+                room=incoming.room,
+            )
+        except Exception:
+            log.exception("discord: message %s in %s failed", message.id, _where(message.channel))
+
+    # ------------------------------------------------------------------ command sync
+    async def sync_commands(self, guilds: Iterable[discord.abc.Snowflake]) -> None:
+        """Register the slash commands: per server (instant) or globally (up to an hour)."""
+        if self.settings.discord_global_sync:
+            try:
+                synced = await self.tree.sync()
+            except discord.HTTPException as error:
+                log.warning("discord: global slash-command sync failed (HTTP %s)", error.status)
+                return
+            log.info("discord: %d slash commands registered globally", len(synced))
+            return
+        for guild in guilds:
+            await self.sync_guild(guild)
+
+    async def sync_guild(self, guild: discord.abc.Snowflake) -> None:
+        self.tree.copy_global_to(guild=guild)
+        try:
+            synced = await self.tree.sync(guild=guild)
+        except discord.Forbidden:
+            log.warning(
+                "discord: cannot register slash commands in server %s; re-invite the bot with "
+                "the applications.commands scope",
+                guild.id,
+            )
+            return
+        except discord.HTTPException as error:
+            log.warning(
+                "discord: slash-command sync failed in %s (HTTP %s)", guild.id, error.status
+            )
+            return
+        log.info("discord: %d slash commands registered in server %s", len(synced), guild.id)
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _on_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        log.error("discord: slash command failed", exc_info=error)
+        with contextlib.suppress(discord.HTTPException):
+            await answer(interaction, "Sorry, that failed on my side. Please try again later.")
+
+
+def _gateway_problem(error: BaseException | None) -> str:
+    if isinstance(error, discord.PrivilegedIntentsRequired):
+        return INTENT_MISSING
+    if isinstance(error, discord.ConnectionClosed) and error.code == 4004:
+        return TOKEN_REJECTED
+    if isinstance(error, discord.ConnectionClosed):
+        return f"discord: the gateway closed the connection (code {error.code})"
+    if error is None:
+        return "discord: the gateway connection ended before start-up finished"
+    return f"discord: the gateway connection failed ({type(error).__name__})"

@@ -1,0 +1,215 @@
+"""Discord's side of the command layer (bot/commands.py): one slash command per command,
+answered privately (ephemeral). The built-in ones have typed options (a member picker, a
+page number); a plugin's command takes its arguments as one text option, described by its
+usage. Who is an admin: a configured admin id (the only way in DMs), or a member with Manage
+Server in that server.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bot.adapters.discord.convert import PLATFORM, world_of
+from bot.adapters.split import DISCORD_LIMIT, split_message
+from bot.commands import (
+    FORGET_ME_PROMPT,
+    CommandInfo,
+    Commands,
+    Request,
+    admin_accounts,
+)
+from bot.config import PlatformSettings
+from bot.models import account_id, room_id
+
+log = logging.getLogger(__name__)
+
+REFUSED = (
+    "Only people with the Manage Server permission (or the bot's configured admins) "
+    "can use this command."
+)
+FORGET_ME_CANCELLED = "Cancelled: I forgot nothing."
+FORGET_ME_EXPIRED = "No answer, so I forgot nothing. Use /forgetme again if you meant it."
+
+SlashCommand = app_commands.Command[Any, ..., None]
+
+
+async def answer(interaction: discord.Interaction, text: str) -> None:
+    """Reply privately; a long answer continues in follow-ups."""
+    parts = split_message(text, DISCORD_LIMIT) or ["(nothing)"]
+    for part in parts:
+        if interaction.response.is_done():
+            await interaction.followup.send(part, ephemeral=True)
+        else:
+            await interaction.response.send_message(part, ephemeral=True)
+
+
+class ForgetMeView(discord.ui.View):
+    """The confirmation for /forgetme: nothing is deleted until its owner presses the button."""
+
+    def __init__(
+        self,
+        origin: discord.Interaction,
+        *,
+        forget: Callable[[], Awaitable[str]],
+        timeout: float = 120.0,
+    ) -> None:
+        super().__init__(timeout=timeout)
+        self.origin = origin
+        self.owner_id = origin.user.id
+        self._forget = forget
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        return interaction.user.id == self.owner_id
+
+    async def on_timeout(self) -> None:
+        # Buttons that no longer answer would only confuse: say that nothing happened.
+        with contextlib.suppress(discord.HTTPException):
+            await self.origin.edit_original_response(content=FORGET_ME_EXPIRED, view=None)
+
+    @discord.ui.button(label="Forget me", style=discord.ButtonStyle.danger)
+    async def confirm(
+        self, interaction: discord.Interaction, button: discord.ui.Button[ForgetMeView]
+    ) -> None:
+        self.stop()
+        # Acknowledge first (buttons gone, so no second press); deleting may take a while.
+        await interaction.response.edit_message(content="Forgetting…", view=None)
+        await interaction.edit_original_response(content=await self._forget())
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
+    async def cancel(
+        self, interaction: discord.Interaction, button: discord.ui.Button[ForgetMeView]
+    ) -> None:
+        self.stop()
+        await interaction.response.edit_message(content=FORGET_ME_CANCELLED, view=None)
+
+
+class DiscordCommands:
+    """The slash commands, built from the command layer's list."""
+
+    def __init__(self, settings: PlatformSettings, commands: Callable[[], Commands]) -> None:
+        self.admins = admin_accounts(settings, PLATFORM)
+        # The layer exists once the runtime is bound; the built-in slash commands before.
+        self._commands = commands
+
+    def is_admin(self, interaction: discord.Interaction) -> bool:
+        """Manage Server in this server, or a configured admin id (the only way in DMs)."""
+        if account_id(PLATFORM, interaction.user.id) in self.admins:
+            return True
+        if interaction.guild_id is None:
+            return False
+        permissions = interaction.permissions
+        return permissions.manage_guild or permissions.administrator
+
+    def request(
+        self, interaction: discord.Interaction, args: str = "", subject_id: str | None = None
+    ) -> Request:
+        channel_id = interaction.channel_id
+        assert channel_id is not None  # slash commands are always used in a channel
+        return Request(
+            platform=PLATFORM,
+            account_id=account_id(PLATFORM, interaction.user.id),
+            world_id=world_of(interaction.guild_id, channel_id),
+            room_id=room_id(PLATFORM, channel_id),
+            is_admin=self.is_admin(interaction),
+            args=args,
+            subject_id=subject_id,
+        )
+
+    async def run(
+        self,
+        interaction: discord.Interaction,
+        name: str,
+        args: str = "",
+        subject_id: str | None = None,
+    ) -> None:
+        """Check, acknowledge, and show what the command layer answers."""
+        commands = self._commands()
+        info = commands.find(name)
+        assert info is not None, name
+        if info.admin_only and not self.is_admin(interaction):
+            log.info("discord: refused /%s to user %s", name, interaction.user.id)
+            await interaction.response.send_message(REFUSED, ephemeral=True)
+            return
+        if info.slow and not interaction.response.is_done():
+            # Discord drops an interaction not acknowledged in 3 seconds; learning may take longer.
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        text = await commands.run(name, self.request(interaction, args, subject_id))
+        await answer(interaction, text)
+
+    # ------------------------------------------------------------------ the slash commands
+    def built_in(self) -> list[SlashCommand]:
+        @app_commands.command(name="me", description="What I have learned about you here")
+        async def me(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "me")
+
+        @app_commands.command(
+            name="forgetme", description="Delete everything I learned about you here"
+        )
+        async def forgetme(interaction: discord.Interaction) -> None:
+            request = self.request(interaction)
+            view = ForgetMeView(interaction, forget=lambda: self._commands().forget_me(request))
+            await interaction.response.send_message(FORGET_ME_PROMPT, view=view, ephemeral=True)
+
+        @app_commands.command(name="help", description="What I can do")
+        async def help(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "help")
+
+        @app_commands.command(name="facts", description="Admins: what I have learned here")
+        @app_commands.describe(
+            member="Only facts about this person",
+            search="Only facts containing this text",
+            page="Page number (10 facts per page)",
+        )
+        async def facts(
+            interaction: discord.Interaction,
+            member: discord.User | None = None,
+            search: str | None = None,
+            page: app_commands.Range[int, 1, 10_000] = 1,
+        ) -> None:
+            subject = account_id(PLATFORM, member.id) if member is not None else None
+            # The page goes last, so a number ending the search text stays search text.
+            await self.run(interaction, "facts", f"{search or ''} {page}".strip(), subject)
+
+        @app_commands.command(
+            name="forget", description="Admins: forget one fact, or everything about a member"
+        )
+        @app_commands.describe(
+            fact="The id (first characters are enough) shown by /facts",
+            member="Forget everything about this person here",
+        )
+        async def forget(
+            interaction: discord.Interaction,
+            fact: str | None = None,
+            member: discord.User | None = None,
+        ) -> None:
+            if (fact is None) == (member is None) and self.is_admin(interaction):
+                await answer(interaction, "Give either a fact id or a member, not both.")
+                return
+            subject = account_id(PLATFORM, member.id) if member is not None else None
+            await self.run(interaction, "forget", fact or "", subject)
+
+        @app_commands.command(name="stats", description="Admins: what I have stored here")
+        async def stats(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "stats")
+
+        return [me, forgetme, help, facts, forget, stats]
+
+    def from_plugins(self, listed: list[CommandInfo]) -> list[SlashCommand]:
+        """A slash command for each plugin command: its arguments as one text option."""
+        built_in = {command.name for command in self.built_in()}
+        return [self._plugin_command(info) for info in listed if info.name not in built_in]
+
+    def _plugin_command(self, info: CommandInfo) -> SlashCommand:
+        async def run(interaction: discord.Interaction, args: str | None = None) -> None:
+            await self.run(interaction, info.name, args or "")
+
+        described = app_commands.describe(args=(info.usage or "What follows the command")[:100])
+        return app_commands.Command(
+            name=info.name, description=info.description[:100], callback=described(run)
+        )

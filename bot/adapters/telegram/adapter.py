@@ -1,0 +1,368 @@
+"""The Telegram adapter, on python-telegram-bot 22: lifecycle, messages in, replies out.
+
+Telegram objects never leave this package: `convert.to_memory` turns them into Mnemo's
+models, the runtime talks back through a `send` callback, and `commands.py` is Telegram's side
+of the command layer. The PTB `Application` is driven by hand (initialize, start,
+start_polling / start_webhook) rather than `run_polling()`, so it shares the event loop with
+Discord and the scheduler.
+
+Ordering: PTB hands updates over one at a time; each is put on its chat's lane (a FIFO queue
+with one worker, bot/adapters/lanes.py), so a chat is answered in the order people wrote while
+different chats are served at the same time. That is simpler to reason about than PTB's
+`concurrent_updates` plus locks: a lock does not guarantee its waiters start in arrival order,
+a queue does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from telegram import Bot, InlineKeyboardMarkup, Message, Update
+from telegram.error import (
+    InvalidToken,
+    NetworkError,
+)
+from telegram.ext import (
+    Application,
+    ApplicationBuilder,
+    CallbackQueryHandler,
+    CommandHandler,
+    ContextTypes,
+    MessageHandler,
+    filters,
+)
+
+from bot.adapters.base import Incoming
+from bot.adapters.errors import PlatformError, PlatformStartupError
+from bot.adapters.lanes import RoomLanes
+from bot.adapters.split import TELEGRAM_LIMIT, split_message
+from bot.adapters.telegram.commands import FORGET_DATA, TelegramCommands
+from bot.adapters.telegram.convert import PLATFORM, BotIdentity, to_memory
+from bot.adapters.telegram.send import keep_typing, send_part
+from bot.adapters.telegram.updates import PollingRequest, start_updates
+from bot.commands import Commands
+from bot.config import PlatformSettings
+from bot.models import Content, Memory, Room, utcnow
+from bot.runtime import AgentRuntime, Send
+
+log = logging.getLogger(__name__)
+
+TYPING_INTERVAL = 4.0  # Telegram shows "typing…" for 5 s per chat action
+BAD_TOKEN = "telegram: the bot token was rejected (Unauthorized); check TELEGRAM_TOKEN"
+
+
+# ---------------------------------------------------------------------- the adapter
+class TelegramAdapter:
+    name = PLATFORM
+
+    def __init__(
+        self,
+        settings: PlatformSettings,
+        *,
+        base_url: str | None = None,
+        poll_timeout: float = 10.0,
+        learn_wait: float = 30.0,
+        admin_cache_seconds: float = 60.0,
+        typing_interval: float = TYPING_INTERVAL,
+        stop_grace: float = 10.0,
+    ) -> None:
+        if settings.telegram_token is None:
+            raise PlatformStartupError("telegram: TELEGRAM_TOKEN is not set")
+        self.settings = settings
+        self.base_url = base_url
+        self.poll_timeout = poll_timeout
+        # Before answering about what was learned, the chat learns for at most this long.
+        self.learn_wait = learn_wait
+        self.admin_cache_seconds = admin_cache_seconds
+        self.typing_interval = typing_interval
+        self.stop_grace = stop_grace
+        self._usernames: dict[str, int] = {}
+        self._commands: TelegramCommands | None = None
+        self._recovery: asyncio.Task[int] | None = None
+        self._lanes: RoomLanes[int] = RoomLanes(PLATFORM)
+        self._app: Application | None = None
+        self._runtime: AgentRuntime | None = None
+        self._identity: BotIdentity | None = None
+        self._closed = asyncio.Event()
+        self._failure: str | None = None
+        self._last_received = utcnow()
+
+    # ------------------------------------------------------------------ lifecycle
+    @property
+    def identity(self) -> BotIdentity:
+        if self._identity is None:
+            raise RuntimeError("the Telegram adapter is not started")
+        return self._identity
+
+    async def start(self, runtime: AgentRuntime) -> None:
+        """Log in, register the commands and start receiving updates; returns once running.
+
+        Raises PlatformStartupError with one line (never the token) when that is impossible.
+        """
+        self._runtime = runtime
+        self._commands = TelegramCommands(
+            Commands(runtime, learn_wait=self.learn_wait),
+            self.settings,
+            self,
+            usernames=self._usernames,
+            bot_user_id=lambda: self.identity.user_id,
+            admin_cache_seconds=self.admin_cache_seconds,
+        )
+        app = self._build()
+        self._app = app
+        try:
+            await self._initialize(app)
+            me = app.bot.bot
+            # Known before the first update arrives: every message is judged against it.
+            self._identity = BotIdentity(me.id, me.username or "", self._usernames)
+            await app.start()
+            await start_updates(app, self.settings, poll_timeout=self.poll_timeout)
+        except BaseException:
+            await self._shutdown(app)
+            self._app = None
+            raise
+        await self._require_commands().register_menu(app.bot)
+        log.info("telegram: running as @%s", me.username)
+        # Messages a crash left unanswered in Telegram chats are answered now (in the
+        # background: it takes model calls).
+        self._recovery = asyncio.create_task(
+            runtime.answer_unanswered(PLATFORM, self._sender_for), name="telegram-recovery"
+        )
+
+    async def stop(self) -> None:
+        if self._recovery is not None and not self._recovery.done():
+            self._recovery.cancel()
+        app, self._app = self._app, None
+        if app is None:
+            return
+        await self._shutdown(app)
+        self._closed.set()
+        log.info("telegram: stopped")
+
+    async def wait_idle(self) -> None:
+        """Wait until every update received so far has been handled (replies sent)."""
+        if self._recovery is not None:
+            await asyncio.wait([self._recovery])
+        app = self._app
+        if app is not None:
+            await app.update_queue.join()
+        await self._lanes.join()
+
+    async def wait_closed(self) -> None:
+        """Returns when the adapter stops; raises PlatformError if it stopped by failing."""
+        await self._closed.wait()
+        if self._failure is not None:
+            raise PlatformError(self._failure)
+
+    def _build(self) -> Application:
+        token = self.settings.telegram_token
+        assert token is not None
+        builder = (
+            ApplicationBuilder()
+            .token(token.get_secret_value())
+            # Mnemo schedules with its own APScheduler; PTB's job queue would be a second one.
+            .job_queue(None)
+            .get_updates_request(PollingRequest(self._token_rejected, connection_pool_size=1))
+        )
+        if self.base_url is not None:
+            base = self.base_url.rstrip("/")
+            builder = builder.base_url(base).base_file_url(base.replace("/bot", "/file/bot"))
+        app = builder.build()
+        names = self._require_commands().names()
+        app.add_handler(CommandHandler(names, self._on_command, filters.UpdateType.MESSAGE))
+        app.add_handler(CallbackQueryHandler(self._on_callback, pattern=FORGET_DATA))
+        # Commands for other bots (`/facts@otherbot`) and unknown ones fail both handlers.
+        app.add_handler(MessageHandler(~filters.COMMAND, self._on_message))
+        app.add_error_handler(self._on_error)
+        return app
+
+    async def _initialize(self, app: Application, attempts: int = 3) -> None:
+        for attempt in range(1, attempts + 1):
+            problem: str | None = None
+            try:
+                await app.initialize()
+                return
+            except InvalidToken:
+                # PTB's own message quotes the token: it is dropped here, and the one-line
+                # error is raised outside this block so the original is not even its context.
+                problem = BAD_TOKEN
+            except NetworkError as error:
+                if attempt == attempts:
+                    problem = f"telegram: cannot reach the Bot API ({_describe(error)})"
+                else:
+                    log.warning("telegram: Bot API unreachable (%s); retrying", _describe(error))
+            if problem is not None:
+                raise PlatformStartupError(problem)
+            await asyncio.sleep(attempt)
+
+    async def _shutdown(self, app: Application) -> None:
+        """Stop in reverse: no new updates, finish the chats in progress, then disconnect."""
+        steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+        if app.updater is not None and app.updater.running:
+            steps.append(("updater", app.updater.stop))
+        if app.running:
+            # Fetched updates are already confirmed to Telegram: hand them to their chats
+            # now, or they would be lost (PTB drops what is still queued when it stops).
+            steps.append(("pending updates", lambda: asyncio.wait_for(app.update_queue.join(), 5)))
+        steps.append(("chats", lambda: self._lanes.close(self.stop_grace)))
+        if app.running:
+            steps.append(("application", app.stop))
+        steps.append(("connection", app.shutdown))
+        for what, step in steps:
+            try:
+                await step()
+            except Exception as error:
+                log.warning("telegram: stopping the %s failed (%s)", what, _describe(error))
+
+    def _token_rejected(self) -> None:
+        if self._failure is None:
+            self._failure = "telegram: the bot token was rejected (Unauthorized) while running"
+            log.error(self._failure)
+            self._closed.set()
+
+    # ------------------------------------------------------------------ incoming
+    async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.message
+        if message is None:
+            return  # edits, channel posts and the like: nothing to say or learn
+        self._learn_usernames(message)
+        incoming = to_memory(
+            message,
+            self.identity,
+            agent_id=self._require_runtime().agent_id,
+            received_at=self._received_at(),
+        )
+        if incoming is None:
+            return
+        self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming))
+
+    async def _handle(self, message: Message, incoming: Incoming) -> None:
+        runtime = self._require_runtime()
+        reply_to = message.message_id if incoming.room.kind == "group" else None
+        thread = message.message_thread_id if message.is_topic_message else None
+        quote = reply_to
+        replied = asyncio.Event()
+
+        async def send(content: Content) -> None:
+            # Only the first reply quotes the message; the rest follow it.
+            nonlocal quote
+            replied.set()  # no "typing…" after the answer, while it is being stored
+            await self.send(message.chat.id, content.text, quote, thread)
+            quote = None
+
+        await runtime.note_profiles(incoming.mentioned)
+        await runtime.handle(
+            incoming.memory,
+            send,
+            typing=lambda: self._typing(message.chat.id, thread, replied),
+            account=incoming.account,
+            room=incoming.room,
+        )
+
+    async def _on_command(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        message = update.message
+        if message is None or message.from_user is None or message.from_user.is_bot:
+            return
+        self._learn_usernames(message)
+        commands = self._require_commands()
+        self._lanes.submit(message.chat.id, lambda: commands.on_command(message))
+
+    async def _on_callback(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        query = update.callback_query
+        if query is None or query.message is None:
+            return
+        commands = self._require_commands()
+        self._lanes.submit(query.message.chat.id, lambda: commands.on_forget_pressed(update))
+
+    async def _on_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
+        log.error("telegram: error while handling an update: %s", _describe(context.error))
+
+    def _learn_usernames(self, message: Message) -> None:
+        for user in (message.from_user, getattr(message.reply_to_message, "from_user", None)):
+            if user is not None and user.username:
+                self._usernames[user.username.casefold()] = user.id
+        while len(self._usernames) > 50_000:  # oldest first: dicts keep insertion order
+            self._usernames.pop(next(iter(self._usernames)))
+
+    def _received_at(self) -> datetime:
+        # Strictly increasing, so messages keep their order even within one millisecond.
+        now = max(utcnow(), self._last_received + timedelta(milliseconds=1))
+        self._last_received = now
+        return now
+
+    def _require_commands(self) -> TelegramCommands:
+        if self._commands is None:
+            raise RuntimeError("the Telegram adapter is not started")
+        return self._commands
+
+    def _require_runtime(self) -> AgentRuntime:
+        if self._runtime is None:
+            raise RuntimeError("the Telegram adapter is not started")
+        return self._runtime
+
+    def _sender_for(self, room: Room, message: Memory) -> Send:
+        """How to answer, after a restart, a message of this chat that a crash left
+        unanswered (its Telegram message is gone from memory: the reply quotes nothing)."""
+        chat_id = int(room.platform_id or 0)
+
+        async def send(content: Content) -> None:
+            await self.send(chat_id, content.text)
+
+        return send
+
+    # ------------------------------------------------------------------ outgoing
+    @property
+    def bot(self) -> Bot | None:
+        return None if self._app is None else self._app.bot
+
+    async def send(
+        self,
+        chat_id: int,
+        text: str,
+        reply_to: int | None = None,
+        thread: int | None = None,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> Message | None:
+        """Send `text` in parts of at most 4,096 characters; returns the last part sent."""
+        parts = split_message(text, TELEGRAM_LIMIT)
+        last: Message | None = None
+        for index, part in enumerate(parts):
+            last = await send_part(
+                self.bot,
+                chat_id,
+                part,
+                reply_to if index == 0 else None,
+                thread,
+                markup if index == len(parts) - 1 else None,
+            )
+        return last
+
+    @contextlib.asynccontextmanager
+    async def _typing(
+        self, chat_id: int, thread: int | None, replied: asyncio.Event
+    ) -> AsyncIterator[None]:
+        task = asyncio.create_task(
+            keep_typing(self, chat_id, thread, self.typing_interval, until=replied)
+        )
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+# ---------------------------------------------------------------------- helpers
+def _describe(error: BaseException | None) -> str:
+    """An error for a log line: its type and message (PTB messages never carry the token,
+    except `InvalidToken` from initialize(), which is never logged)."""
+    if error is None:
+        return "unknown error"
+    if isinstance(error, InvalidToken):
+        return "InvalidToken"
+    return f"{type(error).__name__}: {error}"

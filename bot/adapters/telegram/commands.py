@@ -1,0 +1,237 @@
+"""Telegram's side of the command layer (bot/commands.py): `/name args` messages become
+`Request`s, the answer goes back in the chat, `/forgetme` asks with buttons, and the menu
+lists the commands each person may use. Who is an admin: a configured admin id, or (when
+MNEMO_TELEGRAM_GROUP_ADMINS is on) an administrator of the group the command is used in.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from telegram import (
+    Bot,
+    BotCommand,
+    BotCommandScopeAllChatAdministrators,
+    BotCommandScopeChat,
+    BotCommandScopeDefault,
+    Chat,
+    InlineKeyboardButton,
+    InlineKeyboardMarkup,
+    Message,
+    MessageEntity,
+    Update,
+)
+from telegram.constants import ChatType
+from telegram.error import TelegramError
+
+from bot.adapters.telegram.convert import (
+    PLATFORM,
+    account_of,
+    author_of_reply,
+    room_of,
+    text_mention,
+)
+from bot.commands import Commands, Request, admin_accounts, command_parts
+from bot.config import PlatformSettings
+from bot.models import account_id
+
+log = logging.getLogger(__name__)
+
+FORGET_PROMPT = (
+    "This deletes everything I learned about you in this chat and your messages here. Sure?"
+)
+FORGET_DATA = re.compile(r"^forgetme:(yes|no):(-?\d+)$")
+
+
+class Chats(Protocol):
+    """What the commands need of the adapter: its bot and a way to send into a chat."""
+
+    @property
+    def bot(self) -> Bot | None: ...
+
+    async def send(
+        self,
+        chat_id: int,
+        text: str,
+        reply_to: int | None = None,
+        thread: int | None = None,
+        markup: InlineKeyboardMarkup | None = None,
+    ) -> Message | None: ...
+
+
+class TelegramCommands:
+    def __init__(
+        self,
+        commands: Commands,
+        settings: PlatformSettings,
+        chats: Chats,
+        *,
+        usernames: Mapping[str, int],
+        bot_user_id: Callable[[], int],
+        admin_cache_seconds: float = 60.0,
+    ) -> None:
+        self.commands = commands
+        self.settings = settings
+        self.chats = chats
+        self.admin_cache_seconds = admin_cache_seconds
+        self._usernames = usernames
+        self._bot_user_id = bot_user_id
+        self._admins = admin_accounts(settings, PLATFORM)
+        self._group_admins: dict[int, tuple[float, frozenset[int]]] = {}
+
+    def names(self) -> list[str]:
+        """Every command name PTB should route here (`/start` is Telegram's way in)."""
+        return ["start", *(info.name for info in self.commands.all())]
+
+    async def on_command(self, message: Message) -> None:
+        user = message.from_user
+        assert user is not None
+        name, args = command_parts(message.text or "")
+        account, room = account_of(user), room_of(message.chat)
+        await self.commands.runtime.note_profiles([account], room)
+        is_admin = await self._is_admin(user.id, message.chat)
+        if name == "start":
+            name = "help"
+        mentioned = text_mention(message)
+        if mentioned is not None:
+            # The mention's text is a name, not search words: the person is the subject.
+            for entity, shown in message.parse_entities([MessageEntity.TEXT_MENTION]).items():
+                if entity.user is not None and entity.user.id == mentioned.id:
+                    args = args.replace(shown, " ", 1).strip()
+        author = author_of_reply(message)
+        request = Request(
+            platform=PLATFORM,
+            account_id=account.id,
+            world_id=room.world_id,
+            room_id=room.id,
+            is_admin=is_admin,
+            args=args,
+            subject_id=None if mentioned is None else account_id(PLATFORM, mentioned.id),
+            replied_to=(
+                None
+                if author is None or author == self._bot_user_id()
+                else account_id(PLATFORM, author)
+            ),
+            resolve_person=self._resolve_person,
+        )
+        reply_to = message.message_id if room.kind == "group" else None
+        thread = message.message_thread_id if message.is_topic_message else None
+        if name == "forgetme" and args.lower() not in ("yes", "y", "confirm"):
+            await self._ask_to_forget(message, reply_to, thread)
+            return
+        answer = await self.commands.run(name, request)
+        await self.chats.send(message.chat.id, answer, reply_to, thread)
+
+    async def _ask_to_forget(
+        self, message: Message, reply_to: int | None, thread: int | None
+    ) -> None:
+        user = message.from_user
+        assert user is not None
+        keyboard = InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton("Yes, forget me", callback_data=f"forgetme:yes:{user.id}"),
+                    InlineKeyboardButton("No", callback_data=f"forgetme:no:{user.id}"),
+                ]
+            ]
+        )
+        await self.chats.send(message.chat.id, FORGET_PROMPT, reply_to, thread, keyboard)
+
+    async def on_forget_pressed(self, update: Update) -> None:
+        query = update.callback_query
+        bot = self.chats.bot
+        if query is None or query.message is None or query.data is None or bot is None:
+            return
+        match = FORGET_DATA.match(query.data)
+        if match is None:
+            return
+        choice, owner = match.group(1), int(match.group(2))
+        if query.from_user.id != owner:
+            await _answer(query, "This button is for the person who asked.")
+            return
+        chat = query.message.chat
+        room = room_of(chat)
+        # Answered at once: Telegram shows a spinner on the button until then.
+        await _answer(query, "Forgetting…" if choice == "yes" else "Kept.")
+        if choice == "yes":
+            request = Request(
+                platform=PLATFORM,
+                account_id=account_id(PLATFORM, owner),
+                world_id=room.world_id,
+                room_id=room.id,
+                is_admin=False,
+            )
+            text = await self.commands.forget_me(request)
+        else:
+            text = "Okay, I'll keep remembering."
+        try:
+            await bot.edit_message_text(text, chat_id=chat.id, message_id=query.message.message_id)
+        except TelegramError as error:
+            log.info("telegram: could not update the confirmation (%s); sending anew", error)
+            await self.chats.send(chat.id, text)
+
+    async def register_menu(self, bot: Bot) -> None:
+        """The menu: everyone sees the user commands; admins see all of them."""
+        listed = self.commands.all()
+        everyone = [BotCommand(c.name, c.description) for c in listed if not c.admin_only]
+        everything = everyone + [BotCommand(c.name, c.description) for c in listed if c.admin_only]
+        scopes: list[tuple[list[BotCommand], Any]] = [(everyone, BotCommandScopeDefault())]
+        if self.settings.telegram_group_admins:
+            scopes.append((everything, BotCommandScopeAllChatAdministrators()))
+        admin_chats = sorted(int(i) for i in self.settings.admin_ids_for(PLATFORM) if i.isdigit())
+        scopes += [(everything, BotCommandScopeChat(chat)) for chat in admin_chats]
+        for commands, scope in scopes:
+            try:
+                await bot.set_my_commands(commands, scope=scope)
+            except TelegramError as error:
+                # E.g. an admin who never opened a chat with the bot: the menu is a nicety.
+                log.info("telegram: could not set the command menu for %s (%s)", scope.type, error)
+
+    async def _resolve_person(self, who: str) -> str | None:
+        """The account id for `@username` or a numeric user id, if known."""
+        who = who.strip()
+        if who.isdigit():
+            return account_id(PLATFORM, int(who))
+        name = who.removeprefix("@").casefold()
+        if name in self._usernames:
+            return account_id(PLATFORM, self._usernames[name])
+        store = self.commands.runtime.store
+        account = await store.accounts.find_by_username(PLATFORM, name)
+        return None if account is None else account.id
+
+    async def _is_admin(self, user_id: int, chat: Chat) -> bool:
+        if account_id(PLATFORM, user_id) in self._admins:
+            return True
+        if not self.settings.telegram_group_admins:
+            return False
+        if chat.type not in (ChatType.GROUP, ChatType.SUPERGROUP):
+            return False
+        return user_id in await self._administrators(chat.id)
+
+    async def _administrators(self, chat_id: int) -> frozenset[int]:
+        """The group's administrators, cached briefly: every admin command would ask again."""
+        cached = self._group_admins.get(chat_id)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        bot = self.chats.bot
+        if bot is None:
+            return frozenset()
+        try:
+            members = await bot.get_chat_administrators(chat_id)
+        except TelegramError as error:
+            log.warning("telegram: cannot list the administrators of %s (%s)", chat_id, error)
+            return frozenset()
+        ids = frozenset(member.user.id for member in members)
+        self._group_admins[chat_id] = (time.monotonic() + self.admin_cache_seconds, ids)
+        return ids
+
+
+async def _answer(query: Any, text: str) -> None:
+    try:
+        await query.answer(text)
+    except TelegramError as error:
+        log.debug("telegram: answering a button press failed (%s)", error)

@@ -1,0 +1,391 @@
+"""The command layer: one command set, with the same names and meanings on every surface
+(console, Discord, Telegram), the built-in ones and every plugin's.
+
+A surface turns what a person typed (or picked, on Discord) into a `Request` - who asked,
+where, whether they are an admin there, the text after the command - and shows the answer.
+Everything else happens here, once:
+
+- "wait for learning": before an answer about what was learned, the room learns from what
+  was said and not yet learned from (as the idle flush would), within `learn_wait` seconds;
+  then the answer shows what is known, noting when learning is still going on;
+- "finish evaluations before forgetting": running evaluations of the room finish first, or
+  they could learn again what is being forgotten;
+- the one argument parser for `[@person | user id] [text] [page]`;
+- admin-only commands are refused to others with one line.
+
+Answers only ever read the world the command was issued in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from bot.config import PlatformSettings
+from bot.evaluation import describe_queue
+from bot.models import Memory, account_id
+from bot.runtime import AgentRuntime
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 10
+# The bot's own replies are not learned from: the last person's message is found among these.
+RECENT_FOR_LEARNING = 10
+STILL_LEARNING = "(still learning from the latest messages)"
+FORGET_ME_PROMPT = (
+    "This deletes everything I learned about you here and every message of yours I kept "
+    "here. It cannot be undone."
+)
+# Page numbers are small; platform user ids are not (see parse_person_search_page).
+_MAX_PAGE_DIGITS = 4
+_MIN_USER_ID_DIGITS = 5
+
+# Turns `@name` or a user id typed on a surface into an account id, or None if unknown.
+ResolvePerson = Callable[[str], Awaitable[str | None]]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a command was issued: only what was learned in `world_id` is visible."""
+
+    world_id: str
+    room_id: str
+    user_id: str
+
+
+@dataclass(frozen=True)
+class Request:
+    """A command as a surface received it."""
+
+    platform: str
+    account_id: str
+    world_id: str
+    room_id: str
+    is_admin: bool
+    args: str = ""
+    # A person the surface already knows the command is about (Discord's member option, a
+    # Telegram text mention or the author of the message replied to).
+    subject_id: str | None = None
+    # The author of the message the command replied to, if any: `/facts` then lists theirs.
+    replied_to: str | None = None
+    # How this surface finds `@name`; by default the platform's known usernames.
+    resolve_person: ResolvePerson | None = field(default=None, compare=False)
+
+    @property
+    def scope(self) -> Scope:
+        return Scope(world_id=self.world_id, room_id=self.room_id, user_id=self.account_id)
+
+
+@dataclass(frozen=True)
+class CommandInfo:
+    """What a surface shows of a command (menus, slash commands, /help)."""
+
+    name: str
+    description: str
+    usage: str = ""
+    admin_only: bool = False
+    # The answer waits for learning: a surface with an answer deadline (Discord) defers.
+    slow: bool = False
+
+
+Handler = Callable[[Request], Awaitable[str]]
+
+BUILT_IN: tuple[CommandInfo, ...] = (
+    CommandInfo("me", "What I know about you here", slow=True),
+    CommandInfo("forgetme", "Forget everything about you here", usage="[yes]", slow=True),
+    CommandInfo("help", "What I can do"),
+    CommandInfo(
+        "facts",
+        "Admins: facts learned here",
+        usage="[@user] [text] [page]",
+        admin_only=True,
+        slow=True,
+    ),
+    CommandInfo(
+        "forget",
+        "Admins: forget a fact (id prefix) or a person (@user)",
+        usage="<fact id | @user>",
+        admin_only=True,
+        slow=True,
+    ),
+    CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
+)
+
+
+class Commands:
+    """Every command a person can use, and what each one answers."""
+
+    def __init__(self, runtime: AgentRuntime, *, learn_wait: float = 30.0) -> None:
+        self.runtime = runtime
+        # How long an answer about what was learned waits for the room's learning.
+        self.learn_wait = learn_wait
+        self._built_in: dict[str, Handler] = {
+            "help": self._help,
+            "me": self._me,
+            "forgetme": self._forget_me_command,
+            "facts": self._facts,
+            "forget": self._forget,
+            "stats": self._stats,
+        }
+
+    # ------------------------------------------------------------------ the command set
+    def all(self) -> list[CommandInfo]:
+        """Built-in commands, then every plugin's, in registration order."""
+        found = list(BUILT_IN)
+        for command in self.runtime.plugins.commands():
+            if command.name in self._built_in:
+                log.warning("plugin command /%s is hidden by the built-in one", command.name)
+                continue
+            found.append(
+                CommandInfo(
+                    command.name,
+                    command.description,
+                    usage=command.usage,
+                    admin_only=command.admin_only,
+                    slow=command.after_learning,
+                )
+            )
+        return found
+
+    def find(self, name: str) -> CommandInfo | None:
+        wanted = name.strip().lstrip("/").split("@", 1)[0].casefold()
+        return next((c for c in self.all() if c.name == wanted), None)
+
+    async def run(self, name: str, request: Request) -> str:
+        """The answer to `/name`: a refusal or a one-line apology, never an exception."""
+        info = self.find(name)
+        if info is None:
+            return f"Unknown command /{name.lstrip('/')}. Try /help."
+        if info.admin_only and not request.is_admin:
+            log.info("%s: refused /%s to %s", request.platform, info.name, request.account_id)
+            return f"Sorry, /{info.name} is only for admins."
+        try:
+            handler = self._built_in.get(info.name)
+            if handler is not None:
+                return await handler(request)
+            return await self._plugin_command(info, request)
+        except Exception:
+            log.exception("%s: /%s failed", request.platform, info.name)
+            return f"Sorry, /{info.name} failed; the details are in the bot's log."
+
+    def help(self, *, is_admin: bool) -> str:
+        lines = ["I remember what people tell me, and only in the chat where they said it."]
+        for info in self.all():
+            if info.admin_only and not is_admin:
+                continue
+            usage = f" {info.usage}" if info.usage else ""
+            lines.append(f"/{info.name}{usage} - {info.description}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ the shared rules
+    async def learned(self, room_id: str) -> bool:
+        """Learn now from what the room said and was not yet learned from, and wait for it
+        (at most `learn_wait` seconds). False when learning is still going on."""
+        recent = await self.runtime.store.memories.recent(room_id, RECENT_FOR_LEARNING)
+        said = [m for m in recent if m.user_id != self.runtime.agent_id]
+        if said:
+            # The idle flush's job, from the last thing a person said: one job per message,
+            # so asking twice learns once.
+            return await self.runtime.flush_room(said[-1], timeout=self.learn_wait)
+        return await self.runtime.evaluations.join(room_id, self.learn_wait)
+
+    async def after_learning(self, room_id: str, answer: Callable[[], Awaitable[str]]) -> str:
+        done = await self.learned(room_id)
+        text = await answer()
+        return text if done else f"{text}\n{STILL_LEARNING}"
+
+    async def forget_me(self, request: Request) -> str:
+        facts, messages = await self._forget_person(request.account_id, request)
+        return f"Done: I forgot {facts} facts about you and {messages} of your messages here."
+
+    async def _forget_person(self, person_id: str, request: Request) -> tuple[int, int]:
+        # Running evaluations first, or they could learn again what is being forgotten.
+        await self.runtime.evaluations.join(request.room_id, self.learn_wait)
+        found = await self.runtime.knowledge.forget_person(
+            user_id=person_id, world_id=request.world_id
+        )
+        await self.runtime.plugins.forget(person_id, request.world_id)
+        return found
+
+    async def resolve(self, who: str, request: Request) -> str | None:
+        """The account id for `@username` or a user id typed on the request's surface."""
+        if request.resolve_person is not None:
+            return await request.resolve_person(who)
+        who = who.strip()
+        if who.isdigit():
+            return account_id(request.platform, int(who))
+        name = who.removeprefix("@")
+        account = await self.runtime.store.accounts.find_by_username(request.platform, name)
+        return None if account is None else account.id
+
+    # ------------------------------------------------------------------ built-in answers
+    async def _help(self, request: Request) -> str:
+        return self.help(is_admin=request.is_admin)
+
+    async def _me(self, request: Request) -> str:
+        return await self.after_learning(
+            request.room_id, lambda: describe_me(self.runtime, request.scope)
+        )
+
+    async def _forget_me_command(self, request: Request) -> str:
+        if request.args.strip().lower() in ("yes", "y", "confirm"):
+            return await self.forget_me(request)
+        return f"{FORGET_ME_PROMPT} Send /forgetme yes if you are sure."
+
+    async def _facts(self, request: Request) -> str:
+        who, search, page = parse_person_search_page(request.args)
+        subject = request.subject_id or request.replied_to
+        if who is not None:
+            subject = await self.resolve(who, request)
+            if subject is None:
+                return f"I don't know {who} here yet."
+        return await self.after_learning(
+            request.room_id,
+            lambda: list_facts(
+                self.runtime, request.scope, subject_id=subject, search=search, page=page
+            ),
+        )
+
+    async def _forget(self, request: Request) -> str:
+        target = request.args.strip()
+        subject = request.subject_id
+        if subject is None and target.startswith("@"):
+            subject = await self.resolve(target.split()[0], request)
+            if subject is None:
+                return f"I don't know {target.split()[0]} here yet."
+        if subject is not None:
+            facts, messages = await self._forget_person(subject, request)
+            return f"Forgot {facts} facts and {messages} messages of that person here."
+        if not target:
+            return "Usage: /forget <fact id from /facts> or /forget @user"
+        return await forget_fact(self.runtime, request.scope, target.split()[0])
+
+    async def _stats(self, request: Request) -> str:
+        return await self.after_learning(
+            request.room_id, lambda: stats(self.runtime, request.scope)
+        )
+
+    async def _plugin_command(self, info: CommandInfo, request: Request) -> str:
+        command = self.runtime.plugins.find_command(info.name)
+        assert command is not None  # listed by all() a moment ago
+
+        async def answer() -> str:
+            return await self.runtime.plugins.run_command(
+                command,
+                account_id=request.account_id,
+                world_id=request.world_id,
+                room_id=request.room_id,
+                args=request.args,
+                is_admin=request.is_admin,
+            )
+
+        if info.slow:
+            return await self.after_learning(request.room_id, answer)
+        return await answer()
+
+
+def admin_accounts(settings: PlatformSettings, platform: str) -> frozenset[str]:
+    """The configured admins of a platform as account ids: one type on every platform."""
+    return frozenset(account_id(platform, user) for user in settings.admin_ids_for(platform))
+
+
+# ---------------------------------------------------------------------- the one parser
+def parse_person_search_page(args: str) -> tuple[str | None, str | None, int]:
+    """`[@user | user id] [search text] [page]`: a first `@name` or long number is the person,
+    a last short number the page, the rest the text to search for."""
+    words = args.split()
+    who: str | None = None
+    if words:
+        first = words[0]
+        if first.startswith("@") or (first.isdigit() and len(first) >= _MIN_USER_ID_DIGITS):
+            who = words.pop(0)
+    page = 1
+    if words and words[-1].isdigit() and len(words[-1]) <= _MAX_PAGE_DIGITS:
+        page = max(int(words.pop()), 1)
+    return who, " ".join(words) or None, page
+
+
+def command_parts(text: str) -> tuple[str, str]:
+    """`/facts@mnemo_bot sarah 2` → ("facts", "sarah 2")."""
+    head, _, rest = text.strip().partition(" ")
+    name = head.removeprefix("/").split("@", 1)[0].lower()
+    return name, rest.strip()
+
+
+# ---------------------------------------------------------------------- answers
+async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
+    facts, _ = await runtime.store.facts.page(
+        scope.world_id, subject_id=scope.user_id, limit=PAGE_SIZE * 5
+    )
+    if not facts:
+        return "I haven't learned anything about you here yet."
+    lines = "\n".join(f"• {fact.text}" for fact in facts)
+    return f"What I know about you here ({len(facts)}):\n{lines}"
+
+
+async def forget_me(runtime: AgentRuntime, scope: Scope) -> str:
+    """Forget a person without waiting for evaluations (tests and tools; people use
+    `Commands.forget_me`, which lets running evaluations finish first)."""
+    facts, messages = await runtime.knowledge.forget_person(
+        user_id=scope.user_id, world_id=scope.world_id
+    )
+    return f"Done: I forgot {facts} facts about you and {messages} of your messages here."
+
+
+async def list_facts(
+    runtime: AgentRuntime,
+    scope: Scope,
+    *,
+    subject_id: str | None = None,
+    search: str | None = None,
+    page: int = 1,
+) -> str:
+    page = max(page, 1)
+    facts, total = await runtime.store.facts.page(
+        scope.world_id,
+        subject_id=subject_id,
+        search=search or None,
+        skip=(page - 1) * PAGE_SIZE,
+        limit=PAGE_SIZE,
+    )
+    if total == 0:
+        return "No facts learned here yet." if not search else f"No facts match {search!r}."
+    names = await runtime.store.accounts.get_many(sorted({f.subject_id for f in facts}))
+    pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
+    lines = [
+        f"`{fact.id[:8]}` {fact.text}"
+        + (f" — about {names[fact.subject_id].name}" if fact.subject_id in names else "")
+        for fact in facts
+    ]
+    return f"Facts (page {page}/{pages}, {total} in all):\n" + "\n".join(lines)
+
+
+async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> str:
+    """Delete one fact by its id or the id prefix shown in listings."""
+    prefix = fact_prefix.strip().strip("`")
+    if len(prefix) < 4:
+        return "Give at least the first 4 characters of the fact id shown in /facts."
+    matches = await runtime.store.facts.with_id_prefix(scope.world_id, prefix)
+    if not matches:
+        return f"No fact with id {prefix} here."
+    if len(matches) > 1:
+        return f"{len(matches)} facts start with {prefix}; give more of the id."
+    await runtime.knowledge.delete_fact(matches[0].id, world_id=scope.world_id)
+    return f"Forgot: {matches[0].text}"
+
+
+async def stats(runtime: AgentRuntime, scope: Scope) -> str:
+    _, facts = await runtime.store.facts.page(scope.world_id, limit=1)
+    goals = await runtime.store.goals.in_world(scope.world_id, limit=10_000)
+    messages = await runtime.store.memories.count_in_world(scope.world_id)
+    evaluations = describe_queue(await runtime.evaluations.counts())
+    return (
+        f"Messages: {messages}\nFacts: {facts}\nGoals: {len(goals)} "
+        f"({sum(g.status == 'IN_PROGRESS' for g in goals)} in progress)\n"
+        f"Evaluations (all worlds): {evaluations}"
+    )
+
+
+def scope_of(memory: Memory) -> Scope:
+    return Scope(world_id=memory.world_id, room_id=memory.room_id, user_id=memory.user_id)

@@ -1,0 +1,117 @@
+"""The command layer: one command set on every surface. A plugin written only against `bot`
+adds a command, and it is there on the console, on Telegram and as a Discord slash command,
+with the same answer and the same admin rule; the one argument parser."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot import Command, CommandContext, Plugin
+from bot.adapters.console import ConsoleChat
+from bot.adapters.discord import REFUSED, DiscordAdapter
+from bot.adapters.telegram import TelegramAdapter
+from bot.commands import parse_person_search_page
+from bot.config import PlatformSettings
+from bot.testing.harness import open_test_app
+from bot.testing.scripted import ScriptedModel
+from tests.fakes.discord_fakes import FakeDiscord
+from tests.fakes.telegram_server import FakeTelegramServer
+
+
+async def add_note(ctx: CommandContext) -> str:
+    await ctx.collections["notes"].insert_one({"room": ctx.room_id, "text": ctx.args})
+    return f"Noted: {ctx.args}"
+
+
+async def count_notes(ctx: CommandContext) -> str:
+    return f"{await ctx.collections['notes'].count_documents({})} notes"
+
+
+NOTES = Plugin(
+    name="notes",
+    commands=[
+        Command("note", "Keep a note", add_note, usage="<text>"),
+        Command("notes", "Admins: how many notes", count_notes, admin_only=True),
+    ],
+)
+
+
+async def test_a_plugin_command_works_on_the_console_telegram_and_discord(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    async with (
+        open_test_app(
+            tmp_path,
+            plugins=[NOTES],
+            model=ScriptedModel(lambda prompt, task, state: "{}"),
+            model_dir=model_dir,
+            mongodb_uri=mongo_uri,
+        ) as app,
+        FakeTelegramServer() as telegram,
+    ):
+        # The console: the person at this machine is its admin.
+        out = io.StringIO()
+        console = ConsoleChat(
+            user_name="sam",
+            stdin=io.StringIO("/note milk\n/notes\n/help\n"),
+            stdout=out,
+        )
+        await console.run(app.runtime)
+        assert "Noted: milk" in out.getvalue() and "1 notes" in out.getvalue()
+        assert "/note <text> - Keep a note" in out.getvalue()
+
+        # Telegram: in the command menu, answered in the chat, refused to non-admins.
+        adapter = TelegramAdapter(
+            PlatformSettings(_env_file=None, telegram_token=SecretStr(telegram.token)),
+            base_url=telegram.base_url,
+            poll_timeout=1,
+        )
+        await adapter.start(app.runtime)
+        try:
+            sarah = telegram.user("Sarah")
+            dm = telegram.private_chat(sarah)
+            telegram.push_message(dm, sarah, "/note eggs")
+            telegram.push_message(dm, sarah, "/notes")
+            noted, refused = await telegram.wait_for_sent(2, chat_id=dm.id)
+            menu = [c["command"] for c in telegram.calls_to("setMyCommands")[0].params["commands"]]
+        finally:
+            await adapter.stop()
+        assert noted.text == "Noted: eggs"
+        assert refused.text == "Sorry, /notes is only for admins."
+        assert "note" in menu and "notes" not in menu  # admins' commands are in admins' menus
+
+        # Discord: a slash command whose text option carries the arguments.
+        discord_adapter = DiscordAdapter(PlatformSettings(_env_file=None))
+        discord_adapter.bind(app.runtime)
+        fake = FakeDiscord(discord_adapter.client, tree=discord_adapter.tree)
+        tom = fake.person("Tom")
+        note = discord_adapter.tree.get_command("note")
+        notes = discord_adapter.tree.get_command("notes")
+        assert note is not None and notes is not None
+        await note.callback(used := fake.interaction(tom), args="bread")  # type: ignore[call-arg]
+        await notes.callback(asked := fake.interaction(tom))  # type: ignore[call-arg]
+        assert used.text == "Noted: bread"
+        assert asked.text == REFUSED
+
+
+@pytest.mark.parametrize(
+    ("args", "parsed"),
+    [
+        ("", (None, None, 1)),
+        ("@sarah", ("@sarah", None, 1)),
+        ("@sarah green tea 2", ("@sarah", "green tea", 2)),
+        ("123456789 tea", ("123456789", "tea", 1)),
+        ("chapter 12", (None, "chapter", 12)),
+        ("room 12 1", (None, "room 12", 1)),
+        ("page 0", (None, "page", 1)),
+        ("born 1987654", (None, "born 1987654", 1)),  # a long number is no page
+    ],
+)
+def test_one_parser_reads_person_search_and_page(
+    args: str, parsed: tuple[str | None, str | None, int]
+) -> None:
+    assert parse_person_search_page(args) == parsed
