@@ -28,7 +28,7 @@ from benchmarks.stats import REPO_ROOT, BenchError
 log = logging.getLogger(__name__)
 
 # `all` in this order: the cheap, always-available parts first.
-ALL_PARTS = ("cost", "scale", "recall", "vectors", "embedder", "startup", "faults")
+ALL_PARTS = ("cost", "scale", "recall", "vectors", "embedder", "startup", "faults", "memory")
 DEFAULT_OUT = Path("bench-results")
 DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo-dev.json"
 
@@ -132,6 +132,27 @@ def _embedder_options(parser: argparse.ArgumentParser) -> None:
     embedder.add_argument("--stock-texts", type=int, help="texts for Chroma's (default 128)")
 
 
+def _memory_options(parser: argparse.ArgumentParser) -> None:
+    memory = parser.add_argument_group("memory")
+    data_help = "JSON list of conversations (default: the shipped set)"
+    try:
+        memory.add_argument("--data", dest="memory_data", type=Path, help=data_help)
+    except argparse.ArgumentError:  # `all` has recall's --data (LoCoMo) too
+        memory.add_argument("--memory-data", dest="memory_data", type=Path, help=data_help)
+    memory.add_argument(
+        "--extract-every",
+        type=int,
+        default=1,
+        help="learn after every N turns, as after a pause (0: only the usual cadence); "
+        "always once at the end (default 1)",
+    )
+    memory.add_argument(
+        "--offline",
+        action="store_true",
+        help="the offline model even when OPENAI_API_KEY / OPENAI_BASE_URL are set",
+    )
+
+
 def _startup_options(parser: argparse.ArgumentParser) -> None:
     startup = parser.add_argument_group("startup")
     startup.add_argument("--runs", type=int, help="launches of `mnemo chat` (default 3)")
@@ -155,6 +176,7 @@ PARTS: tuple[Part, ...] = (
     Part("embedder", "the ONNX embedder's speed against Chroma's", _embedder_options),
     Part("startup", "time to the `mnemo chat` banner, idle memory", _startup_options),
     Part("faults", "kill -9 at random points: nothing lost, nothing twice", _faults_options),
+    Part("memory", "facts that change: stale, kept, attributed", _memory_options),
 )
 
 
@@ -329,6 +351,28 @@ def run_embedder_part(args: argparse.Namespace) -> dict[str, Any]:
     )
 
 
+def run_memory_part(args: argparse.Namespace) -> dict[str, Any]:
+    from benchmarks.memory import DEFAULT_DATA, load_conversations, run_memory
+
+    data = args.memory_data if args.memory_data is not None else DEFAULT_DATA
+    if args.extract_every < 0:
+        raise BenchError("--extract-every must be 0 or more")
+    conversations = load_conversations(data)
+    if args.quick:
+        conversations = conversations[:5]
+    return asyncio.run(
+        run_memory(
+            conversations,
+            model_dir=_model_dir(args),
+            data_source=_display(data),
+            extract_every=args.extract_every,
+            mongodb_uri=args.mongodb_uri,
+            plugins_dir=args.plugins_dir,
+            use_env_model=not args.offline,
+        )
+    )
+
+
 def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.startup import run_startup
 
@@ -425,6 +469,7 @@ def run_parts(part: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "embedder": run_embedder_part,
             "startup": run_startup_part,
             "faults": run_faults_part,
+            "memory": run_memory_part,
         }[name]
         parts[name] = _measure(name, lambda r=runner: r(args))
     return parts

@@ -548,6 +548,7 @@ _SECTIONS: tuple[tuple[str, str], ...] = (
     ("embedder", "Embedder"),
     ("startup", "Start-up"),
     ("faults", "Crashes (kill -9)"),
+    ("memory", "Memory that stays true"),
 )
 
 
@@ -588,6 +589,10 @@ def to_markdown(results: dict[str, Any], charts: dict[str, str] | None = None) -
             lines += startup_section(part)
         elif key == "faults":
             lines += faults_section(part)
+        elif key == "memory":
+            from benchmarks.memory import memory_section
+
+            lines += memory_section(part)
     goals = goals_section(parts)
     if goals:
         lines += ["### Goals", "", *goals]

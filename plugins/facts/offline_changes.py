@@ -1,0 +1,205 @@
+"""How the offline model reconciles: what it reads as a change to a known fact.
+
+The offline answer (no language model) extracts claims by pattern; this module gives each the
+change a model would: a claim that fills the same slot as a known fact of the same person
+(where they live, where they work, their job, age, number of kids, partner) updates it when
+the value differs and repeats it when it does not; "I no longer ...", "I don't ... anymore",
+"I quit ...", "I sold my ..." retract the known fact they name; "I'm 35 now", "I just turned
+35" and "we have 3 kids now" are claims of their own. Pure functions over the state: the
+known facts shown to the model and their short ids are what a real model sees too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+from bot.models import Fact, Memory
+
+Claim = dict[str, Any]
+
+# A fact's slot: what it says about its subject that holds one value at a time.
+_SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("home", re.compile(r"\b(?:lives|is living|is based|resides) in (?P<v>.+)$", re.I)),
+    ("work", re.compile(r"\bworks (?:at|for) (?P<v>.+)$", re.I)),
+    ("job", re.compile(r"\b(?:works as|is) an? (?P<v>[\w -]+)$", re.I)),
+    ("age", re.compile(r"\bis (?P<v>\d{1,3})(?: years old)?$", re.I)),
+    ("kids", re.compile(r"\bhas (?P<v>\w+) (?:kids|children)$", re.I)),
+    (
+        "partner",
+        re.compile(
+            r"(?:'s (?:wife|husband|partner|boyfriend|girlfriend|fiancée?) is called"
+            r"| is married to) (?P<v>.+)$",
+            re.I,
+        ),
+    ),
+)
+# "is a" says a job only for occupations ("is a vegetarian" is not one).
+_JOB_ENDINGS = ("er", "or", "ist", "ian", "ant", "ent", "nurse", "chef", "cook", "vet", "coach")
+_NOT_JOBS = frozenset({"member", "beginner", "lover", "user", "fan", "newcomer", "vegetarian"})
+
+_NUMBER = r"(?P<n>\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten)"
+_I_AM = r"\b(?:i'm|i am|im)\s+"
+_AGE = (
+    re.compile(_I_AM + r"(?P<n>\d{1,3})(?:\s+years?\s+old)?(?:\s+now)?\b(?![.,:/-]?\d)", re.I),
+    re.compile(r"\bi\s+(?:just\s+)?turned\s+(?P<n>\d{1,3})\b", re.I),
+)
+_KIDS_NOW = re.compile(
+    r"\b(?:we|i)\s+(?:now\s+)?have\s+" + _NUMBER + r"\s+(?P<kids>kids|children)\b", re.I
+)
+# What stopped being true, and the words that name it.
+_WHAT = r"(?P<x>[^.,!?;\n]+)"
+_RETRACTIONS: tuple[tuple[str | None, re.Pattern[str]], ...] = (
+    ("work", re.compile(r"\bi\s+(?:no\s+longer|don'?t)\s+work\s+(?:at|for)\s+" + _WHAT, re.I)),
+    ("home", re.compile(r"\bi\s+(?:no\s+longer|don'?t)\s+live\s+in\s+" + _WHAT, re.I)),
+    ("work", re.compile(r"\bi\s+(?:just\s+)?(?:quit|left)\s+(?:my\s+job\s+at\s+)?" + _WHAT, re.I)),
+    (None, re.compile(r"\bi\s+(?:just\s+)?sold\s+" + _WHAT, re.I)),
+    (None, re.compile(r"\bi\s+no\s+longer\s+(?:have\s+)?" + _WHAT, re.I)),
+    (None, re.compile(r"\bi\s+don'?t\s+have\s+(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I)),
+)
+_ANYMORE = re.compile(r"\s+(?:any\s*more|now|either)\s*$", re.I)
+_SMALL = frozenset(
+    "a an the my our at for in to with of on and job anymore any more longer work live have "  # noqa: SIM905
+    "no not now".split()
+)
+
+
+def slot_of(text: str) -> tuple[str, str] | None:
+    """(slot, value) a fact's text fills, e.g. ("home", "berlin"); None for other facts."""
+    text = text.strip().rstrip(".")
+    for slot, pattern in _SLOTS:
+        found = pattern.search(text)
+        if found is None:
+            continue
+        value = " ".join(found["v"].casefold().split())
+        if slot == "job" and not _is_job(value):
+            continue
+        return slot, value
+    return None
+
+
+def _is_job(value: str) -> bool:
+    words = value.split()
+    if not words or len(words) > 3 or words[-1] in _NOT_JOBS:
+        return False
+    return words[-1].endswith(_JOB_ENDINGS)
+
+
+def _content(text: str) -> set[str]:
+    words = {w.strip("'") for w in re.findall(r"[\w']+", text.casefold())}
+    return {w for w in words if w and w not in _SMALL}
+
+
+def more_claims(message: Memory, who: str) -> list[Claim]:
+    """Claims about a change the statement patterns do not read: an age, a number of kids."""
+    text = message.content.text
+    found: list[Claim] = []
+    for pattern in _AGE:
+        for match in pattern.finditer(text):
+            found.append(_claim(f"{who} is {match['n']} years old", who, message.user_id))
+    for match in _KIDS_NOW.finditer(text):
+        count, kids = match["n"].lower(), match["kids"].lower()
+        found.append(_claim(f"{who} has {count} {kids}", who, message.user_id))
+    return found
+
+
+def _claim(text: str, who: str, user_id: str) -> Claim:
+    return {
+        "claim": text,
+        "type": "fact",
+        "subject": who,
+        "subject_id": user_id,
+        "change": "new",
+        "in_bio": False,
+    }
+
+
+def reconcile(
+    claims: Sequence[Claim],
+    messages: Iterable[Memory],
+    known: Sequence[Fact],
+    refs: Mapping[str, str],
+) -> list[Claim]:
+    """The claims with their changes, plus a retraction for each known fact a message says
+    stopped being true. `known` are the facts the prompt showed, `refs` their short ids."""
+    short = {fact_id: ref for ref, fact_id in refs.items()}
+    shown = [f for f in known if f.id in short]
+    # A later claim for the same person's slot replaces an earlier one of the same window.
+    last_in_slot: dict[tuple[str, str], int] = {}
+    for index, claim in enumerate(claims):
+        filled = slot_of(str(claim.get("claim", "")))
+        if filled is not None:
+            last_in_slot[(str(claim.get("subject_id")), filled[0])] = index
+    result: list[Claim] = []
+    for index, claim in enumerate(claims):
+        claim = dict(claim)
+        filled = slot_of(str(claim.get("claim", "")))
+        if filled is not None:
+            key = (str(claim.get("subject_id")), filled[0])
+            if last_in_slot[key] != index:
+                continue
+            same_slot = [
+                f
+                for f in shown
+                if f.subject_id == claim.get("subject_id") and _slot(f) == filled[0]
+            ]
+            for fact in same_slot:
+                value = slot_of(fact.text)
+                repeated = value is not None and value[1] == filled[1]
+                claim["change"] = "repeat" if repeated else "update"
+                claim["fact"] = short[fact.id]
+                if repeated:
+                    break
+        result.append(claim)
+    result += _retractions(messages, shown, short, result)
+    return result
+
+
+def _slot(fact: Fact) -> str | None:
+    filled = slot_of(fact.text)
+    return filled[0] if filled else None
+
+
+def _retractions(
+    messages: Iterable[Memory],
+    shown: Sequence[Fact],
+    short: Mapping[str, str],
+    claims: Sequence[Claim],
+) -> list[Claim]:
+    updated = {c.get("fact") for c in claims if c.get("change") == "update"}
+    found: list[Claim] = []
+    for message in messages:
+        for slot, pattern in _RETRACTIONS:
+            for match in pattern.finditer(message.content.text):
+                named = _content(_ANYMORE.sub("", match["x"]))
+                target = _named_fact(shown, message.user_id, slot, named, _slot)
+                if target is None or short[target.id] in updated:
+                    continue
+                if any(c.get("fact") == short[target.id] for c in found):
+                    continue
+                claim = _claim(target.text, "", message.user_id)
+                claim.update(change="retract", fact=short[target.id])
+                found.append(claim)
+    return found
+
+
+def _named_fact(
+    shown: Sequence[Fact],
+    user_id: str,
+    slot: str | None,
+    named: set[str],
+    slot_fn: Callable[[Fact], str | None],
+) -> Fact | None:
+    """The speaker's known fact that shares the most words with what they named (in the
+    slot the verb says, when it says one); None when nothing matches."""
+    best, best_overlap = None, 0
+    for fact in shown:
+        if fact.subject_id != user_id:
+            continue
+        if slot is not None and slot_fn(fact) not in (slot, None):
+            continue
+        overlap = len(named & _content(fact.text))
+        if overlap > best_overlap:
+            best, best_overlap = fact, overlap
+    return best
