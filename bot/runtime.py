@@ -458,13 +458,16 @@ class AgentRuntime:
         providers: bool = True,
         room: Room | None = None,
     ) -> State:
+        # The conversation up to and including this message, never what came after it: an
+        # evaluation that runs late (a slow model, a busy room) reads what was said then.
+        through = memory.created_at + timedelta(milliseconds=1)
+        window = self.store.memories.recent(
+            memory.room_id, self.options.recent_messages, before=through
+        )
         if room is None:
-            recent, room = await asyncio.gather(
-                self.store.memories.recent(memory.room_id, self.options.recent_messages),
-                self.store.rooms.get(memory.room_id),
-            )
+            recent, room = await asyncio.gather(window, self.store.rooms.get(memory.room_id))
         else:
-            recent = await self.store.memories.recent(memory.room_id, self.options.recent_messages)
+            recent = await window
         if not any(m.id == memory.id for m in recent):
             recent = [*recent, memory][-self.options.recent_messages :]
         people = {m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)
