@@ -145,6 +145,16 @@ class Account(Document):
     username: str | None = None
     is_bot: bool = False
     details: dict[str, Any] = Field(default_factory=dict)
+    # The name the person told the bot ("I'm Priya"): shown instead of the platform's from
+    # then on, on every surface. Excluded from dumps, so a profile refresh from the platform
+    # never overwrites it; only learning it sets it (Accounts.set_told_name).
+    told_name: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _told_name_wins(self) -> Account:
+        if self.told_name:
+            self.name = self.told_name
+        return self
 
 
 class Room(Document):

@@ -113,3 +113,34 @@ async def test_in_a_group_a_partner_or_pet_is_the_speakers_fact_unless_they_are_
     assert facts["Comet hates thunderstorms"] == priya.account.id  # not the latest speaker
     assert facts["Dan's partner Lea runs marathons"] == dan.account.id
     assert facts["Dan has a dog named Rex"] == dan.account.id  # never the assistant's
+
+
+async def test_a_person_who_tells_their_name_is_shown_by_it_from_then_on(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    model = scripted(
+        "```json\n"
+        + json.dumps([{"claim": "root's name is Priya", "subject": "root", "type": "fact"}])
+        + "\n```"
+    )
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=model,
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+        conversation_length=NEVER,
+    ) as app:
+        chat = TestChat(app.runtime, name="root")  # the console's account, named by the OS
+        said = chat.message("Hi, my name is Priya")
+        await chat.send(said)
+        await chat.settle()
+        assert await app.runtime.flush_room(said, timeout=60)
+        # The platform refreshes the profile (a restart, a new message): the name stays.
+        await app.store.accounts.upsert(chat.account)
+        [account] = (await app.store.accounts.get_many([chat.account.id])).values()
+        state = await app.runtime.compose_state(chat.message("hello again"), providers=False)
+
+    assert account.name == "Priya" and account.platform_id == "root"
+    assert state.values["senderName"] == "Priya"
+    assert "Priya: hello again" in state.values["recentMessages"]

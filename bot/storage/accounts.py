@@ -33,6 +33,10 @@ class Accounts:
             {"_id": account.id}, {"$set": fields(account)}, upsert=True
         )
 
+    async def set_told_name(self, account_id: str, name: str) -> None:
+        """Remember the name a person told the bot; `Account.name` shows it from now on."""
+        await self._collection.update_one({"_id": account_id}, {"$set": {"told_name": name}})
+
     async def find_by_username(self, platform: str, username: str) -> Account | None:
         """Usernames are case-insensitive on Discord and Telegram: an anchored `i` regex."""
         pattern = {"$regex": f"^{re.escape(username)}$", "$options": "i"}

@@ -260,6 +260,10 @@ class Knowledge:
         ranked = sorted(best, key=best.__getitem__)[:limit]
         return [f for f in await self.store.facts.get_many(ranked) if f.is_current]
 
+    async def learn_name(self, account_id: str, name: str) -> None:
+        """The name a person told the bot: their account shows it from now on."""
+        await self.store.accounts.set_told_name(account_id, name)
+
     async def fact_history(self, subject_id: str, world_id: str) -> list[Fact]:
         """Every fact about a person in a world, current and closed, oldest first."""
         return await self.store.facts.history(subject_id, world_id)

@@ -112,6 +112,23 @@ def _norm(name: str) -> str:
     return " ".join(name.casefold().lstrip("@").split())
 
 
+# A fact that gives its subject's name: "root's name is Priya", "Sam goes by Sammy".
+_NAME_FACT = re.compile(
+    r"^(?:.+?'s|their|his|her)\s+name\s+is\s+(?P<name>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)?)\.?$"
+    r"|^[\w .-]+\s+goes\s+by\s+(?P<alias>[A-Z][\w'-]*)\.?$",
+    re.IGNORECASE,
+)
+
+
+def told_name(fact_text: str) -> str | None:
+    """The name a name fact gives its subject, or None for any other fact."""
+    found = _NAME_FACT.match(fact_text.strip())
+    if found is None:
+        return None
+    name = found["name"] or found["alias"]
+    return name if name[:1].isupper() else None
+
+
 _LEADING_NAME = re.compile(r"^\W*([\w@][\w.\-']*)")
 
 

@@ -35,7 +35,7 @@ from bot import (
 from bot.models import Fact, epoch_millis
 
 from . import offline
-from .claims import Claim, People, describe_account, keep, parse_claims
+from .claims import Claim, People, describe_account, keep, parse_claims, told_name
 from .prompts import EXAMPLES, FACTS_TEMPLATE, TEMPLATE_NAME, render_examples
 from .settings import FactsSettings
 
@@ -153,6 +153,11 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
         skipped = len(writes) - len(stored)
         if skipped:
             log.info("room %s: %d claim(s) were already known", message.room_id, skipped)
+    for fact in stored:
+        name = told_name(fact.text)
+        if name is not None and fact.subject_id != ctx.agent.id:
+            # The account shows the name they told us, on every surface, from now on.
+            await ctx.knowledge.learn_name(fact.subject_id, name)
     if plan.retract:
         await ctx.knowledge.retract_facts(
             plan.retract, world_id=message.world_id, when=_said_at(users)
