@@ -19,7 +19,6 @@ MNEMO_SMALL_MODEL, MNEMO_LARGE_MODEL, ...) name an OpenAI-compatible endpoint.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import tempfile
@@ -42,9 +41,11 @@ from benchmarks.cost import (
 from benchmarks.stats import REPO_ROOT, BenchError
 from bot.app import App, open_app
 from bot.config import ModelSettings
+from bot.llm.base import LanguageModel
 from bot.llm.factory import make_model
 from bot.llm.usage import UsageLedger
 from bot.models import Fact
+from bot.plugins import Registry
 from bot.storage.mongo import fact_text_key
 from bot.testing.harness import TestChat
 
@@ -348,12 +349,9 @@ async def run_memory(
     return result
 
 
-def _make_model(settings: ModelSettings, registry: Any) -> Any:
-    ledger = UsageLedger()
-    if len(inspect.signature(make_model).parameters) > 2:
-        # The offline model answers through the plugins' offline answers.
-        return make_model(settings, ledger, registry.offline_answers())  # type: ignore[call-arg]
-    return make_model(settings, ledger)
+def _make_model(settings: ModelSettings, registry: Registry) -> LanguageModel:
+    # The offline model answers through the plugins' offline answers.
+    return make_model(settings, UsageLedger(), registry.offline_answers())
 
 
 # ---------------------------------------------------------------------------------------------

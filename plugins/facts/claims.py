@@ -20,6 +20,9 @@ from bot.models import Account, FactType, Memory
 
 log = logging.getLogger(__name__)
 
+# State data: short id shown in the extraction prompt ("f1") -> the known fact's id.
+FACT_REFS = "fact_refs"
+
 # What a claim does to what is known: adds to it, replaces a known fact, ends one, or says
 # one again (mem0's ADD / UPDATE / DELETE / NONE).
 Change = Literal["new", "update", "retract", "repeat"]

@@ -19,6 +19,9 @@ from bot import OfflineRequest, State
 from bot.llm.offline import cap, greets, normalise, reply_json, small_talk
 from bot.models import Fact
 
+from .claims import FACT_REFS
+from .offline_changes import more_claims, reconcile
+
 MAX_LISTED_FACTS = 8
 MAX_PHRASE_WORDS = 6
 # The provider files the facts it found here (state.provided), and so does the extraction.
@@ -441,7 +444,12 @@ def _claims(state: State) -> list[dict[str, Any]]:
                     "already_known": key in known_claims,
                 }
             )
-    return claims
+        for extra in more_claims(message, speaker):
+            if _norm_claim(extra["claim"]) not in seen:
+                seen.add(_norm_claim(extra["claim"]))
+                claims.append(extra)
+    # Like a model shown the known facts with short ids: new, update, retract or repeat.
+    return reconcile(claims, messages, known, state.data.get(FACT_REFS, {}))
 
 
 def _account_name(state: State, user_id: str) -> str | None:

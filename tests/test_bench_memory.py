@@ -1,0 +1,106 @@
+"""`mnemo bench memory`: its input is checked, its shipped set is large enough, and its
+scores count what they claim to, through the full app (bundled server, Chroma, ONNX)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.memory import DEFAULT_DATA, load_conversations, run_memory
+from benchmarks.stats import BenchError
+
+
+def test_the_shipped_set_has_25_or_more_conversations_with_groups_and_changes() -> None:
+    conversations = load_conversations(DEFAULT_DATA)
+    assert len(conversations) >= 25
+    assert sum(c.kind == "group" for c in conversations) >= 5
+    assert sum(bool(c.expect.stale) for c in conversations) >= 15
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "is not JSON"),
+        ("[]", "non-empty JSON list"),
+        ('[{"name": "x", "kind": "dm", "turns": []}]', "conversation 1, turns"),
+        (
+            '[{"name": "x", "kind": "chat", "turns": [{"speaker": "A", "text": "hi"}]}]',
+            "conversation 1, kind",
+        ),
+        (
+            '[{"name": "x", "kind": "dm", "turns": [{"speaker": "A", "text": "hi"}],'
+            ' "expect": {"current": [{"subject": "B", "contains": ["x"]}]}}]',
+            "expects a fact about 'B', who never speaks",
+        ),
+    ],
+)
+def test_bad_data_is_refused_in_one_line(tmp_path: Path, content: str, message: str) -> None:
+    data = tmp_path / "conversations.json"
+    data.write_text(content, encoding="utf-8")
+    with pytest.raises(BenchError, match=message) as refused:
+        load_conversations(data)
+    assert "\n" not in str(refused.value)
+
+
+def conversation(name: str, kind: str, turns: list[tuple[str, str]], expect: dict) -> dict:
+    return {
+        "name": name,
+        "kind": kind,
+        "turns": [{"speaker": s, "text": t} for s, t in turns],
+        "probes": [{"speaker": turns[0][0], "text": "Where do I live now?"}],
+        "expect": expect,
+    }
+
+
+async def test_the_scores_count_stale_values_changes_and_attribution(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    data = tmp_path / "conversations.json"
+    data.write_text(
+        json.dumps(
+            [
+                conversation(
+                    "move",
+                    "dm",
+                    [("Sarah", "I live in Seattle."), ("Sarah", "I moved to Berlin last month.")],
+                    {
+                        "current": [{"subject": "Sarah", "contains": ["berlin"]}],
+                        "stale": [{"subject": "Sarah", "contains": ["seattle"]}],
+                    },
+                ),
+                conversation(
+                    "group",
+                    "group",
+                    [("Priya", "I live in Leeds."), ("Tom", "I have a dog named Rex.")],
+                    {
+                        "current": [
+                            {"subject": "Priya", "contains": ["leeds"]},
+                            {"subject": "Tom", "contains": ["rex"]},
+                            {"subject": "Priya", "contains": ["rex"]},  # wrong on purpose
+                        ]
+                    },
+                ),
+            ]
+        ),
+        encoding="utf-8",
+    )
+    result = await run_memory(
+        load_conversations(data),
+        model_dir=model_dir,
+        data_source="test",
+        mongodb_uri=mongo_uri,
+        use_env_model=False,
+    )
+
+    assert result["offline"] is True and result["conversations"] == 2
+    assert (result["stale_shown"], result["stale_expected"]) == (0, 1)
+    assert (result["changes_kept"], result["changes"]) == (1.0, 1)
+    # Rex is Tom's: found on him (right) and, for the deliberately wrong expectation, on
+    # someone other than Priya (wrong): 2 right of 3 attributed.
+    assert (result["attribution"], result["attributed"]) == (round(2 / 3, 4), 3)
+    assert result["current_recall"] == round(3 / 4, 4)
+    assert result["duplicates"] == 0
+    assert result["model_calls_per_message"] > 0 and result["prompt_tokens_per_message"] > 0
+    assert any("filed under someone else" in miss for miss in result["misses"])
