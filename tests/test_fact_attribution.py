@@ -129,7 +129,7 @@ async def test_a_person_who_tells_their_name_is_shown_by_it_from_then_on(
         model=model,
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
-        conversation_length=NEVER,
+        plugin_settings={"facts": never_settings()},
     ) as app:
         chat = TestChat(app.runtime, name="root")  # the console's account, named by the OS
         said = chat.message("Hi, my name is Priya")

@@ -32,10 +32,18 @@ from bot import (
     State,
     stable_id,
 )
-from bot.models import Fact, epoch_millis
+from bot.models import Fact, epoch_millis, reply_id
 
 from . import offline
-from .claims import Claim, People, describe_account, keep, parse_claims, told_name
+from .claims import (
+    FACT_REFS,
+    Claim,
+    People,
+    describe_account,
+    keep,
+    parse_claims,
+    told_name,
+)
 from .prompts import EXAMPLES, FACTS_TEMPLATE, TEMPLATE_NAME, render_examples
 from .settings import FactsSettings
 
@@ -44,8 +52,8 @@ log = logging.getLogger(__name__)
 NAME = "GET_FACTS"
 # Room mark: created_at of the newest message facts were extracted from.
 MARK = "facts_extracted_at"
-# State data: short id shown in the prompt ("f1") -> the known fact's id.
-FACT_REFS = "fact_refs"
+# The most parts one reply is stored in (the reply, then what an action says).
+MAX_REPLY_PARTS = 3
 # Similar facts are looked up for this many of the window's latest user messages.
 SIMILAR_FROM_MESSAGES = 8
 # The most recent facts shown beside the similar ones (names, what was said last time).
@@ -89,12 +97,29 @@ async def validate(ctx: Context) -> list[Memory] | None:
         position = ctx.state.data.get("position")
         if position is None:
             position = await ctx.conversations.count(ctx.message.room_id)
-        if position % every != 0:
+        if not await _crosses_multiple(ctx, position, every):
             return None
     # An idle trigger: the room went quiet (or someone asked what was learned), so learn
     # whatever is new.
     window = await pending_messages(ctx, settings)
     return window if _has_user_messages(ctx, window) else None
+
+
+async def _crosses_multiple(ctx: Context, position: int, every: int) -> bool:
+    """Whether the messages this evaluation stands for (the message and the replies stored
+    with it, which end at `position`) cross a multiple of the interval. A message answered
+    in two parts (an action's reply) moves the count by 3: testing only `position % every`
+    would step over the multiple and skip the extraction."""
+    past = position % every
+    if past == 0:
+        return True
+    if past > MAX_REPLY_PARTS:
+        return False
+    # Only just past a multiple: it was crossed if the replies reach back to it. A reply's
+    # id is derived from its message's, so they are read by id, wherever they sit.
+    ids = [reply_id(ctx.message.id, ctx.agent.id, part) for part in range(MAX_REPLY_PARTS)]
+    replies = await ctx.knowledge.store.get_memories(ids)
+    return past < 1 + len(replies)
 
 
 async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]:
