@@ -83,3 +83,20 @@ async def test_two_pets_are_two_facts_and_a_repeat_is_no_change(
         "Noor lives in Paris",
     ]
     assert all(f.is_current for f in history)
+
+
+async def test_said_and_taken_back_in_one_window_is_never_current(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with open_test_app(
+        tmp_path, plugins=[plugin], mongodb_uri=mongo_uri, model_dir=model_dir
+    ) as app:
+        chat = TestChat(app.runtime, name="Sam")
+        for text in ("I work at the bakery.", "I live in Oslo.", "I no longer work at the bakery."):
+            last = chat.message(text)
+            await chat.send(last)
+        await chat.settle()
+        assert await app.runtime.flush_room(last, timeout=60)  # one extraction reads all three
+        current, _ = await app.store.list_facts(chat.room.world_id)
+
+    assert [f.text for f in current] == ["Sam lives in Oslo"]

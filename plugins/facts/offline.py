@@ -20,7 +20,7 @@ from bot.llm.offline import cap, greets, normalise, reply_json, small_talk
 from bot.models import Fact
 
 from .claims import FACT_REFS
-from .offline_changes import more_claims, reconcile
+from .offline_changes import SAID_IN, more_claims, reconcile
 
 MAX_LISTED_FACTS = 8
 MAX_PHRASE_WORDS = 6
@@ -442,12 +442,13 @@ def _claims(state: State) -> list[dict[str, Any]]:
                     "subject_id": message.user_id,
                     "in_bio": in_bio,
                     "already_known": key in known_claims,
+                    SAID_IN: message.id,
                 }
             )
         for extra in more_claims(message, speaker):
             if _norm_claim(extra["claim"]) not in seen:
                 seen.add(_norm_claim(extra["claim"]))
-                claims.append(extra)
+                claims.append({**extra, SAID_IN: message.id})
     # Like a model shown the known facts with short ids: new, update, retract or repeat.
     return reconcile(claims, messages, known, state.data.get(FACT_REFS, {}))
 

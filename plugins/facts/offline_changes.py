@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from bot.models import Fact, Memory
 
 Claim = dict[str, Any]
+# The offline claims carry the id of the message that said them (a model's claims do not;
+# parsing ignores the key), so a retraction later in the same window can take them back.
+SAID_IN = "said_in"
 
 # A fact's slot: what it says about its subject that holds one value at a time.
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -125,6 +129,9 @@ def reconcile(
     stopped being true. `known` are the facts the prompt showed, `refs` their short ids."""
     short = {fact_id: ref for ref, fact_id in refs.items()}
     shown = [f for f in known if f.id in short]
+    messages = list(messages)
+    order = {message.id: index for index, message in enumerate(messages)}
+    retracted = _retracted_in_window(messages)
     # A later claim for the same person's slot replaces an earlier one of the same window.
     last_in_slot: dict[tuple[str, str], int] = {}
     for index, claim in enumerate(claims):
@@ -134,6 +141,9 @@ def reconcile(
     result: list[Claim] = []
     for index, claim in enumerate(claims):
         claim = dict(claim)
+        said_in = order.get(str(claim.pop(SAID_IN, "")), -1)
+        if any(_names(claim, said_in, retraction, slot_of) for retraction in retracted):
+            continue  # said, then taken back later in the same window
         filled = slot_of(str(claim.get("claim", "")))
         if filled is not None:
             key = (str(claim.get("subject_id")), filled[0])
@@ -154,6 +164,43 @@ def reconcile(
         result.append(claim)
     result += _retractions(messages, shown, short, result)
     return result
+
+
+@dataclass(frozen=True)
+class _Retraction:
+    said_in: int
+    user_id: str
+    slot: str | None
+    named: frozenset[str]
+
+
+def _retracted_in_window(messages: Sequence[Memory]) -> list[_Retraction]:
+    found = []
+    for index, message in enumerate(messages):
+        for slot, pattern in _RETRACTIONS:
+            for match in pattern.finditer(message.content.text):
+                named = frozenset(_content(_ANYMORE.sub("", match["x"])))
+                if named:
+                    found.append(_Retraction(index, message.user_id, slot, named))
+    return found
+
+
+def _names(
+    claim: Claim,
+    said_in: int,
+    retraction: _Retraction,
+    slot_fn: Callable[[str], tuple[str, str] | None],
+) -> bool:
+    """Whether a later retraction by the same person takes this claim back."""
+    if said_in < 0 or said_in >= retraction.said_in:
+        return False
+    if claim.get("subject_id") != retraction.user_id:
+        return False
+    text = str(claim.get("claim", ""))
+    filled = slot_fn(text)
+    if retraction.slot is not None and filled is not None and filled[0] != retraction.slot:
+        return False
+    return bool(retraction.named & _content(text))
 
 
 def _slot(fact: Fact) -> str | None:
