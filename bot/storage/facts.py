@@ -129,6 +129,12 @@ class Facts:
         cursor = cursor.skip(max(skip, 0)).limit(limit)
         return load_all(Fact, await cursor.to_list()), total
 
+    async def subjects(self, world_id: str) -> list[str]:
+        """The ids of everyone a fact was ever learned about in a world."""
+        return [
+            str(i) for i in await self._collection.distinct("subject_id", {"world_id": world_id})
+        ]
+
     async def history(self, subject_id: str, world_id: str, *, limit: int = 500) -> list[Fact]:
         """Every fact about a subject in a world, current and closed, oldest first."""
         cursor = self._collection.find({"subject_id": subject_id, "world_id": world_id})
