@@ -1,4 +1,4 @@
-"""`/history`: how what Mnemo knows about someone changed, through the plugin command layer
+"""`/facts_history`: how what Mnemo knows about someone changed, through the plugin command layer
 every surface uses. Full app, offline model, bundled MongoDB, Chroma and the ONNX embedder."""
 
 from __future__ import annotations

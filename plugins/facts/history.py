@@ -1,4 +1,4 @@
-"""`/history [person]`: how what Mnemo knows about someone changed, oldest first.
+"""`/facts_history [person]`: how what Mnemo knows about someone changed, oldest first.
 
 Facts are never deleted by an update (see `Fact`): each chain reads from the first value to the
 current one, "Sarah lives in Seattle (until 2026-11-20) → Sarah lives in Berlin". Everyone may
@@ -70,7 +70,7 @@ async def _history(ctx: CommandContext) -> str:
         facts = await ctx.knowledge.fact_history(ctx.account_id, ctx.world_id)
         return history_text("you", facts)
     if not ctx.is_admin:
-        return "Only admins can see someone else's history; /history alone shows yours."
+        return "Only admins can see someone else's history; /facts_history alone shows yours."
     subjects = await store.facts.subjects(ctx.world_id)
     accounts = await ctx.conversations.accounts(subjects)
     found = [a for a in accounts.values() if _matches(a, wanted)]
@@ -83,7 +83,7 @@ async def _history(ctx: CommandContext) -> str:
 
 
 history_command = Command(
-    name="history",
+    name="facts_history",
     description="How what I know about you (admins: anyone) changed over time",
     handler=_history,
     usage=USAGE,
