@@ -188,7 +188,7 @@ async def test_the_prompt_shows_known_facts_descriptions_and_rendered_examples(
     # The examples arrive (elizaOS's {{evaluationExamples}} came out empty), with placeholder
     # names no real user can share (a real model copied "Priya" from them into claims).
     examples = second[second.index("# START OF EXAMPLES") : second.index("# END OF EXAMPLES")]
-    assert '{"claim": "{{user2}} is from Oakland"' in examples
+    assert '{"claim": "{{user1}} lives in Berlin"' in examples
     assert "{{user2}}: My partner Tom is a paramedic" in examples
     assert "Priya" not in second and "{{actors}}" not in second
 

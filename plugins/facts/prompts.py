@@ -49,24 +49,6 @@ Answer with only a JSON array in a ```json block, one object per claim, as in th
 EXAMPLES: tuple[EvaluatorExample, ...] = (
     EvaluatorExample(
         context="""Actors in the scene:
-{{user1}}: Programmer and moderator of the local story club.
-{{user2}}: New member of the club. Likes to write and read.
-
-Known facts:
-None""",
-        messages=(
-            ExampleTurn("{{user1}}", "So where are you from"),
-            ExampleTurn("{{user2}}", "I'm from Oakland, and I work as a nurse"),
-        ),
-        outcome="""```json
-[
-  {"claim": "{{user2}} is from Oakland", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
-  {"claim": "{{user2}} works as a nurse", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false}
-]
-```""",  # noqa: E501
-    ),
-    EvaluatorExample(
-        context="""Actors in the scene:
 {{user1}}: Likes to bake.
 
 Known facts:
