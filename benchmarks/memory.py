@@ -46,7 +46,7 @@ from bot.llm.factory import make_model
 from bot.llm.usage import UsageLedger
 from bot.models import Fact
 from bot.plugins import Registry
-from bot.storage.mongo import fact_text_key
+from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat
 
 log = logging.getLogger(__name__)
@@ -278,7 +278,7 @@ async def run_conversation(
         await app.runtime.flush_room(last, timeout=120)
     facts: dict[str, list[Fact]] = {}
     for speaker, chat in room.chats.items():
-        found, _ = await app.store.list_facts(
+        found, _ = await app.store.facts.page(
             chat.room.world_id, subject_id=chat.account.id, limit=1000
         )
         facts[speaker] = found

@@ -49,7 +49,7 @@ async def test_a_change_said_plainly_updates_or_retracts_the_known_fact(
     ) as app:
         chat = TestChat(app.runtime, name="Sam")
         await learn_each(chat, before, after)
-        current, _ = await app.store.list_facts(chat.room.world_id)
+        current, _ = await app.store.facts.page(chat.room.world_id)
         history = await app.knowledge.fact_history(chat.account.id, chat.room.world_id)
 
     texts = [f.text.casefold() for f in current]
@@ -97,6 +97,6 @@ async def test_said_and_taken_back_in_one_window_is_never_current(
             await chat.send(last)
         await chat.settle()
         assert await app.runtime.flush_room(last, timeout=60)  # one extraction reads all three
-        current, _ = await app.store.list_facts(chat.room.world_id)
+        current, _ = await app.store.facts.page(chat.room.world_id)
 
     assert [f.text for f in current] == ["Sam lives in Oslo"]

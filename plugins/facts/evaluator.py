@@ -118,7 +118,7 @@ async def _crosses_multiple(ctx: Context, position: int, every: int) -> bool:
     # Only just past a multiple: it was crossed if the replies reach back to it. A reply's
     # id is derived from its message's, so they are read by id, wherever they sit.
     ids = [reply_id(ctx.message.id, ctx.agent.id, part) for part in range(MAX_REPLY_PARTS)]
-    replies = await ctx.knowledge.store.get_memories(ids)
+    replies = await ctx.knowledge.store.memories.get_many(ids)
     return past < 1 + len(replies)
 
 
