@@ -137,9 +137,13 @@ async def _doctor(settings: Settings, name: str | None = None) -> None:
         raise DoctorFound
 
 
+# Published as `mnemo-bot` (`mnemo` is taken on PyPI); the command stays `mnemo`.
+DISTRIBUTION = "mnemo-bot"
+
+
 def _version() -> str:
     try:
-        return version("mnemo")
+        return version(DISTRIBUTION)
     except PackageNotFoundError:  # run from a checkout that was never installed
         return "unknown (not installed)"
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import build_parser, main
+from bot.cli import DISTRIBUTION, build_parser, main
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main(["--version"])
     assert exit_.value.code == 0
-    assert capsys.readouterr().out.strip() == f"mnemo {version('mnemo')}"
+    assert capsys.readouterr().out.strip() == f"mnemo {version(DISTRIBUTION)}"
 
 
 def test_every_command_is_described_in_the_overview(capsys: pytest.CaptureFixture[str]) -> None:
