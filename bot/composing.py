@@ -1,0 +1,124 @@
+"""StateComposer: what the runtime knows when it prompts about one message.
+
+It gathers the conversation up to the message, the people in it and the room, then runs every
+plugin provider concurrently and merges what they returned into the `State`. It also picks a
+prompt template (the character's own, else the built-in one). The reply path and the
+evaluation path both compose through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import timedelta
+from typing import Any
+
+from bot.characters import Character
+from bot.models import Memory, Room, utcnow
+from bot.plugin_api import Provided, Provider
+from bot.plugin_host import PluginHost
+from bot.plugins import Registry
+from bot.prompts import BUILTIN_TEMPLATES, character_values, format_actions
+from bot.runtime_types import RuntimeOptions
+from bot.state import State
+from bot.storage.mongo import MongoStore
+
+log = logging.getLogger(__name__)
+
+
+class StateComposer:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        character: Character,
+        store: MongoStore,
+        registry: Registry,
+        plugins: PluginHost,
+        options: RuntimeOptions,
+    ) -> None:
+        self.agent_id = agent_id
+        self.character = character
+        self.store = store
+        self.registry = registry
+        self.plugins = plugins
+        # Replaced by the runtime when its options change.
+        self.options = options
+
+    def template(self, name: str, default: str | None = None) -> str:
+        return self.character.template(name, default or BUILTIN_TEMPLATES[name])
+
+    async def compose_state(
+        self,
+        memory: Memory,
+        *,
+        data: dict[str, Any] | None = None,
+        providers: bool = True,
+        room: Room | None = None,
+    ) -> State:
+        # The conversation up to and including this message, never what came after it: an
+        # evaluation that runs late (a slow model, a busy room) reads what was said then.
+        through = memory.created_at + timedelta(milliseconds=1)
+        window = self.store.memories.recent(
+            memory.room_id, self.options.recent_messages, before=through
+        )
+        if room is None:
+            recent, room = await asyncio.gather(window, self.store.rooms.get(memory.room_id))
+        else:
+            recent = await window
+        if not any(m.id == memory.id for m in recent):
+            recent = [*recent, memory][-self.options.recent_messages :]
+        people = {m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)
+        actors = await self.store.accounts.get_many(sorted(people - {self.agent_id}))
+        state = State(
+            message=memory,
+            agent_id=self.agent_id,
+            agent_name=self.character.name,
+            sender=actors.get(memory.user_id),
+            room=room,
+            recent_messages=recent,
+            actors=actors,
+            data=dict(data or {}),
+        )
+        state.data.setdefault("actions", [a.name for a in self.registry.actions])
+        state.values.update(character_values(self.character))
+        state.values.update(
+            senderName=state.name_of(memory.user_id),
+            recentMessages=self.format_messages(state, recent),
+            actors=", ".join(a.name for a in actors.values()),
+            actions=format_actions(self.registry.actions),
+            actionNames=", ".join(a.name for a in self.registry.actions),
+            currentTime=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        if providers:
+            sections = await self._run_providers(memory, state)
+            state.values["providers"] = "\n\n".join(s for s in sections if s)
+        return state
+
+    async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
+        """Names for account ids: from the state's actors, else looked up."""
+        return await self.plugins.conversations.display_names(state, ids)
+
+    async def _run_providers(self, memory: Memory, state: State) -> list[str]:
+        """Run the providers concurrently, then merge what they returned into the state in
+        registration order (providers never write into the shared state themselves)."""
+
+        async def one(provider: Provider) -> Provided:
+            context = self.plugins.context(provider, memory, state)
+            try:
+                output = await provider.get(context)
+            except Exception:
+                log.exception("provider %s failed", provider.name)
+                return Provided()
+            return output if isinstance(output, Provided) else Provided(text=output or "")
+
+        providers = self.registry.providers
+        outputs = await asyncio.gather(*(one(p) for p in providers))
+        for provider, output in zip(providers, outputs, strict=True):
+            state.values[provider.name] = output.text
+            if output.data is not None:
+                state.provided[provider.name] = output.data
+        return [output.text for output in outputs]
+
+    def format_messages(self, state: State, messages: list[Memory]) -> str:
+        return self.plugins.conversations.format(state, messages)
