@@ -25,10 +25,7 @@ REASON = re.compile(r"^Over 400 lines: \S.{20,}", re.MULTILINE)
 # Each known cycle, as the set of modules it runs through, with who removes it.
 KNOWN_CYCLES: dict[frozenset[str], str] = {}
 # Long modules without a stated reason, with who splits them.
-KNOWN_LONG: dict[str, str] = {
-    "bot/runtime.py": "shared: plugin-api, real-models, nothing-lost",
-    "bot/config.py": "newcomer",
-}
+KNOWN_LONG: dict[str, str] = {}
 
 
 def _cycles() -> dict[frozenset[str], tuple[str, ...]]:

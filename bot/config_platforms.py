@@ -1,0 +1,85 @@
+"""Settings of the chat platforms: tokens, admins, the Telegram webhook, the reply limit."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode
+
+from bot.config_base import SettingsGroup, env, http_url, settings_config, split_csv
+
+# Platforms an admin id may name; kept here (not imported from bot.models) so settings load
+# without the domain package.
+_ADMIN_PLATFORMS = ("discord", "telegram", "console", "test")
+
+
+class PlatformSettings(SettingsGroup):
+    model_config = settings_config()
+
+    # elizaOS's names are accepted too, so an elizaOS `.env` works as it is.
+    discord_token: SecretStr | None = Field(
+        None, validation_alias=env("DISCORD_TOKEN", "DISCORD_API_TOKEN")
+    )
+    telegram_token: SecretStr | None = Field(
+        None, validation_alias=env("TELEGRAM_TOKEN", "TELEGRAM_BOT_TOKEN")
+    )
+    # Platform user ids ("discord:123", "telegram:456", or a bare id) allowed the admin commands.
+    admin_ids: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=env("MNEMO_ADMIN_IDS")
+    )
+    # Set: Telegram pushes updates to this public URL (behind a load balancer) instead of
+    # being polled; several processes can then share one bot.
+    telegram_webhook_url: str | None = Field(
+        None, validation_alias=env("MNEMO_TELEGRAM_WEBHOOK_URL")
+    )
+    telegram_webhook_port: int = Field(
+        8443, ge=1, le=65535, validation_alias=env("MNEMO_TELEGRAM_WEBHOOK_PORT")
+    )
+    # Where the webhook server listens: every interface behind a load balancer, loopback
+    # behind a reverse proxy on the same host.
+    telegram_webhook_listen: str = Field(
+        "0.0.0.0", validation_alias=env("MNEMO_TELEGRAM_WEBHOOK_LISTEN")
+    )
+    # Administrators of a Telegram group may use the admin commands in that group.
+    telegram_group_admins: bool = Field(False, validation_alias=env("MNEMO_TELEGRAM_GROUP_ADMINS"))
+    # Global slash-command sync takes up to an hour to reach every guild, so the default syncs
+    # per guild (instant) and global sync is opt-in.
+    discord_global_sync: bool = Field(False, validation_alias=env("MNEMO_DISCORD_GLOBAL_SYNC"))
+    # Replies per user per minute; 0 turns the limit off.
+    rate_limit_per_minute: int = Field(
+        6, ge=0, le=10_000, validation_alias=env("MNEMO_RATE_LIMIT_PER_MINUTE")
+    )
+
+    _split = field_validator("admin_ids", mode="before")(split_csv)
+    _url = field_validator("telegram_webhook_url")(http_url)
+
+    @field_validator("admin_ids")
+    @classmethod
+    def _check_admin_ids(cls, ids: list[str]) -> list[str]:
+        # A typo in the platform would silently lock the admin out, so it is an error.
+        normalized: list[str] = []
+        for raw in ids:
+            platform, sep, user = raw.strip().partition(":")
+            if sep:
+                if platform.lower() not in _ADMIN_PLATFORMS or not user.strip():
+                    raise ValueError(
+                        f"{raw.strip()!r} is not an id like 123, discord:123 or telegram:456"
+                    )
+                value = f"{platform.lower()}:{user.strip()}"
+            else:
+                value = platform
+            if value not in normalized:
+                normalized.append(value)
+        return normalized
+
+    def admin_ids_for(self, platform: str) -> frozenset[str]:
+        """The admin user ids that apply on one platform: `platform:123` and bare `123`."""
+        ids = set()
+        for entry in self.admin_ids:
+            prefix, sep, user = entry.partition(":")
+            if not sep:
+                ids.add(prefix)
+            elif prefix == platform:
+                ids.add(user)
+        return frozenset(ids)
