@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from bot.config import PlatformSettings
 from bot.evaluation import describe_queue
 from bot.models import Memory, account_id
+from bot.privacy.forgetting import Forgetting
 from bot.runtime import AgentRuntime
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,10 @@ STILL_LEARNING = "(still learning from the latest messages)"
 FORGET_ME_PROMPT = (
     "This deletes everything I learned about you here and every message of yours I kept "
     "here. It cannot be undone."
+)
+FORGET_FAILED = (
+    "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
+    "as forgotten. Please try again in a moment."
 )
 # Page numbers are small; platform user ids are not (see parse_person_search_page).
 _MAX_PAGE_DIGITS = 4
@@ -120,6 +125,7 @@ class Commands:
         self.runtime = runtime
         # How long an answer about what was learned waits for the room's learning.
         self.learn_wait = learn_wait
+        self.forgetting = forgetting_of(runtime, wait_for_learning=learn_wait)
         self._built_in: dict[str, Handler] = {
             "help": self._help,
             "me": self._me,
@@ -196,17 +202,13 @@ class Commands:
         return text if done else f"{text}\n{STILL_LEARNING}"
 
     async def forget_me(self, request: Request) -> str:
-        facts, messages = await self._forget_person(request.account_id, request)
-        return f"Done: I forgot {facts} facts about you and {messages} of your messages here."
-
-    async def _forget_person(self, person_id: str, request: Request) -> tuple[int, int]:
-        # Running evaluations first, or they could learn again what is being forgotten.
-        await self.runtime.evaluations.join(request.room_id, self.learn_wait)
-        found = await self.runtime.knowledge.forget_person(
-            user_id=person_id, world_id=request.world_id
-        )
-        await self.runtime.plugins.forget(person_id, request.world_id)
-        return found
+        """Forget the person who asked, in the world they asked in (they confirmed)."""
+        try:
+            forgotten = await self.forgetting.person(request.account_id, request.world_id)
+        except Exception:
+            log.exception("%s: forgetting a person failed", request.platform)
+            return FORGET_FAILED
+        return f"Done: I forgot {forgotten.describe()} here."
 
     async def resolve(self, who: str, request: Request) -> str | None:
         """The account id for `@username` or a user id typed on the request's surface."""
@@ -255,8 +257,8 @@ class Commands:
             if subject is None:
                 return f"I don't know {target.split()[0]} here yet."
         if subject is not None:
-            facts, messages = await self._forget_person(subject, request)
-            return f"Forgot {facts} facts and {messages} messages of that person here."
+            forgotten = await self.forgetting.person(subject, request.world_id)
+            return f"Forgot {forgotten.describe(about='them', whose='their')} here."
         if not target:
             return "Usage: /forget <fact id from /facts> or /forget @user"
         return await forget_fact(self.runtime, request.scope, target.split()[0])
@@ -324,13 +326,16 @@ async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
     return f"What I know about you here ({len(facts)}):\n{lines}"
 
 
-async def forget_me(runtime: AgentRuntime, scope: Scope) -> str:
-    """Forget a person without waiting for evaluations (tests and tools; people use
-    `Commands.forget_me`, which lets running evaluations finish first)."""
-    facts, messages = await runtime.knowledge.forget_person(
-        user_id=scope.user_id, world_id=scope.world_id
+def forgetting_of(runtime: AgentRuntime, *, wait_for_learning: float = 30.0) -> Forgetting:
+    """The runtime's parts that forgetting a person touches."""
+    return Forgetting(
+        store=runtime.store,
+        knowledge=runtime.knowledge,
+        plugins=runtime.plugins,
+        evaluations=runtime.evaluations,
+        agent_id=runtime.agent_id,
+        wait_for_learning=wait_for_learning,
     )
-    return f"Done: I forgot {facts} facts about you and {messages} of your messages here."
 
 
 async def list_facts(

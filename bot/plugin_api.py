@@ -22,7 +22,13 @@ from typing_extensions import TypeVar
 
 from bot.llm.base import ModelClass
 from bot.models import Content, Memory
-from bot.plugin_services import Agent, Collections, Conversations, ModelHandle
+from bot.plugin_services import (
+    Agent,
+    Collections,
+    Conversations,
+    ModelHandle,
+    UndeclaredCollection,
+)
 from bot.state import State
 
 if TYPE_CHECKING:
@@ -217,6 +223,11 @@ class Plugin:
     setup: Callable[[PluginContext], Awaitable[Any]] | None = None
     # async (PluginContext) -> None, at shutdown; ctx.plugin_state is what setup returned.
     teardown: Callable[[PluginContext], Awaitable[None]] | None = None
+    # The plugin's own collections (the names it uses in `ctx.collections[...]`). A plugin
+    # that keeps anything declares it here and must then have both privacy hooks: a person's
+    # /forgetme and /export reach only what is declared, so using an undeclared collection
+    # fails (UndeclaredCollection) instead of keeping data nobody can forget.
+    stores: Sequence[str] = ()
     # Privacy hooks: remove, or return, what the plugin keeps about a person in a world.
     # async (PluginContext, person_id, world_id) -> how many records were removed.
     forget: Callable[[PluginContext, str, str], Awaitable[int]] | None = None
@@ -246,4 +257,5 @@ __all__ = [
     "PluginContext",
     "Provided",
     "Provider",
+    "UndeclaredCollection",
 ]

@@ -45,6 +45,7 @@ def _check_callable(owner: str, what: str, value: object, *, optional: bool = Fa
 
 
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
+_COLLECTION_NAME = re.compile(r"^[a-z0-9_]{1,48}$")
 MAX_COMMAND_DESCRIPTION = 100
 
 
@@ -85,6 +86,7 @@ def check_parts(plugin: Plugin, where: str) -> None:
                 _check_callable(owner, f"{label} get", part.get)
     for hook in ("setup", "teardown", "forget", "export"):
         _check_callable(owner, hook, getattr(plugin, hook), optional=True)
+    _check_stores(owner, plugin)
     answers = plugin.offline_answers
     if not isinstance(answers, Mapping):
         raise PluginError(f"{owner}: offline_answers must be a dict, not {kind_name(answers)}")
@@ -96,6 +98,23 @@ def check_parts(plugin: Plugin, where: str) -> None:
         raise PluginError(
             f"{owner}: settings_model must be a pydantic(-settings) model class, "
             f"not {getattr(model, '__name__', None) or kind_name(model)}"
+        )
+
+
+def _check_stores(owner: str, plugin: Plugin) -> None:
+    """A plugin that keeps data names its collections and lets people see and delete it."""
+    stores = _check_sequence(owner, "stores", plugin.stores)
+    for name in stores:
+        if not isinstance(name, str) or not _COLLECTION_NAME.fullmatch(name):
+            raise PluginError(
+                f"{owner}: stores entry {name!r} is not a collection name "
+                "(1-48 lower-case letters, digits or underscores)"
+            )
+    missing = [hook for hook in ("forget", "export") if getattr(plugin, hook) is None]
+    if stores and missing:
+        raise PluginError(
+            f"{owner}: it stores {', '.join(stores)} but has no {' or '.join(missing)} hook; "
+            "a plugin that keeps data about people must let them forget and export it"
         )
 
 

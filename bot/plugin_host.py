@@ -96,7 +96,8 @@ class PluginHost:
     def collections(self, plugin: Plugin) -> Collections:
         found = self._collections.get(plugin.name)
         if found is None:
-            found = self._collections[plugin.name] = Collections(self._store.db, plugin.name)
+            found = Collections(self._store.db, plugin.name, plugin.stores)
+            self._collections[plugin.name] = found
         return found
 
     def logger(self, plugin: Plugin) -> logging.Logger:

@@ -39,13 +39,26 @@ class Agent:
     bio: str = ""
 
 
+class UndeclaredCollection(LookupError):
+    """A plugin used a collection it did not declare in `Plugin(stores=[...])`."""
+
+
 class Collections:
     """A plugin's own MongoDB collections, namespaced so plugins never collide with each
-    other or with Mnemo's: `ctx.collections["scores"]` is `plugin_<plugin>_scores`."""
+    other or with Mnemo's: `ctx.collections["scores"]` is `plugin_<plugin>_scores`.
 
-    def __init__(self, db: AsyncDatabase, plugin_name: str) -> None:
+    Only the collections the plugin declares (`Plugin.stores`) are handed out: what a plugin
+    keeps must be reachable by its privacy hooks, so an undeclared one is refused."""
+
+    def __init__(self, db: AsyncDatabase, plugin_name: str, declared: Sequence[str] = ()) -> None:
         self._db = db
+        self._plugin = plugin_name
         self._prefix = f"plugin_{_slug(plugin_name)}_"
+        self._declared = frozenset(declared)
+
+    @property
+    def declared(self) -> frozenset[str]:
+        return self._declared
 
     def name_of(self, name: str) -> str:
         if not _COLLECTION_NAME.fullmatch(name):
@@ -55,6 +68,11 @@ class Collections:
         return self._prefix + name
 
     def __getitem__(self, name: str) -> AsyncCollection:
+        if name not in self._declared:
+            raise UndeclaredCollection(
+                f"plugin {self._plugin}: collection {name!r} is not declared; add it to "
+                f"Plugin(stores=[...]) with forget and export hooks (docs/plugins.md)"
+            )
         return self._db[self.name_of(name)]
 
 

@@ -1,5 +1,6 @@
 """Template evaluator: copy to plugins/my_evaluator.py, then rename and edit (docs/plugins.md).
-It counts each person's questions per world in its own collection; `/questions` shows them."""
+It counts each person's questions per world in its own collection; `/questions` shows them,
+and /forgetme and /export reach them through its privacy hooks."""
 
 from pydantic_settings import BaseSettings, SettingsConfigDict  # noqa: I001 (two short lines)
 
@@ -40,10 +41,22 @@ async def my_count(ctx: CommandContext) -> str:  # what `/questions` answers
     return f"You asked {found['count'] if found else 0} question(s) here."
 
 
+# It keeps data (`stores`), so people must be able to delete it (/forgetme) and see it (/export).
+async def forget(ctx: PluginContext, person_id: str, world_id: str) -> int:
+    mine = {"user_id": person_id, "world_id": world_id}
+    return (await ctx.collections["counts"].delete_many(mine)).deleted_count
+
+
+async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict[str, int]:
+    found = await ctx.collections["counts"].find_one({"user_id": person_id, "world_id": world_id})
+    return {"questions": found["count"] if found else 0}
+
+
 asked = EvaluatorExample("{{user1}} asks.", [ExampleTurn("{{user1}}", "Where's the station?")], "1")
 questions = Evaluator(  # the model sees the description and example when it picks what runs
     name="COUNT_QUESTIONS", description="Counts the questions a person asks.", handler=handler,
     validate=validate, examples=[asked], always_run=True,  # also when the bot only overheard
 )  # fmt: skip
 plugin = Plugin("questions", evaluators=[questions], settings_model=QuestionSettings, setup=setup,
-                commands=[Command("questions", "Your questions here", my_count)])  # fmt: skip
+                commands=[Command("questions", "Your questions here", my_count)],
+                stores=["counts"], forget=forget, export=export)  # fmt: skip

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot import Command, CommandContext, Plugin
+from bot import Command, CommandContext, Plugin, PluginContext
 from bot.adapters.console import ConsoleChat
 from bot.adapters.discord import REFUSED, DiscordAdapter
 from bot.adapters.telegram import TelegramAdapter
@@ -31,8 +31,19 @@ async def count_notes(ctx: CommandContext) -> str:
     return f"{await ctx.collections['notes'].count_documents({})} notes"
 
 
+async def forget_notes(ctx: PluginContext, person_id: str, world_id: str) -> int:
+    return 0  # its notes are the room's, not a person's
+
+
+async def export_notes(ctx: PluginContext, person_id: str, world_id: str) -> dict[str, int]:
+    return {}
+
+
 NOTES = Plugin(
     name="notes",
+    stores=["notes"],
+    forget=forget_notes,
+    export=export_notes,
     commands=[
         Command("note", "Keep a note", add_note, usage="<text>"),
         Command("notes", "Admins: how many notes", count_notes, admin_only=True),

@@ -441,7 +441,7 @@ async def test_forgetme_after_confirming_deletes_from_mongodb_and_chroma(
         vectors = await bot.app.knowledge.vectors.existing_ids("facts", [mine.id, theirs.id])
         channel = room_id("discord", fake.channel(guild).id)
         messages = await bot.app.store.memories.count_in_room(channel)
-    assert "forgot 1 facts" in press.text
+    assert "forgot 1 fact about you" in press.text
     assert [f.id for f in facts] == [theirs.id]
     assert vectors == {theirs.id}
     assert messages == 0
@@ -521,7 +521,7 @@ async def test_a_manage_server_member_can_list_search_and_forget_facts(
     assert "nurse" in searched and "Seattle" not in searched
     assert "Seattle" not in past_end
     assert "Sarah lives in Seattle" in forgot
-    assert "Forgot 1 facts" in forgot_tom
+    assert "Forgot 1 fact about them" in forgot_tom
     assert "nurse" in left and "Seattle" not in left and "Piranesi" not in left
 
 

@@ -218,11 +218,11 @@ async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
     ) as app:
         chat = TestChat(app.runtime, name="Sam")
         kept = [(f.text, f.is_current) for f in await history(chat)]
-        reply = await commands.forget_me(app.runtime, commands.scope_of(said))
+        forgotten = await commands.forgetting_of(app.runtime).person(said.user_id, said.world_id)
         left = await history(chat)
         documents = await app.store.db.facts.count_documents({"subject_id": chat.account.id})
         vectors = await app.knowledge.vectors.count("facts")
 
     assert kept == [("Sam is 34", False), ("Sam is 35", True)]
-    assert "2 facts" in reply
+    assert forgotten.facts == 2
     assert left == [] and documents == 0 and vectors == 0

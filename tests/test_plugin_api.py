@@ -23,6 +23,7 @@ from bot import (
     Provider,
 )
 from bot.llm.base import Task
+from bot.plugin_api import UndeclaredCollection
 from bot.plugins import PluginError, Registry
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
@@ -97,6 +98,7 @@ def notes_plugin() -> Plugin:
         ],
         setup=setup,
         teardown=teardown,
+        stores=["notes"],
         forget=forget,
         export=export,
     )
@@ -157,6 +159,9 @@ async def test_a_plugin_keeps_its_state_collections_and_commands_to_itself(
         assert await host.export(sarah.account.id, sarah.room.world_id) == {"notes": {"notes": [3]}}
         assert await host.forget(sarah.account.id, sarah.room.world_id) == {"notes": 1}
         assert await host.export(sarah.account.id, sarah.room.world_id) == {"notes": {"notes": []}}
+        # Only what it declared: a collection its privacy hooks do not know is refused.
+        with pytest.raises(UndeclaredCollection, match="collection 'secrets' is not declared"):
+            host.plugin_context(plugin).collections["secrets"]
     assert state.torn_down
 
 

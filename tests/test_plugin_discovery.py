@@ -196,6 +196,13 @@ def test_duplicate_action_name(folder: Path) -> None:
             "plugin = Plugin(name='p', providers=[Provider(name=' ', get=get)])",
             "providers[0] has no name",
         ),
+        (
+            "async def forget(ctx, person, world):\n    return 0\n\n"
+            "plugin = Plugin(name='p', stores=['scores'], forget=forget)",
+            "it stores scores but has no export hook; a plugin that keeps data about people "
+            "must let them forget and export it",
+        ),
+        ("plugin = Plugin(name='p', stores=['Bad Name'])", "stores entry 'Bad Name' is not"),
     ],
 )
 def test_malformed_plugins_are_refused_at_start_up(folder: Path, body: str, reason: str) -> None:

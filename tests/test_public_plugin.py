@@ -17,7 +17,8 @@ from bot.testing.harness import TestChat, open_test_app
 SOURCE = '''
 import json
 
-from bot import Command, CommandContext, Context, Evaluator, ModelClass, OfflineRequest, Plugin
+from bot import (Command, CommandContext, Context, Evaluator, ModelClass, OfflineRequest, Plugin,
+                 PluginContext)
 
 
 def offline_mood(request: OfflineRequest) -> str | None:
@@ -56,6 +57,16 @@ async def moods(ctx: CommandContext) -> str:
     return "Moods: " + ", ".join(sorted(doc["mood"] for doc in found))
 
 
+async def forget(ctx: PluginContext, person_id: str, world_id: str) -> int:
+    mine = {"user_id": person_id, "world_id": world_id}
+    return (await ctx.collections["moods"].delete_many(mine)).deleted_count
+
+
+async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict:
+    mine = {"user_id": person_id, "world_id": world_id}
+    return {"moods": [doc["mood"] for doc in await ctx.collections["moods"].find(mine).to_list()]}
+
+
 plugin = Plugin(
     name="moods",
     evaluators=[
@@ -64,6 +75,9 @@ plugin = Plugin(
         Evaluator("GUESS", "Guesses.", guess, validate=validate, always_run=True),
     ],
     commands=[Command("moods", "Your moods here", moods)],
+    stores=["moods"],
+    forget=forget,
+    export=export,
 )
 '''
 

@@ -419,7 +419,7 @@ async def test_forgetme_asks_first_then_forgets_in_mongodb_and_chroma(
         server.push_callback(sarah, prompt, yes)
         [edit] = await server.wait_for_calls("editMessageText", 1)
 
-        assert edit.params["text"].startswith("Done: I forgot 1 facts about you and 1 of your")
+        assert edit.params["text"].startswith("Done: I forgot 1 fact about you, 1 of your messages")
         sarah_id = account_id("telegram", sarah.id)
         assert (await bot.app.store.facts.page(world, subject_id=sarah_id))[1] == 0
         assert not await bot.app.knowledge.vectors.existing_ids("facts", [facts[0].id])
@@ -443,7 +443,8 @@ async def test_forgetme_yes_forgets_without_a_button(
         answer = await bot.said(dm, sarah, "/forgetme yes")
         after = await bot.said(dm, sarah, "/me")
 
-        assert answer.text.startswith("Done: I forgot 1 facts")
+        # Its evaluation had not run yet: it never will, so nothing is learned from it.
+        assert answer.text.startswith("Done: I forgot 0 facts about you, 1 of your messages")
         assert after.text == "I haven't learned anything about you here yet."
 
 
@@ -503,7 +504,7 @@ async def test_admin_commands_work_for_a_configured_admin(
         forgot = await bot.said(group, boss, f"/forget {facts[0].id[:8]}")
         assert forgot.text == "Forgot: said I collect stamps"
         person = await bot.said(group, boss, "/forget @sarah")
-        assert person.text.startswith("Forgot 1 facts and 1 messages")
+        assert person.text.startswith("Forgot 1 fact about them, 1 of their messages")
         assert (await bot.app.store.facts.page(world))[1] == 0
 
 

@@ -37,6 +37,14 @@ class Accounts:
         """Remember the name a person told the bot; `Account.name` shows it from now on."""
         await self._collection.update_one({"_id": account_id}, {"$set": {"told_name": name}})
 
+    async def forget_told_name(self, account_id: str) -> None:
+        """The person's told name goes with what was learned from them."""
+        await self._collection.update_one({"_id": account_id}, {"$set": {"told_name": None}})
+
+    async def delete(self, account_id: str) -> bool:
+        result = await self._collection.delete_one({"_id": account_id})
+        return result.deleted_count == 1
+
     async def find_by_username(self, platform: str, username: str) -> Account | None:
         """Usernames are case-insensitive on Discord and Telegram: an anchored `i` regex."""
         pattern = {"$regex": f"^{re.escape(username)}$", "$options": "i"}

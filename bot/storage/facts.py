@@ -172,3 +172,13 @@ class Facts:
             # By id, so a fact learned meanwhile is neither deleted nor missing from the answer.
             await self._collection.delete_many({**query, "_id": {"$in": ids}})
         return ids
+
+    async def count_about(self, subject_id: str) -> int:
+        """How many facts (current or closed) are about a person, in every world."""
+        return await self._collection.count_documents({"subject_id": subject_id})
+
+    async def mention(self, subject_id: str, text: str) -> bool:
+        """Whether a fact about a person (in any world) contains `text`, ignoring case."""
+        pattern = {"$regex": re.escape(text), "$options": "i"}
+        found = await self._collection.find_one({"subject_id": subject_id, "text": pattern})
+        return found is not None

@@ -177,6 +177,23 @@ class JobStore:
             counts[status] = await self._jobs.count_documents({"status": status})
         return counts
 
+    async def delete_for_messages(
+        self, message_ids: list[str], *, user_id: str, world_id: str, statuses: list[str] | None
+    ) -> int:
+        """Delete the jobs of these messages, and the intake jobs holding a copy of a message
+        the person wrote in the world (an evaluation job carries the message text until it
+        is released). `statuses` None: in any status. Returns how many went."""
+        about: list[dict[str, Any]] = [
+            {"status": "intake", "message.user_id": user_id, "message.world_id": world_id}
+        ]
+        if message_ids:
+            about.append({"message_id": {"$in": list(message_ids)}})
+        query: dict[str, Any] = {"$or": about}
+        if statuses is not None:
+            query = {"$and": [query, {"status": {"$in": list(statuses)}}]}
+        result = await self._jobs.delete_many(query)
+        return result.deleted_count
+
     async def count(self, *, room_id: str | None = None, status: str | None = None) -> int:
         """Jobs in a room and/or in a status (all jobs without either)."""
         query: dict[str, Any] = {}

@@ -326,17 +326,20 @@ class Knowledge:
             await self._delete_vectors("facts", ids=[fact_id])
         return deleted
 
-    async def forget_person(self, *, user_id: str, world_id: str) -> tuple[int, int]:
-        """Delete everything learned about or said by a person in a world, in both stores,
-        the facts' history included. Returns (facts deleted, messages deleted)."""
-        fact_ids = await self.store.facts.delete_about(subject_id=user_id, world_id=world_id)
-        messages = await self.store.memories.delete(user_id=user_id, world_id=world_id)
+    async def forget_vectors(
+        self, *, message_ids: Sequence[str], fact_ids: Sequence[str], user_id: str, world_id: str
+    ) -> None:
+        """Delete the vectors of these messages and facts, and every message and fact vector
+        of the person in the world (also those whose documents went in an earlier attempt).
+        Raises when Chroma fails: forgetting must not report success with vectors left."""
+        if message_ids:
+            await self.vectors.delete("messages", ids=list(message_ids))
         if fact_ids:
-            await self._delete_vectors("facts", ids=fact_ids)
-        await self._delete_vectors(
-            "messages", where=scope_filter(user_id=user_id, world_id=world_id)
-        )
-        return len(fact_ids), messages
+            await self.vectors.delete("facts", ids=list(fact_ids))
+        said = scope_filter(user_id=user_id, world_id=world_id)
+        about = scope_filter(subject_id=user_id, world_id=world_id)
+        await self.vectors.delete("messages", where=said)
+        await self.vectors.delete("facts", where=about)
 
     async def _delete_vectors(self, collection: str, **selector: Any) -> None:
         try:

@@ -137,9 +137,40 @@ class Memories:
     async def count_in_world(self, world_id: str) -> int:
         return await self._collection.count_documents({"world_id": world_id})
 
-    async def delete(self, *, user_id: str, world_id: str) -> int:
+    async def rooms_of_messages_by(self, *, user_id: str, world_id: str) -> dict[str, str]:
+        """Every message a person wrote in a world: its id -> its room's id."""
         query = {"user_id": user_id, "world_id": world_id}
-        rooms = await self._collection.distinct("room_id", query)
+        cursor = self._collection.find(query, {"_id": 1, "room_id": 1})
+        return {str(doc["_id"]): str(doc["room_id"]) async for doc in cursor}
+
+    async def reply_ids(self, message_ids: list[str], *, agent_id: str, world_id: str) -> list[str]:
+        """The ids of the agent's replies to these messages (every stored reply names the
+        message it answers in `content.in_reply_to`)."""
+        if not message_ids:
+            return []
+        query = {
+            "world_id": world_id,
+            "user_id": agent_id,
+            "content.in_reply_to": {"$in": list(message_ids)},
+        }
+        return [str(doc["_id"]) async for doc in self._collection.find(query, {"_id": 1})]
+
+    async def count_by(self, user_id: str) -> int:
+        """How many messages a person wrote, in every world."""
+        return await self._collection.count_documents({"user_id": user_id})
+
+    async def delete(self, *, user_id: str, world_id: str) -> int:
+        """Delete every message a person wrote in a world."""
+        said = await self.rooms_of_messages_by(user_id=user_id, world_id=world_id)
+        return await self.delete_ids(list(said))
+
+    async def delete_ids(self, ids: list[str]) -> int:
+        """Delete these messages; the rooms they were in are recounted."""
+        if not ids:
+            return 0
+        query = {"_id": {"$in": list(dict.fromkeys(ids))}}
+        # Not `distinct`: nx-27017's ignores an `$in` filter and names every room.
+        rooms = {doc["room_id"] async for doc in self._collection.find(query, {"room_id": 1})}
         result = await self._collection.delete_many(query)
         for room_id in rooms:  # forgetting is rare: recount the rooms it touched
             count = await self._collection.count_documents({"room_id": room_id})

@@ -96,3 +96,15 @@ class Rooms:
             if (marked := marks.get(room_id)) is None or last > marked
         ]
         return sorted(idle, key=lambda room_id: (newest[room_id], room_id))
+
+    async def delete_empty_dms(self, world_id: str) -> list[str]:
+        """Delete the direct-message rooms of a world that no longer hold a message (a DM's
+        room carries the person's name: Telegram names a private chat after them); returns
+        their ids."""
+        deleted = []
+        async for room in self._collection.find({"world_id": world_id, "kind": "dm"}, {"_id": 1}):
+            if await self._memories.find_one({"room_id": room["_id"]}, {"_id": 1}) is None:
+                result = await self._collection.delete_one({"_id": room["_id"]})
+                if result.deleted_count:
+                    deleted.append(str(room["_id"]))
+        return deleted

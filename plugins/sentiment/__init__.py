@@ -86,6 +86,7 @@ plugin = Plugin(
     commands=[sentiment_command],
     settings_model=SentimentSettings,
     setup=setup,
+    stores=[COLLECTION],
     forget=forget,
     export=export,
 )
