@@ -8,7 +8,7 @@ What goes, in this order:
 2. the facts about them, current and closed (the history), and the facts' vectors;
 3. their messages and the bot's replies to them (a reply quotes them: "Nice to meet you,
    Sarah") with their vectors, and every job left for those messages;
-4. what each plugin keeps, through its `forget` hook (goals, sentiment, ...);
+4. what each plugin keeps, through its `forget` hook;
 5. their account record once nothing refers to it any more (no message and no fact about them
    in any world), otherwise the name they told the bot unless a fact elsewhere still says it;
    and the direct-message rooms of the world left empty (Telegram names a DM after a person).
