@@ -334,6 +334,7 @@ def forgetting_of(runtime: AgentRuntime, *, wait_for_learning: float = 30.0) -> 
         plugins=runtime.plugins,
         evaluations=runtime.evaluations,
         agent_id=runtime.agent_id,
+        forget_profiles=runtime.profiles.forget,
         wait_for_learning=wait_for_learning,
     )
 

@@ -38,3 +38,9 @@ class KnownProfiles:
         self._seen.move_to_end(key)
         while len(self._seen) > self.limit:
             self._seen.popitem(last=False)
+
+    def forget(self, ids: Iterable[str]) -> None:
+        """Profiles deleted from the database (a person forgotten, their DM room): written
+        again when they next appear, rather than taken as written."""
+        for key in ids:
+            self._seen.pop(key, None)

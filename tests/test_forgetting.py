@@ -105,6 +105,9 @@ async def test_forgetme_leaves_nothing_of_the_person_in_any_collection_or_vector
             Request(**where, world_id=in_dm.room.world_id, room_id=in_dm.room.id, args="yes"),
         )
         last = await everything_in_mongodb(app)
+        # She is welcome back: a new message brings a new account record.
+        await in_dm.say("Hello again.")
+        back = await app.store.accounts.get_many([priya.account.id])
 
     # It asked first, and nothing went until she confirmed.
     assert "cannot be undone" in asked and "/forgetme yes" in asked
@@ -130,3 +133,4 @@ async def test_forgetme_leaves_nothing_of_the_person_in_any_collection_or_vector
     assert dm_after == dm_messages and dm_facts_after == dm_facts
     assert priya.account.id in accounts and accounts[priya.account.id].name == "user4711"
     assert priya.account.id not in last and "user4711" not in last and "mongolia" not in last
+    assert priya.account.id in back
