@@ -3,7 +3,9 @@
 - idle flush: a conversation that goes quiet before an evaluator's next turn still gets
   learned from: each quiet room with messages past an evaluator's `idle_mark` (what it has
   read up to) gets one evaluation (trigger "idle") on its latest message from a person;
-- re-index: vectors whose Chroma write failed are rebuilt from MongoDB.
+- re-index: vectors whose Chroma write failed are rebuilt from MongoDB;
+- retention (when MNEMO_RETENTION_DAYS is set): messages older than that, and their vectors,
+  are deleted daily and once at start-up (bot/privacy/retention.py).
 
 Jobs never overlap themselves (`max_instances=1`), missed runs collapse into one
 (`coalesce=True`), and each job logs its own errors so one bad run never stops the schedule.
@@ -27,6 +29,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.models import utcnow
+from bot.privacy.retention import Retention, delete_expired
 
 if TYPE_CHECKING:
     from bot.models import Memory
@@ -42,6 +45,7 @@ _LOOKBACK = 20
 
 IDLE_FLUSH_JOB = "idle-flush"
 REINDEX_JOB = "reindex"
+RETENTION_JOB = "retention"
 
 
 async def run_idle_flush(runtime: AgentRuntime, idle_minutes: float) -> int:
@@ -112,12 +116,21 @@ async def _reindex_job(runtime: AgentRuntime) -> None:
         log.exception("re-index failed")
 
 
+async def _retention_job(runtime: AgentRuntime, retention: Retention) -> None:
+    try:
+        await delete_expired(runtime.store, runtime.knowledge.vectors, retention)
+    except Exception:
+        # The database may be briefly away; tomorrow's run deletes the same messages.
+        log.exception("retention run failed")
+
+
 def build_scheduler(
     runtime: AgentRuntime,
     *,
     idle_minutes: float,
     check_every_seconds: float = 60,
     reindex_every_seconds: float = 300,
+    retention: Retention | None = None,
 ) -> AsyncIOScheduler:
     """A scheduler with the idle-flush and re-index jobs, not started yet.
 
@@ -148,4 +161,16 @@ def build_scheduler(
         max_instances=1,
         coalesce=True,
     )
+    if retention is not None and retention.enabled:
+        scheduler.add_job(
+            _retention_job,
+            IntervalTrigger(days=1, timezone=UTC),
+            args=(runtime, retention),
+            id=RETENTION_JOB,
+            name=f"retention: delete messages older than {retention.describe()}",
+            # Once at start-up too: a bot restarted daily would otherwise never run it.
+            next_run_time=utcnow(),
+            max_instances=1,
+            coalesce=True,
+        )
     return scheduler

@@ -1,0 +1,50 @@
+"""The privacy policy a running Mnemo applies: whose messages it may keep (consent), how long
+it keeps them (retention) and what `/privacy` says. Built once at start-up from the settings
+and handed to the runtime (the intake check) and the command layer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bot.models import Memory
+from bot.privacy.consent import ConsentStore
+from bot.privacy.retention import Retention
+
+# The one line an opted-out person gets, on their first message after opting out.
+OPTED_OUT_NOTICE = (
+    "(You opted out here, so I'm not keeping or learning from anything you say. "
+    "Send /optin to change that.)"
+)
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Whether a message may be stored and learned from, and what to tell its author."""
+
+    learn: bool
+    notice: str | None = None
+
+
+LEARN = Admission(learn=True)
+
+
+@dataclass(frozen=True)
+class PrivacyPolicy:
+    consent: ConsentStore
+    retention: Retention = field(default_factory=Retention)
+    # The operator's /privacy text (MNEMO_PRIVACY_TEXT or the file's), shown as it is.
+    operator_text: str | None = None
+
+    async def admit(self, memory: Memory) -> Admission:
+        """Checked for every message before anything of it is stored."""
+        refusal = await self.consent.check(
+            user_id=memory.user_id, room_id=memory.room_id, world_id=memory.world_id
+        )
+        if refusal is None:
+            return LEARN
+        notice = None
+        if refusal.notify and await self.consent.claim_notice(
+            user_id=memory.user_id, world_id=memory.world_id
+        ):
+            notice = OPTED_OUT_NOTICE
+        return Admission(learn=False, notice=notice)
