@@ -26,6 +26,7 @@ from bot.config import PlatformSettings
 from bot.evaluation import describe_queue
 from bot.models import Memory, account_id
 from bot.privacy.forgetting import Forgetting
+from bot.privacy.commands import PrivacyCommands
 from bot.runtime import AgentRuntime
 
 log = logging.getLogger(__name__)
@@ -115,6 +116,16 @@ BUILT_IN: tuple[CommandInfo, ...] = (
         slow=True,
     ),
     CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
+    # Consent (bot/privacy/commands.py answers them).
+    CommandInfo("privacy", "What I keep about you, for how long, and how to remove it"),
+    CommandInfo("optout", "Stop me keeping or learning from what you say here"),
+    CommandInfo("optin", "Let me remember what you say here again"),
+    CommandInfo(
+        "learning",
+        "Admins: turn learning off or on here (or in the whole server)",
+        usage="off|on [server]",
+        admin_only=True,
+    ),
 )
 
 
@@ -134,6 +145,12 @@ class Commands:
             "forget": self._forget,
             "stats": self._stats,
         }
+        privacy = PrivacyCommands(
+            runtime.privacy,
+            bot_name=runtime.character.name,
+            command_names=lambda: {info.name for info in self.all()},
+        )
+        self._built_in.update(privacy.handlers())
 
     # ------------------------------------------------------------------ the command set
     def all(self) -> list[CommandInfo]:
@@ -387,7 +404,8 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     messages = await runtime.store.memories.count_in_world(scope.world_id)
     evaluations = describe_queue(await runtime.evaluations.counts())
     return (
-        f"Messages: {messages}\nFacts: {facts}\nGoals: {len(goals)} "
+        f"Messages: {messages}\nMessages kept: {runtime.privacy.retention.describe()}\n"
+        f"Facts: {facts}\nGoals: {len(goals)} "
         f"({sum(g.status == 'IN_PROGRESS' for g in goals)} in progress)\n"
         f"Evaluations (all worlds): {evaluations}"
     )
