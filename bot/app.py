@@ -29,6 +29,9 @@ from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer
 from bot.plugins import Registry, discover
+from bot.privacy.consent import ConsentStore
+from bot.privacy.policy import PrivacyPolicy
+from bot.privacy.retention import Retention
 from bot.ratelimit import RateLimiter
 from bot.runtime import AgentRuntime, RuntimeOptions
 from bot.scheduler import build_scheduler
@@ -137,6 +140,11 @@ async def open_app(
         metrics = None
         if settings.ops.metrics_port is not None:
             metrics = Metrics(ledger, settings.ops.model_prices, dependencies_of(store, vectors))
+        privacy = PrivacyPolicy(
+            consent=ConsentStore(store.db),
+            retention=Retention(settings.privacy.retention_days),
+            operator_text=settings.privacy.operator_text(),
+        )
         runtime = AgentRuntime(
             agent_id=agent_id_for(character),
             character=character,
@@ -158,6 +166,7 @@ async def open_app(
                 base_delay=settings.runtime.evaluation_retry_seconds,
             ),
             faults=faults or FaultHook.from_environment(),
+            privacy=privacy,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
@@ -165,7 +174,9 @@ async def open_app(
         healing = heal_in_background(store, vectors, embedder, agent_id=runtime.agent_id)
         stack.push_async_callback(_cancel, healing)
         scheduler = build_scheduler(
-            runtime, idle_minutes=settings.runtime.evaluation_idle_flush_minutes
+            runtime,
+            idle_minutes=settings.runtime.evaluation_idle_flush_minutes,
+            retention=privacy.retention,
         )
         scheduler.start()
         stack.push_async_callback(_shutdown_scheduler, scheduler)

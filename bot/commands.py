@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from bot.config import PlatformSettings
 from bot.evaluation import describe_queue
 from bot.models import Memory, account_id
+from bot.privacy import commands as privacy_commands
 from bot.privacy.forgetting import Forgetting
-from bot.privacy.commands import PrivacyCommands
 from bot.runtime import AgentRuntime
 
 log = logging.getLogger(__name__)
@@ -116,16 +116,7 @@ BUILT_IN: tuple[CommandInfo, ...] = (
         slow=True,
     ),
     CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
-    # Consent (bot/privacy/commands.py answers them).
-    CommandInfo("privacy", "What I keep about you, for how long, and how to remove it"),
-    CommandInfo("optout", "Stop me keeping or learning from what you say here"),
-    CommandInfo("optin", "Let me remember what you say here again"),
-    CommandInfo(
-        "learning",
-        "Admins: turn learning off or on here (or in the whole server)",
-        usage="off|on [server]",
-        admin_only=True,
-    ),
+    *(CommandInfo(**command) for command in privacy_commands.COMMANDS),  # /privacy, /optout, ...
 )
 
 
@@ -145,10 +136,8 @@ class Commands:
             "forget": self._forget,
             "stats": self._stats,
         }
-        privacy = PrivacyCommands(
-            runtime.privacy,
-            bot_name=runtime.character.name,
-            command_names=lambda: {info.name for info in self.all()},
+        privacy = privacy_commands.PrivacyCommands(
+            runtime.privacy, runtime.character.name, self.all
         )
         self._built_in.update(privacy.handlers())
 

@@ -32,6 +32,7 @@ from bot.config_base import (
 from bot.config_platforms import PlatformSettings
 from bot.config_runtime import OpsSettings, RuntimeSettings, default_ops
 from bot.config_services import EmbeddingSettings, ModelSettings, StorageSettings
+from bot.privacy.settings import PrivacySettings, default_privacy
 
 __all__ = [
     "BUILTIN_CHARACTERS",
@@ -42,6 +43,7 @@ __all__ = [
     "ModelSettings",
     "OpsSettings",
     "PlatformSettings",
+    "PrivacySettings",
     "RuntimeSettings",
     "Settings",
     "StorageSettings",
@@ -66,6 +68,8 @@ class Settings:
     platforms: PlatformSettings
     runtime: RuntimeSettings
     ops: OpsSettings = dataclasses.field(default_factory=default_ops)
+    # Retention and the /privacy text (bot/privacy/settings.py).
+    privacy: PrivacySettings = dataclasses.field(default_factory=default_privacy)
     # The settings file these came from, if any: plugins' settings models read it too. Where
     # the values came from does not make two settings different.
     env_file: Path | None = dataclasses.field(default=None, compare=False)
@@ -79,6 +83,7 @@ def _groups() -> dict[str, type[SettingsGroup]]:
         "platforms": PlatformSettings,
         "runtime": RuntimeSettings,
         "ops": OpsSettings,
+        "privacy": PrivacySettings,
     }
 
 
@@ -149,7 +154,8 @@ def load_settings(env_file: Path | None = Path(".env"), **overrides: dict[str, o
     """Read every settings group; raise `ConfigError` with one line on the first bad value.
 
     `env_file=None` reads the environment only; `overrides` maps a group (`model`, `embedding`,
-    `storage`, `platforms`, `runtime`, `ops`) to field values that win over the environment.
+    `storage`, `platforms`, `runtime`, `ops`, `privacy`) to field values that win over the
+    environment.
     """
     classes = _groups()
     unknown = sorted(set(overrides) - set(classes))

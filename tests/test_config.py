@@ -135,6 +135,14 @@ CASES = [
         ("ops", "model_prices"),
         {"gpt-4o": (2.5, 10.0), "local-llama": (0.0, 0.0)},
     ),
+    ("MNEMO_RETENTION_DAYS", "90", ("privacy", "retention_days"), 90),
+    ("MNEMO_PRIVACY_TEXT", "We keep logs.", ("privacy", "privacy_text"), "We keep logs."),
+    (
+        "MNEMO_PRIVACY_FILE",
+        str(REPO / "characters" / "mnemo.json"),
+        ("privacy", "privacy_file"),
+        REPO / "characters" / "mnemo.json",
+    ),
 ]
 
 
@@ -429,3 +437,24 @@ def test_a_uri_that_is_not_mongodb_says_so(monkeypatch: pytest.MonkeyPatch, uri:
 def test_mongodb_srv_uris_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MONGODB_URI", "mongodb+srv://user:pw@cluster0.example.net/")
     assert load().storage.mongodb_uri is not None
+
+
+def test_a_privacy_file_that_is_missing_or_doubled_stops_start_up_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MNEMO_PRIVACY_FILE", "policy/privacy.md")
+    with pytest.raises(ConfigError) as missing:
+        load()
+    assert str(missing.value).startswith(
+        f"setting MNEMO_PRIVACY_FILE: no such file: {tmp_path / 'policy' / 'privacy.md'}"
+    )
+    (tmp_path / "policy").mkdir()
+    (tmp_path / "policy" / "privacy.md").write_text("We keep nothing for long.\n")
+    assert load().privacy.operator_text() == "We keep nothing for long."
+    monkeypatch.setenv("MNEMO_PRIVACY_TEXT", "Another policy")
+    with pytest.raises(ConfigError, match=r"^setting MNEMO_PRIVACY_FILE: set MNEMO_PRIVACY_TEXT"):
+        load()
+    monkeypatch.delenv("MNEMO_PRIVACY_TEXT")
+    monkeypatch.setenv("MNEMO_RETENTION_DAYS", "-1")
+    with pytest.raises(ConfigError, match=r"^setting MNEMO_RETENTION_DAYS: .*'-1'"):
+        load()

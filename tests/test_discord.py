@@ -664,10 +664,12 @@ async def test_start_connects_syncs_commands_per_server_and_answers_over_the_gat
                 await adapter.stop()
     commands = {c["name"]: c for c in server.commands[guild.id]}
     built_in = {"me", "forgetme", "help", "facts", "forget", "stats"}
+    built_in |= {"privacy", "optout", "optin", "learning"}
     assert set(commands) == built_in | {"goals", "goal"}  # the goals plugin's too
     assert all(c["description"] for c in commands.values())
     assert [o["name"] for o in commands["facts"]["options"]] == ["member", "search", "page"]
     assert [o["name"] for o in commands["goal"]["options"]] == ["args"]
+    assert [o["name"] for o in commands["learning"]["options"]] == ["args"]
     assert None not in server.commands  # per-server sync, nothing global
     [(channel, sent)] = server.sent
     assert channel == int(guild.payload["channels"][0]["id"]) and sent["content"] == "Hello there!"

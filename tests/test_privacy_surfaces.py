@@ -74,7 +74,7 @@ async def test_on_telegram_only_admins_turn_learning_off_and_opting_out_is_told_
 
         dm = server.private_chat(sarah)
         opted = await bot.said(dm, sarah, "/optout")
-        before = len(server.sent)
+        before = len([m for m in server.sent if m.chat_id == dm.id])
         server.push_message(dm, sarah, "my cat is called Mochi")
         server.push_message(dm, sarah, "she is four")
         [notice, first, second] = (await server.wait_for_sent(before + 3, chat_id=dm.id))[-3:]

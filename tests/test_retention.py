@@ -4,11 +4,18 @@ young messages stay. Old messages are written with old times (integer ms in Mong
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
+from pathlib import Path
 
+from bot.commands import Commands, Request
+from bot.llm.base import Task
 from bot.models import Content, Fact, Memory, stable_id, utcnow
 from bot.privacy.retention import Retention, delete_expired
+from bot.privacy.settings import PrivacySettings
 from bot.storage.knowledge import Knowledge
+from bot.testing.harness import TestChat, open_test_app, test_settings
+from bot.testing.scripted import ScriptedModel
 
 SAM, BOT, WORLD, ROOM = (stable_id(x) for x in ("sam", "bot", "world", "room"))
 
@@ -77,3 +84,60 @@ def test_retention_is_described_as_people_read_it() -> None:
     assert Retention(0).describe() == "forever"
     assert Retention(1).describe() == "1 day"
     assert Retention(90).describe() == "90 days"
+
+
+async def test_the_running_app_deletes_expired_messages_at_start_up_and_says_so_in_stats(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    settings = test_settings(
+        tmp_path, mongodb_uri=mongo_uri, model_dir=model_dir, evaluator_selection="all"
+    )
+    model = ScriptedModel(answers={Task.REPLY: ['{"text": "Noted.", "action": "NONE"}']})
+    async with open_test_app(tmp_path, settings=settings, model=model, keep_database=True) as app:
+        chat = TestChat(app.runtime)
+        old = chat.message("I lived in Lisbon back then")
+        await chat.send(old.model_copy(update={"created_at": utcnow() - timedelta(days=40)}))
+        young = await chat.say("I live in Porto now")
+        await chat.settle()
+        fact = Fact(
+            text="Sarah lives in Porto",
+            subject_id=chat.account.id,
+            room_id=chat.room.id,
+            world_id=chat.room.world_id,
+            agent_id=app.runtime.agent_id,
+        )
+        await app.knowledge.add_facts([fact], near_duplicate_distance=0.02)
+        assert await app.knowledge.vectors.existing_ids("messages", [old.id]) == {old.id}
+
+    kept_30_days = dataclasses.replace(
+        settings,
+        privacy=PrivacySettings.model_construct(
+            retention_days=30, privacy_text=None, privacy_file=None
+        ),
+    )
+    async with open_test_app(tmp_path, settings=kept_30_days, model=model) as app:
+        chat = TestChat(app.runtime)
+        for _ in range(100):  # the retention job's start-up run
+            if await app.store.memories.get(old.id) is None:
+                break
+            await asyncio.sleep(0.1)
+        texts = [m.content.text for m in await app.store.memories.in_world(chat.room.world_id)]
+        vectors = await app.knowledge.vectors.existing_ids(
+            "messages", [old.id, young.job.message_id]
+        )
+        facts = await app.store.facts.about([chat.account.id], chat.room.world_id)
+        stats = await Commands(app.runtime).run(
+            "stats",
+            Request(
+                platform="test",
+                account_id=chat.account.id,
+                world_id=chat.room.world_id,
+                room_id=chat.room.id,
+                is_admin=True,
+            ),
+        )
+
+    assert "I lived in Lisbon back then" not in texts and "I live in Porto now" in texts
+    assert vectors == {young.job.message_id}
+    assert [f.text for f in facts] == ["Sarah lives in Porto"]
+    assert "Messages kept: 30 days" in stats

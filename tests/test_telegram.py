@@ -571,14 +571,18 @@ async def test_the_command_menu_is_registered(
             for c in server.calls_to("setMyCommands")
         }
 
-        assert menus["default"] == ["me", "forgetme", "help"]
+        assert menus["default"] == ["me", "forgetme", "help", "privacy", "optout", "optin"]
         assert menus["chat"] == [
             "me",
             "forgetme",
             "help",
+            "privacy",
+            "optout",
+            "optin",
             "facts",
             "forget",
             "stats",
+            "learning",
             "goals",  # the goals plugin's commands follow the built-in ones
             "goal",
         ]

@@ -3,15 +3,45 @@ and runs them on every surface): /optout, /optin, /learning off|on [server], /pr
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any, Protocol
 
 from bot.privacy.consent import LearningState
 from bot.privacy.notice import built_in_notice, describe_state
 from bot.privacy.policy import PrivacyPolicy
 
-if TYPE_CHECKING:
-    from bot.commands import Request
+# What bot/commands.py lists in BUILT_IN (as CommandInfo fields): the command layer imports
+# this module, so this module does not import it back.
+COMMANDS: tuple[dict[str, Any], ...] = (
+    {"name": "privacy", "description": "What I keep about you, for how long, how to remove it"},
+    {"name": "optout", "description": "Stop me keeping or learning from what you say here"},
+    {"name": "optin", "description": "Let me remember what you say here again"},
+    {
+        "name": "learning",
+        "description": "Admins: turn learning off or on here (or in the whole server)",
+        "usage": "off|on [server]",
+        "admin_only": True,
+    },
+)
+
+
+class Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class Request(Protocol):
+    """What these commands read of the command layer's `Request`."""
+
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def world_id(self) -> str: ...
+    @property
+    def room_id(self) -> str: ...
+    @property
+    def args(self) -> str: ...
+
 
 LEARNING_USAGE = "Usage: /learning off|on [server]"
 # Words that make /learning apply to the whole server (Discord) or group (Telegram).
@@ -22,14 +52,13 @@ class PrivacyCommands:
     def __init__(
         self,
         policy: PrivacyPolicy,
-        *,
         bot_name: str,
-        command_names: Callable[[], Collection[str]],
+        listed: Callable[[], Iterable[Named]],
     ) -> None:
         self.policy = policy
         self.bot_name = bot_name
         # The commands this bot has (plugins vary): /privacy names only real ones.
-        self._command_names = command_names
+        self._listed = listed
 
     def handlers(self) -> dict[str, Callable[[Request], Awaitable[str]]]:
         return {
@@ -101,7 +130,7 @@ class PrivacyCommands:
         return built_in_notice(
             bot_name=self.bot_name,
             retention=self.policy.retention,
-            commands=self._command_names(),
+            commands={command.name for command in self._listed()},
             state=await self._state(request),
         )
 

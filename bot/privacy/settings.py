@@ -12,22 +12,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationInfo, field_validator
+
+from bot.config_base import SettingsGroup, settings_config
 
 # Longer than any policy a chat command should show; a bigger file is a wrong file.
 MAX_PRIVACY_CHARS = 20_000
 
 
-class PrivacySettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="MNEMO_",
-        env_file=".env",
-        env_file_encoding="utf-8",
-        extra="ignore",
-        case_sensitive=False,
-        env_ignore_empty=True,
-    )
+class PrivacySettings(SettingsGroup):
+    model_config = settings_config("MNEMO_")
 
     # 0: messages are kept until forgotten. Facts are never deleted by age.
     retention_days: int = Field(0, ge=0, le=36_500)
@@ -43,9 +37,12 @@ class PrivacySettings(BaseSettings):
 
     @field_validator("privacy_file")
     @classmethod
-    def _readable(cls, value: Path | None) -> Path | None:
+    def _readable(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         if value is None:
             return None
+        if info.data.get("privacy_text") is not None:
+            # Two sources would leave the operator guessing which one people see.
+            raise ValueError("set MNEMO_PRIVACY_TEXT or MNEMO_PRIVACY_FILE, not both")
         path = value.expanduser().absolute()
         if not path.is_file():
             raise ValueError(f"no such file: {path}")
@@ -59,15 +56,18 @@ class PrivacySettings(BaseSettings):
             raise ValueError(f"{path} is longer than {MAX_PRIVACY_CHARS} characters")
         return path
 
-    @model_validator(mode="after")
-    def _one_source(self) -> PrivacySettings:
-        # Two sources would leave the operator guessing which one people see.
-        if self.privacy_text is not None and self.privacy_file is not None:
-            raise ValueError("set MNEMO_PRIVACY_TEXT or MNEMO_PRIVACY_FILE, not both")
-        return self
-
     def operator_text(self) -> str | None:
         """The operator's /privacy text, if they gave one."""
         if self.privacy_file is not None:
             return self.privacy_file.read_text(encoding="utf-8").strip()
         return self.privacy_text.strip() if self.privacy_text else None
+
+
+def default_privacy() -> PrivacySettings:
+    # Settings built in code (tests, benches) get the defaults without reading the environment.
+    return PrivacySettings.model_construct(
+        **{
+            name: info.get_default(call_default_factory=True)
+            for name, info in PrivacySettings.model_fields.items()
+        }
+    )
