@@ -8,6 +8,7 @@ by the adapter) and stores the replies as the bot's messages.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 
 from bot.composing import StateComposer
@@ -15,16 +16,19 @@ from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
 from bot.llm.usage import UsageLedger
 from bot.models import Content, Memory, Room, reply_id, utcnow
+from bot.ops.events import NO_EVENTS, RuntimeEvents
 from bot.plugin_api import Action
 from bot.plugin_host import PluginHost
 from bot.plugins import Registry
 from bot.prompts import render, reply_answer
-from bot.runtime_types import HandleResult, RuntimeOptions, Send
+from bot.ratelimit import RateLimiter
+from bot.runtime_types import HandleResult, RuntimeOptions, Send, Typing
 from bot.state import State
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
 
+RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
 MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
 # Sent when the model's answer holds no words to send (empty, or only JSON syntax).
 EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
@@ -45,6 +49,8 @@ class Replier:
         ledger: UsageLedger,
         composer: StateComposer,
         options: RuntimeOptions,
+        rate_limiter: RateLimiter | None = None,
+        events: RuntimeEvents = NO_EVENTS,
     ) -> None:
         self.agent_id = agent_id
         self.store = store
@@ -55,10 +61,41 @@ class Replier:
         self.composer = composer
         # Replaced by the runtime when its options change.
         self.options = options
+        self.rate_limiter = rate_limiter
+        self.events = events
+
+    async def answer(
+        self,
+        memory: Memory,
+        send: Send,
+        typing: Typing,
+        result: HandleResult,
+        room: Room | None,
+        *,
+        arrived: float | None = None,
+        keep: bool = True,
+    ) -> None:
+        """Reply while showing "typing…", unless the author is over the rate limit (then a
+        polite line, no model call); `arrived` (perf_counter) times the reply."""
+        if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
+            await send(Content(text=RATE_LIMITED_REPLY))
+            return
+        async with typing():
+            await self.respond(memory, send, result, room, keep=keep)
+        if result.replies and arrived is not None:
+            self.events.replied(len(result.replies), time.perf_counter() - arrived)
 
     async def respond(
-        self, memory: Memory, send: Send, result: HandleResult, room: Room | None
+        self,
+        memory: Memory,
+        send: Send,
+        result: HandleResult,
+        room: Room | None,
+        *,
+        keep: bool = True,
     ) -> None:
+        """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
+        may quote the message) and no action runs (actions keep things, e.g. a goal)."""
         state = await self.composer.compose_state(memory, room=room)
         system = render(self.composer.template("systemTemplate"), state.values)
         prompt = render(self.composer.template("messageHandlerTemplate"), state.values)
@@ -86,7 +123,7 @@ class Replier:
                 return
             await send(content)
             sent = True
-            if not store:
+            if not store or not keep:
                 return
             reply = Memory(
                 id=reply_id(memory.id, self.agent_id, len(replies)),
@@ -104,7 +141,7 @@ class Replier:
             result.position = max(result.position, position or 0)
             replies.append(reply)
 
-        action = await self._chosen_action(draft, memory, state, say)
+        action = await self._chosen_action(draft, memory, state, say) if keep else None
         if action is None or not action.suppress_initial_message:
             if draft.text:
                 # Words recovered from an unreadable answer are sent, never stored as the

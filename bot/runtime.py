@@ -31,9 +31,11 @@ from bot.ops.events import NO_EVENTS, RuntimeEvents
 from bot.plugin_api import Agent
 from bot.plugin_host import PluginHost
 from bot.plugins import Registry
+from bot.privacy.consent import ConsentStore
+from bot.privacy.policy import PrivacyPolicy
 from bot.profiles import KnownProfiles
 from bot.ratelimit import RateLimiter
-from bot.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, Replier
+from bot.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Replier
 from bot.runtime_types import HandleResult, RuntimeOptions, Send, SenderFor, Typing
 from bot.runtime_types import no_typing as _no_typing
 from bot.state import State
@@ -41,8 +43,6 @@ from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
-
-RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
 
 # Adapters, tests and benchmarks import these from the runtime (they live with its parts).
 __all__ = [
@@ -74,6 +74,7 @@ class AgentRuntime:
         events: RuntimeEvents = NO_EVENTS,
         retry: RetryPolicy | None = None,
         faults: FaultHook | None = None,
+        privacy: PrivacyPolicy | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.character = character
@@ -86,6 +87,8 @@ class AgentRuntime:
         self.rate_limiter = rate_limiter
         self.events = events
         self._faults = faults or FaultHook()
+        # Whose messages may be kept (consent), for how long, and the /privacy text.
+        self.privacy = privacy or PrivacyPolicy(consent=ConsentStore(store.db))
         # The queue calls back into the runtime, which hands the job to the runner below.
         self.evaluations = EvaluationQueue(store, self._run_job, retry=retry, faults=self._faults)
         # Messages between intake and release in this process (a redelivery meanwhile waits).
@@ -125,6 +128,8 @@ class AgentRuntime:
             ledger=ledger,
             composer=self.composer,
             options=self._options,
+            rate_limiter=rate_limiter,
+            events=events,
         )
         self.evaluator = EvaluationRunner(
             agent_id=agent_id,
@@ -189,6 +194,18 @@ class AgentRuntime:
         `start()` / `answer_unanswered()`, or by the platform redelivering the message.
         """
         arrived = time.perf_counter()
+        # Consent first, before anything of the message is kept (the job holds a copy, the
+        # prefetch caches its text). Not kept: the notice when due, a reply when addressed
+        # (as anyone gets; neither stored, no action), no evaluation.
+        admission = await self.privacy.admit(memory)
+        if not admission.learn:
+            if admission.notice is not None:
+                await send(Content(text=admission.notice))
+            room = room or await self.store.rooms.get(memory.room_id)
+            unkept = HandleResult(stored=False)
+            if self.should_respond(memory, room):
+                await self.replier.answer(memory, send, typing, unkept, room, keep=False)
+            return unkept
         self._prefetch_embedding(memory)
         await self.profiles.note([] if account is None else [account], room)
         job, created = await self.evaluations.open_intake(memory)
@@ -227,13 +244,7 @@ class AgentRuntime:
                 self.events.message_received()
             room = room or await self.store.rooms.get(memory.room_id)
             if send is not None and self.should_respond(memory, room):
-                if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
-                    await send(Content(text=RATE_LIMITED_REPLY))
-                else:
-                    async with typing():
-                        await self.replier.respond(memory, send, result, room)
-                    if result.replies and arrived is not None:
-                        self.events.replied(len(result.replies), time.perf_counter() - arrived)
+                await self.replier.answer(memory, send, typing, result, room, arrived=arrived)
             await self.evaluations.release(
                 job, did_respond=result.responded, position=result.position or None
             )
