@@ -135,11 +135,8 @@ class Commands:
             "facts": self._facts,
             "forget": self._forget,
             "stats": self._stats,
+            **privacy_commands.handlers(runtime.privacy, runtime.character.name, self.all),
         }
-        privacy = privacy_commands.PrivacyCommands(
-            runtime.privacy, runtime.character.name, self.all
-        )
-        self._built_in.update(privacy.handlers())
 
     # ------------------------------------------------------------------ the command set
     def all(self) -> list[CommandInfo]:
@@ -393,9 +390,8 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     messages = await runtime.store.memories.count_in_world(scope.world_id)
     evaluations = describe_queue(await runtime.evaluations.counts())
     return (
-        f"Messages: {messages}\nMessages kept: {runtime.privacy.retention.describe()}\n"
-        f"Facts: {facts}\nGoals: {len(goals)} "
-        f"({sum(g.status == 'IN_PROGRESS' for g in goals)} in progress)\n"
+        f"Messages: {messages} (kept {runtime.privacy.retention.describe()})\nFacts: {facts}\n"
+        f"Goals: {len(goals)} ({sum(g.status == 'IN_PROGRESS' for g in goals)} in progress)\n"
         f"Evaluations (all worlds): {evaluations}"
     )
 

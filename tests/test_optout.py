@@ -54,6 +54,7 @@ KEEPER = Plugin(
     name="keeper",
     evaluators=[Evaluator("KEEP", "keeps everything", handler=keep, always_run=True)],
     actions=[Action("NOTE", "keeps a note", handler=note)],
+    stores=(NOTES,),
     forget=forget_notes,
     export=export_notes,
 )

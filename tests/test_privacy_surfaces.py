@@ -110,7 +110,7 @@ def test_in_the_console_privacy_shows_the_operators_file_and_stats_the_retention
     assert result.returncode == 0, result.stderr
     assert "Our policy: we keep chat logs for 30 days. Ask privacy@example.org." in result.stdout
     assert OPTED_OUT_NOTICE in result.stdout
-    assert "Messages: 0\nMessages kept: 30 days" in result.stdout
+    assert "Messages: 0 (kept 30 days)" in result.stdout
     assert "Traceback" not in result.stderr
 
 

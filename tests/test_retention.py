@@ -140,4 +140,4 @@ async def test_the_running_app_deletes_expired_messages_at_start_up_and_says_so_
     assert "I lived in Lisbon back then" not in texts and "I live in Porto now" in texts
     assert vectors == {young.job.message_id}
     assert [f.text for f in facts] == ["Sarah lives in Porto"]
-    assert "Messages kept: 30 days" in stats
+    assert "(kept 30 days)" in stats

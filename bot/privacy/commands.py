@@ -48,6 +48,13 @@ LEARNING_USAGE = "Usage: /learning off|on [server]"
 _WHOLE_WORLD = ("server", "world", "group", "everywhere", "all")
 
 
+def handlers(
+    policy: PrivacyPolicy, bot_name: str, listed: Callable[[], Iterable[Named]]
+) -> dict[str, Callable[[Request], Awaitable[str]]]:
+    """The answers to /privacy, /optout, /optin and /learning, by command name."""
+    return PrivacyCommands(policy, bot_name, listed).handlers()
+
+
 class PrivacyCommands:
     def __init__(
         self,

@@ -185,21 +185,10 @@ class Memories:
         retention job); returns their ids. Runs once a day, so it may scan: an index on the
         time alone would cost every message's insert an index entry."""
         query = {"created_ms": {"$lt": millis(cutoff)}}
-        found = await self._collection.find(query, {"_id": 1, "room_id": 1}).limit(limit).to_list()
+        found = await self._collection.find(query, {"_id": 1}).limit(limit).to_list()
         ids = [str(document["_id"]) for document in found]
-        if not ids:
-            return []
-        await self._collection.delete_many({"_id": {"$in": ids}})
-        for room_id in {document["room_id"] for document in found}:
-            await self._recount(room_id)
+        await self.delete_ids(ids)
         return ids
-
-    async def _recount(self, room_id: str) -> None:
-        count = await self._collection.count_documents({"room_id": room_id})
-        await self._rooms.update_one(
-            {"_id": room_id, "message_count": {"$exists": True}},
-            {"$set": {"message_count": count}},
-        )
 
     async def _last_in_room(self, query: dict[str, Any], limit: int) -> list[Memory]:
         if limit <= 0:  # PyMongo reads limit(0) as "no limit"
