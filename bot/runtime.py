@@ -203,7 +203,7 @@ class AgentRuntime:
                 await send(Content(text=admission.notice))
             room = room or await self.store.rooms.get(memory.room_id)
             unkept = HandleResult(stored=False)
-            if self.should_respond(memory, room):
+            if self.should_respond(memory, room) and not admission.repeat:
                 await self.replier.answer(memory, send, typing, unkept, room, keep=False)
             return unkept
         self._prefetch_embedding(memory)

@@ -120,7 +120,9 @@ async def test_an_opted_out_person_leaves_nothing_while_the_room_is_still_learne
 
         # Not addressed, then addressed by name (answered, but neither kept nor acted on).
         await sarah.say("my locker code is zanzibar")
-        await sarah.say("Mnemo, I adore quokkas")
+        addressed = sarah.message("Mnemo, I adore quokkas")
+        await sarah.send(addressed)
+        await sarah.send(addressed)  # redelivered by the platform: answered once
         await tom.say("Mnemo, I grow turnips")
         await tom.settle()
 

@@ -4,11 +4,16 @@ and handed to the runtime (the intake check) and the command layer."""
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 from bot.models import Memory
 from bot.privacy.consent import ConsentStore
 from bot.privacy.retention import Retention
+
+# Unkept message ids remembered, so a platform's redelivery is not answered twice: no job
+# records them (a kept message's job does), and a day of redeliveries is far fewer.
+RECENT_UNKEPT = 10_000
 
 # The one line an opted-out person gets, on their first message after opting out.
 OPTED_OUT_NOTICE = (
@@ -23,6 +28,8 @@ class Admission:
 
     learn: bool
     notice: str | None = None
+    # Not kept, and seen before in this process: a redelivery, not to be answered again.
+    repeat: bool = False
 
 
 LEARN = Admission(learn=True)
@@ -34,6 +41,7 @@ class PrivacyPolicy:
     retention: Retention = field(default_factory=Retention)
     # The operator's /privacy text (MNEMO_PRIVACY_TEXT or the file's), shown as it is.
     operator_text: str | None = None
+    _unkept: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False, repr=False)
 
     async def admit(self, memory: Memory) -> Admission:
         """Checked for every message before anything of it is stored."""
@@ -42,6 +50,11 @@ class PrivacyPolicy:
         )
         if refusal is None:
             return LEARN
+        if memory.id in self._unkept:
+            return Admission(learn=False, repeat=True)
+        self._unkept[memory.id] = None
+        while len(self._unkept) > RECENT_UNKEPT:
+            self._unkept.popitem(last=False)
         notice = None
         if refusal.notify and await self.consent.claim_notice(
             user_id=memory.user_id, world_id=memory.world_id
