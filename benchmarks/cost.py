@@ -45,12 +45,12 @@ from bot.config import (
 from bot.llm.base import JsonAnswer, LanguageModel, ModelClass
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.usage import UsageLedger
-from bot.models import Goal, Objective
 from bot.plugins import PluginError, Registry, discover, plugin_sources
 from bot.state import State
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, RecordedRequest, last_user_message
+from plugins.goals.store import Goal, GoalStore, Objective
 
 log = logging.getLogger(__name__)
 
@@ -387,11 +387,17 @@ class _Run:
     message_timeout: float = _MESSAGE_TIMEOUT
 
 
+def _goals(app: App) -> GoalStore:
+    """The goals plugin's own collection, as the plugin sees it."""
+    goals = next(p for p in app.registry.plugins if p.name == "goals")
+    return GoalStore.of(app.runtime.plugins.plugin_context(goals).collections)
+
+
 async def _prepare(app: App, chat: TestChat) -> None:
     """The person, the DM and their goal; the embedder and collections loaded (not timed)."""
     await app.store.accounts.upsert(chat.account)
     await app.store.rooms.upsert(chat.room)
-    await app.store.goals.insert(
+    await _goals(app).insert(
         Goal(
             name=GOAL_NAME,
             room_id=chat.room.id,
@@ -566,7 +572,7 @@ async def _learned(app: App, chat: TestChat) -> dict[str, Any]:
     ids = {fact.subject_id for fact in facts}
     accounts = await app.store.accounts.get_many(sorted(ids))
     names = {i: a.name for i, a in accounts.items()} | {app.runtime.agent_id: "(the bot)"}
-    goals = await app.store.goals.in_room(chat.room.id, only_in_progress=False)
+    goals = await _goals(app).in_room(chat.room.id, only_in_progress=False)
     rejects = {
         task: dict(usage.rejects) for task, usage in app.ledger.snapshot().items() if usage.rejects
     }

@@ -75,8 +75,8 @@ from benchmarks.locomo import (
 from bot.models import Account, Attachment, Content, Fact, Memory, Room, stable_id
 from bot.retrieval import MessageRetriever
 from bot.storage.knowledge import Knowledge
-from bot.storage.knowledge import _message_metadata as message_metadata  # see _index
 from bot.storage.mongo import MongoStore
+from bot.storage.vector_metadata import message_metadata  # see _index
 
 log = logging.getLogger(__name__)
 

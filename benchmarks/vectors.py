@@ -165,7 +165,7 @@ class FactScope:
 
 
 def fact_metadata(index: int) -> dict[str, Any]:
-    """The metadata `Knowledge` writes for a fact (see `_fact_metadata` there)."""
+    """The metadata `Knowledge` writes for a fact (bot.storage.vector_metadata)."""
     scope = FactScope.of(index)
     return {
         "subject_id": scope.subject_id,

@@ -386,13 +386,12 @@ async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> 
 
 async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     _, facts = await runtime.store.facts.page(scope.world_id, limit=1)
-    goals = await runtime.store.goals.in_world(scope.world_id, limit=10_000)
     messages = await runtime.store.memories.count_in_world(scope.world_id)
     evaluations = describe_queue(await runtime.evaluations.counts())
+    kept = "".join(f"{line}\n" for line in await runtime.plugins.stats(scope.world_id))
     return (
         f"Messages: {messages} (kept {runtime.privacy.retention.describe()})\nFacts: {facts}\n"
-        f"Goals: {len(goals)} ({sum(g.status == 'IN_PROGRESS' for g in goals)} in progress)\n"
-        f"Evaluations (all worlds): {evaluations}"
+        f"{kept}Evaluations (all worlds): {evaluations}"
     )
 
 

@@ -21,7 +21,6 @@ MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
 Platform = Literal["discord", "telegram", "console", "test"]
 RoomKind = Literal["dm", "group"]
 FactType = Literal["fact", "opinion", "status"]
-GoalStatus = Literal["IN_PROGRESS", "DONE", "FAILED"]
 # intake: the message is being answered (the job holds a copy of it until then); pending and
 # retrying: waiting for a worker; dead: out of attempts, left for the operator.
 JobStatus = Literal["intake", "pending", "running", "retrying", "done", "failed", "dead"]
@@ -201,23 +200,6 @@ class Fact(Document):
     @property
     def is_current(self) -> bool:
         return self.valid_until is None
-
-
-class Objective(Document):
-    description: str
-    completed: bool = False
-
-
-class Goal(Document):
-    id: str = Field(default_factory=new_id)
-    name: str
-    room_id: str
-    world_id: str
-    user_id: str | None = None
-    status: GoalStatus = "IN_PROGRESS"
-    objectives: list[Objective] = Field(default_factory=list)
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow)
 
 
 class EvaluationJob(Document):

@@ -233,6 +233,9 @@ class Plugin:
     forget: Callable[[PluginContext, str, str], Awaitable[int]] | None = None
     # async (PluginContext, person_id, world_id) -> a JSON-serialisable dict.
     export: Callable[[PluginContext, str, str], Awaitable[dict[str, Any]]] | None = None
+    # async (PluginContext, world_id) -> lines for `/stats` about what the plugin keeps in
+    # that world (e.g. "Moods noted: 12"), shown after Mnemo's own lines.
+    stats: Callable[[PluginContext, str], Awaitable[Sequence[str]]] | None = None
     # Offline answers for further tasks this plugin's parts name (task -> answer), including
     # "reply": a plugin may answer the offline reply (e.g. "what do you know about me?").
     offline_answers: Mapping[str, OfflineAnswer] = field(default_factory=dict)

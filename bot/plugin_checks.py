@@ -84,7 +84,7 @@ def check_parts(plugin: Plugin, where: str) -> None:
                 _check_command(owner, label, part)
             else:
                 _check_callable(owner, f"{label} get", part.get)
-    for hook in ("setup", "teardown", "forget", "export"):
+    for hook in ("setup", "teardown", "forget", "export", "stats"):
         _check_callable(owner, hook, getattr(plugin, hook), optional=True)
     _check_stores(owner, plugin)
     answers = plugin.offline_answers

@@ -27,6 +27,7 @@ from bot.plugin_api import (
     PluginContext,
     Provider,
 )
+from bot.storage.mongo import CORE_COLLECTIONS
 
 if TYPE_CHECKING:
     from bot.llm.base import LanguageModel
@@ -96,7 +97,9 @@ class PluginHost:
     def collections(self, plugin: Plugin) -> Collections:
         found = self._collections.get(plugin.name)
         if found is None:
-            found = Collections(self._store.db, plugin.name, plugin.stores)
+            found = Collections(
+                self._store.db, plugin.name, plugin.stores, reserved=CORE_COLLECTIONS
+            )
             self._collections[plugin.name] = found
         return found
 
@@ -182,6 +185,22 @@ class PluginHost:
         except Exception:
             log.exception("command /%s of plugin %s failed", command.name, plugin.name)
             return COMMAND_FAILED_REPLY.format(name=command.name)
+
+    # ------------------------------------------------------------------ stats
+    async def stats(self, world_id: str) -> list[str]:
+        """Every plugin's `/stats` lines for a world, in registration order. A plugin whose
+        hook fails is left out with a log line: the rest of /stats still answers."""
+        lines: list[str] = []
+        for plugin in self.registry.plugins:
+            if plugin.stats is None:
+                continue
+            try:
+                found = await plugin.stats(self.plugin_context(plugin), world_id)
+            except Exception:
+                log.exception("plugin %s stats failed", plugin.name)
+                continue
+            lines += [str(line) for line in found if str(line).strip()]
+        return lines
 
     # ------------------------------------------------------------------ privacy
     async def forget(self, person_id: str, world_id: str) -> dict[str, int]:

@@ -8,10 +8,12 @@ Part of the plugin API (re-exported by `bot`); kept apart from the types in
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
+
+from pymongo.errors import DuplicateKeyError
 
 from bot.llm.base import JsonAnswer, ModelClass
 from bot.models import Account, Memory, Room
@@ -50,11 +52,20 @@ class Collections:
     Only the collections the plugin declares (`Plugin.stores`) are handed out: what a plugin
     keeps must be reachable by its privacy hooks, so an undeclared one is refused."""
 
-    def __init__(self, db: AsyncDatabase, plugin_name: str, declared: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        db: AsyncDatabase,
+        plugin_name: str,
+        declared: Sequence[str] = (),
+        *,
+        reserved: Collection[str] = (),
+    ) -> None:
         self._db = db
         self._plugin = plugin_name
         self._prefix = f"plugin_{_slug(plugin_name)}_"
         self._declared = frozenset(declared)
+        # Mnemo's own collections: never adopted by a plugin.
+        self._reserved = frozenset(reserved)
 
     @property
     def declared(self) -> frozenset[str]:
@@ -74,6 +85,30 @@ class Collections:
                 f"Plugin(stores=[...]) with forget and export hooks (docs/plugins.md)"
             )
         return self._db[self.name_of(name)]
+
+    async def adopt(self, name: str, *, legacy: str) -> int:
+        """Move the documents an older version kept in the database's un-namespaced
+        collection `legacy` into this plugin's collection `name`; returns how many were
+        copied. Call it from `setup()`: safe on every start-up and when interrupted, since a
+        document already there wins and `legacy` is dropped only once all are copied (so a
+        person forgotten later leaves no copy behind). Mnemo's own collections and other
+        plugins' cannot be adopted."""
+        if (
+            not _COLLECTION_NAME.fullmatch(legacy)
+            or legacy in self._reserved
+            or legacy.startswith(("plugin_", "mnemo_"))
+        ):
+            raise ValueError(f"collection {legacy!r} is not one a plugin may adopt")
+        old, new = self._db[legacy], self[name]
+        copied = 0
+        async for document in old.find({}):
+            try:
+                await new.insert_one(document)
+            except DuplicateKeyError:
+                continue  # adopted by an earlier, interrupted start-up or another process
+            copied += 1
+        await old.drop()
+        return copied
 
 
 def _slug(name: str) -> str:
@@ -109,6 +144,10 @@ class Conversations:
 
     async def count(self, room_id: str) -> int:
         return await self._store.memories.count_in_room(room_id)
+
+    async def messages(self, ids: Sequence[str]) -> list[Memory]:
+        """The messages with these ids that exist (any room), in the order of `ids`."""
+        return await self._store.memories.get_many(list(ids))
 
     async def accounts(self, ids: Sequence[str]) -> dict[str, Account]:
         return await self._store.accounts.get_many(list(ids))

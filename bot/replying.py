@@ -95,7 +95,7 @@ class Replier:
         keep: bool = True,
     ) -> None:
         """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
-        may quote the message) and no action runs (actions keep things, e.g. a goal)."""
+        may quote the message) and no action runs (actions may keep what they were given)."""
         state = await self.composer.compose_state(memory, room=room)
         system = render(self.composer.template("systemTemplate"), state.values)
         prompt = render(self.composer.template("messageHandlerTemplate"), state.values)

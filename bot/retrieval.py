@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.models import Memory
 from bot.ranking import (
@@ -48,6 +48,9 @@ from bot.ranking import (
 from bot.storage.embeddings import Embedder
 from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorHit, VectorIndex
+
+if TYPE_CHECKING:
+    from bot.storage.knowledge import Knowledge
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +119,13 @@ class MessageRetriever:
         self._messages = ScopeMessages(store)
         self._indexes: OrderedDict[Scope, ScopeIndex] = OrderedDict()
         self._locks: dict[Scope, asyncio.Lock] = {}
+
+    @classmethod
+    def over(
+        cls, knowledge: Knowledge, *, options: RetrieverOptions | None = None
+    ) -> MessageRetriever:
+        """A retriever over the stores a plugin's `ctx.knowledge` reads."""
+        return cls(knowledge.store, knowledge.vectors, knowledge.embedder, options=options)
 
     def with_options(self, **changes: Any) -> MessageRetriever:
         """A retriever with other options over the same stores (the benchmark's variants),

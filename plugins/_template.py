@@ -52,6 +52,11 @@ async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict[str,
     return {"questions": found["count"] if found else 0}
 
 
+async def stats(ctx: PluginContext, world_id: str) -> list[str]:  # lines `/stats` shows
+    askers = await ctx.collections["counts"].count_documents({"world_id": world_id})
+    return [f"People who asked questions: {askers}"]
+
+
 asked = EvaluatorExample("{{user1}} asks.", [ExampleTurn("{{user1}}", "Where's the station?")], "1")
 questions = Evaluator(  # the model sees the description and example when it picks what runs
     name="COUNT_QUESTIONS", description="Counts the questions a person asks.", handler=handler,
@@ -59,4 +64,4 @@ questions = Evaluator(  # the model sees the description and example when it pic
 )  # fmt: skip
 plugin = Plugin("questions", evaluators=[questions], settings_model=QuestionSettings, setup=setup,
                 commands=[Command("questions", "Your questions here", my_count)],
-                stores=["counts"], forget=forget, export=export)  # fmt: skip
+                stores=["counts"], forget=forget, export=export, stats=stats)  # fmt: skip

@@ -34,6 +34,7 @@ from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
+from plugins.goals import GoalStore
 from plugins.goals import plugin as GOALS
 from tests.fakes.discord_fakes import (
     FakeDiscord,
@@ -489,7 +490,8 @@ async def test_a_member_without_manage_server_is_refused_every_admin_command(
         await bot.learn(tom, "Tom loves Piranesi", guild=guild)
         shown = await bot.run(name, fake.interaction(tom, guild=guild), **options)
         in_dm = await bot.run(name, fake.interaction(tom, manage_server=True), **options)
-        goals = await bot.app.store.goals.in_world(world_of(guild.id, 0))
+        store = GoalStore.of(bot.app.runtime.plugins.plugin_context(GOALS).collections)
+        goals = await store.in_world(world_of(guild.id, 0))
     assert shown == REFUSED and in_dm == REFUSED
     assert "Piranesi" not in shown
     assert goals == []

@@ -5,20 +5,22 @@ from __future__ import annotations
 
 import json
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bot.app import App
+from bot.commands import Scope, stats
 from bot.llm.base import Task
-from bot.models import Goal
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
-from plugins.goals import plugin
+from plugins.goals import Goal, GoalStore, Objective, plugin
 from plugins.goals.commands import add_goal
 
 UPDATE = "evaluator:UPDATE_GOAL"
 CREATE = "action:CREATE_GOAL"
 REPLY = '{"text": "Noted.", "action": "NONE"}'
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 READING = ["Read chapters 1-3", "Take chapter notes", "Share thoughts in book club"]
 
 
@@ -52,9 +54,14 @@ def app_for(
     )
 
 
+def goals_of(app: App) -> GoalStore:
+    """The goals plugin's own collection, as its parts see it."""
+    return GoalStore.of(app.runtime.plugins.plugin_context(plugin).collections)
+
+
 async def goal_for(app: App, chat: TestChat, name: str, steps: list[str]) -> Goal:
     return await add_goal(
-        app.store,
+        goals_of(app),
         world_id=chat.room.world_id,
         room_id=chat.room.id,
         name=name,
@@ -69,7 +76,7 @@ async def say(chat: TestChat, text: str) -> None:
 
 
 async def reload(app: App, goal: Goal) -> Goal:
-    found = await app.store.goals.get(goal.id)
+    found = await goals_of(app).get(goal.id)
     assert found is not None
     return found
 
@@ -266,7 +273,7 @@ async def test_a_goal_the_user_states_is_created_through_the_reply_action(
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sarah", chat="running", world="club", kind="group")
         await say(chat, "Mnemo, my goal is to run a marathon next spring")
-        [goal] = await app.store.goals.in_world(chat.room.world_id)
+        [goal] = await goals_of(app).in_world(chat.room.world_id)
         await say(chat, "Mnemo, how am I doing?")
 
     assert goal.name == "Run a marathon"
@@ -298,7 +305,7 @@ async def test_without_a_usable_model_answer_the_goal_is_read_from_the_message(
             "I want to learn Portuguese: finish the beginner course; order dinner in Portuguese",
         )
         await say(chat, "I want to learn Portuguese!")
-        goals = await app.store.goals.in_world(chat.room.world_id)
+        goals = await goals_of(app).in_world(chat.room.world_id)
 
     [goal] = goals  # said twice, tracked once
     assert goal.name == "Learn Portuguese"
@@ -361,3 +368,117 @@ async def test_admins_add_and_list_goals_with_the_plugins_commands_and_a_person_
     assert goal["name"] == "Run a marathon" and len(goal["objectives"]) == 2
     assert forgotten == {"goals": 1}
     assert after == "No goals here yet."
+
+
+async def test_goals_an_older_version_kept_in_the_core_move_to_the_plugin_once(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    def open_app() -> AbstractAsyncContextManager[App]:
+        return open_test_app(
+            tmp_path,
+            plugins=[plugin],
+            model=scripted(),
+            mongodb_uri=mongo_uri,
+            model_dir=model_dir,
+            keep_database=True,
+        )
+
+    async with open_app() as app:
+        chat = TestChat(app.runtime, name="Sarah", chat="club", world="guild", kind="group")
+        # As Mnemo kept it before goals were the plugin's: the core's `goals` collection.
+        legacy = {
+            "_id": "0b7c8e52-4a1f-4d7e-9a8b-2f6c1d3e5a70",
+            "name": "Run a marathon",
+            "room_id": chat.room.id,
+            "world_id": chat.room.world_id,
+            "user_id": chat.account.id,
+            "status": "IN_PROGRESS",
+            "objectives": [
+                {"description": "build to 30 miles", "completed": True},
+                {"description": "run a half", "completed": False},
+            ],
+            "created_at": T0,
+            "updated_at": T0,
+        }
+        await app.store.db["goals"].insert_one(legacy)
+    async with open_app() as app:  # the start-up after the upgrade moves them
+        await app.runtime.plugins.setup()  # and the next one finds nothing more to move
+        host = app.runtime.plugins
+        listing = host.find_command("goals")
+        assert listing is not None
+        listed = await host.run_command(
+            listing,
+            account_id=chat.account.id,
+            world_id=chat.room.world_id,
+            room_id=chat.room.id,
+            is_admin=True,
+        )
+        shown = await stats(app.runtime, Scope(chat.room.world_id, chat.room.id, "x"))
+        in_plugin = await goals_of(app).in_world(chat.room.world_id)
+        collections = await app.store.db.list_collection_names()
+        await app.store.client.drop_database(app.settings.storage.mongodb_database)
+
+    assert listed.startswith("Run a marathon [IN_PROGRESS] 1/2")
+    assert "☑ build to 30 miles" in listed and "☐ run a half" in listed
+    assert "Goals: 1 (1 in progress)" in shown.splitlines()
+    assert [goal.id for goal in in_plugin] == [legacy["_id"]]  # one copy, same id
+    assert in_plugin[0].created_at == T0
+    # Nothing left behind in the old place: forgetting a person reaches every copy.
+    assert "goals" not in collections and "plugin_goals_goals" in collections
+
+
+async def test_stats_count_goals_of_the_world_only(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with app_for(tmp_path, mongo_uri, model_dir, scripted()) as app:
+        chat = TestChat(app.runtime, name="Sarah", chat="club", world="guild", kind="group")
+        other = TestChat(app.runtime, name="Tom", chat="pub", world="elsewhere", kind="group")
+        done = await goal_for(app, chat, "Read Dune", ["read it"])
+        await goals_of(app).replace(done.model_copy(update={"status": "DONE"}))
+        await goal_for(app, chat, "Run a marathon", ["train"])
+        await goal_for(app, other, "Learn Welsh", ["lesson one"])
+        shown = await stats(app.runtime, Scope(chat.room.world_id, chat.room.id, "x"))
+
+    assert "Goals: 2 (1 in progress)" in shown.splitlines()
+
+
+async def test_goal_store_by_room_and_status(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with app_for(tmp_path, mongo_uri, model_dir, scripted()) as app:
+        goals = goals_of(app)
+        room, other_room, world = "room-a", "room-b", "world-a"
+
+        def goal(name: str, minute: int, **extra: object) -> Goal:
+            return Goal(
+                name=name,
+                room_id=room,
+                world_id=world,
+                created_at=T0 + timedelta(minutes=minute),
+                objectives=[Objective(description="step 1"), Objective(description="step 2")],
+                **extra,  # type: ignore[arg-type]
+            )
+
+        learn, done = goal("learn french", 1), goal("ship it", 2, status="DONE")
+        other = goal("elsewhere", 3).model_copy(update={"room_id": other_room})
+        for g in (learn, done, other):
+            await goals.insert(g)
+        in_room = [g.name for g in await goals.in_room(room)]
+        any_status = [g.name for g in await goals.in_room(room, only_in_progress=False)]
+        in_world = [g.name for g in await goals.in_world(world)]
+        newest = [g.name for g in await goals.in_world(world, limit=1)]
+        learn.objectives[0].completed = True
+        learn.status = "DONE"
+        learn.updated_at = T0 + timedelta(days=1)
+        await goals.replace(learn)
+        stored = await goals.get(learn.id)
+        after = await goals.in_room(room)
+        missing = await goals.get("missing")
+
+    assert in_room == ["learn french"]
+    assert any_status == ["ship it", "learn french"]
+    assert in_world == ["elsewhere", "ship it", "learn french"]
+    assert newest == ["elsewhere"]
+    assert stored == learn
+    assert stored.objectives[0].completed is True  # type: ignore[union-attr]
+    assert after == [] and missing is None

@@ -12,9 +12,7 @@ from bot.models import (
     Content,
     EvaluationJob,
     Fact,
-    Goal,
     Memory,
-    Objective,
     Room,
     stable_id,
 )
@@ -322,46 +320,6 @@ async def test_delete_facts(store: MongoStore) -> None:
     assert await store.facts.delete_about(subject_id=ALICE, world_id=WORLD) == []
     remaining = await store.facts.get_many([keep_bob.id, keep_world.id])
     assert len(remaining) == 2
-
-
-# goals --------------------------------------------------------------------------------------
-async def test_goals_by_room_and_status(store: MongoStore) -> None:
-    def goal(name: str, minute: int, **extra: object) -> Goal:
-        return Goal(
-            name=name,
-            room_id=ROOM,
-            world_id=WORLD,
-            created_at=T0 + timedelta(minutes=minute),
-            objectives=[Objective(description="step 1"), Objective(description="step 2")],
-            **extra,  # type: ignore[arg-type]
-        )
-
-    learn, done = goal("learn french", 1), goal("ship it", 2, status="DONE")
-    other = goal("elsewhere", 3).model_copy(update={"room_id": OTHER_ROOM})
-    for g in (learn, done, other):
-        await store.goals.insert(g)
-
-    assert [g.name for g in await store.goals.in_room(ROOM)] == ["learn french"]
-    assert [g.name for g in await store.goals.in_room(ROOM, only_in_progress=False)] == [
-        "ship it",
-        "learn french",
-    ]
-    assert [g.name for g in await store.goals.in_world(WORLD)] == [
-        "elsewhere",
-        "ship it",
-        "learn french",
-    ]
-    assert [g.name for g in await store.goals.in_world(WORLD, limit=1)] == ["elsewhere"]
-
-    learn.objectives[0].completed = True
-    learn.status = "DONE"
-    learn.updated_at = T0 + timedelta(days=1)
-    await store.goals.replace(learn)
-    stored = await store.goals.get(learn.id)
-    assert stored == learn
-    assert stored.objectives[0].completed is True  # type: ignore[union-attr]
-    assert await store.goals.in_room(ROOM) == []
-    assert await store.goals.get("missing") is None
 
 
 # evaluation jobs --------------------------------------------------------------------------

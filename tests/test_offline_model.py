@@ -13,12 +13,13 @@ from bot.llm.base import LanguageModel, ModelClass, ModelError, Task, evaluator_
 from bot.llm.offline import MAX_REPLY_CHARS, OfflineModel
 from bot.llm.parsing import parse_json_array, parse_reply
 from bot.llm.usage import UsageLedger
-from bot.models import Account, Content, Fact, Goal, Memory, Objective
+from bot.models import Account, Content, Fact, Memory
 from bot.plugins import Registry
 from bot.state import State
 from bot.testing.scripted import ModelCall, ScriptedModel, UnscriptedCall
 from plugins.facts import plugin as facts_plugin
 from plugins.facts.offline import statements
+from plugins.goals import Goal, Objective
 from plugins.goals import plugin as goals_plugin
 from plugins.sentiment import plugin as sentiment_plugin
 from plugins.sentiment.offline import sentiment as sentiment_score

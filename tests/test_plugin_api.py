@@ -24,7 +24,9 @@ from bot import (
 )
 from bot.llm.base import Task
 from bot.plugin_api import UndeclaredCollection
+from bot.plugin_services import Collections
 from bot.plugins import PluginError, Registry
+from bot.storage.mongo import CORE_COLLECTIONS, MongoStore, _indexes
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 
@@ -193,3 +195,23 @@ def test_two_plugins_cannot_claim_one_command() -> None:
     registry.add(Plugin("a", commands=[Command("notes", "d", _reply)]), "test")
     with pytest.raises(PluginError, match="command 'notes' repeats a name"):
         registry.add(Plugin("b", commands=[Command("notes", "d", _reply)]), "test")
+
+
+async def test_a_plugin_adopts_an_old_collection_but_never_mnemos_own(store: MongoStore) -> None:
+    await store.db["memories"].insert_one({"_id": "m1", "text": "kept"})
+    await store.db["notes"].insert_many([{"_id": "n1"}, {"_id": "n2"}])
+    await store.db["plugin_notes_notes"].insert_one({"_id": "n1", "newer": True})
+    collections = Collections(store.db, "notes", ["notes"], reserved=CORE_COLLECTIONS)
+    for name in ("memories", "facts", "evaluations", "plugin_goals_goals", "mnemo_meta"):
+        with pytest.raises(ValueError, match="not one a plugin may adopt"):
+            await collections.adopt("notes", legacy=name)
+    moved = await collections.adopt("notes", legacy="notes")
+    again = await collections.adopt("notes", legacy="notes")
+    kept = await collections["notes"].find({}).sort("_id", 1).to_list()
+    left = await store.db.list_collection_names()
+
+    assert (moved, again) == (1, 0)
+    assert kept == [{"_id": "n1", "newer": True}, {"_id": "n2"}]  # what was there wins
+    assert "notes" not in left and "memories" in left
+    # Every collection the core creates indexes for is protected.
+    assert set(_indexes()) <= CORE_COLLECTIONS

@@ -1,6 +1,7 @@
 """A plugin written only against `bot`'s public module, discovered from a plugins folder like
-any other, gets what the built-in ones get: its offline answer, its own collection and its
-command, with no change to the core. One without an offline answer is told so, once."""
+any other, gets what the built-in ones get: its offline answer, its own collection, its
+command and its line in `/stats`, with no change to the core. One without an offline answer
+is told so, once."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.commands import Scope, stats
 from bot.plugins import discover
 from bot.testing.harness import TestChat, open_test_app
 
@@ -67,8 +69,14 @@ async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict:
     return {"moods": [doc["mood"] for doc in await ctx.collections["moods"].find(mine).to_list()]}
 
 
+async def mood_stats(ctx: PluginContext, world_id: str) -> list[str]:
+    noted = await ctx.collections["moods"].count_documents({"world_id": world_id})
+    return [f"Moods noted: {noted}"]
+
+
 plugin = Plugin(
     name="moods",
+    stats=mood_stats,
     evaluators=[
         Evaluator("NOTE_MOOD", "Notes the mood of a message.", note_mood, validate=validate,
                   always_run=True, offline=offline_mood),
@@ -115,9 +123,11 @@ async def test_a_public_api_plugin_works_offline_with_its_collection_and_command
             room_id=sarah.room.id,
         )
         stored = await app.store.db["plugin_moods_moods"].count_documents({})
+        shown = await stats(app.runtime, Scope(sarah.room.world_id, sarah.room.id, "x"))
 
     assert answer == "Moods: calm, happy"
     assert stored == 2
+    assert "Moods noted: 2" in shown.splitlines()
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len([w for w in warnings if "evaluator:GUESS" in w]) == 1  # once, not per message
     assert not any("NOTE_MOOD" in w for w in warnings)

@@ -22,8 +22,8 @@ from bot.llm.parsing import (
     parse_reply,
     read_evaluator_selection,
 )
-from bot.models import Goal, Objective
 from plugins.goals.merge import CONFLICTING, MALFORMED, UNKNOWN_GOAL, UNREADABLE, plan_updates
+from plugins.goals.store import Goal, Objective
 from plugins.sentiment.evaluator import parse_sentiment
 
 DATA = Path(__file__).parent / "data" / "real-model"

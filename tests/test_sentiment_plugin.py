@@ -294,5 +294,7 @@ async def test_tallies_of_an_older_version_are_adopted_once(
         await app.runtime.plugins.setup()  # what the next start-up does
         await app.runtime.plugins.setup()  # and the one after: nothing copied twice
         rows = await summary_of(app, world_id=chat.room.world_id)
+        left = await app.store.db.list_collection_names()
 
     assert [(r.user_name, r.count, r.mean) for r in rows] == [("Sarah", 1, 0.5)]
+    assert "sentiment" not in left  # no copy left behind for /forgetme to miss

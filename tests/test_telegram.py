@@ -24,6 +24,7 @@ from bot.runtime import RATE_LIMITED_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
+from plugins.goals import GoalStore
 from plugins.goals import plugin as GOALS
 from tests.fakes.telegram_server import FakeChat, FakeTelegramServer, FakeUser, SentMessage
 
@@ -467,7 +468,8 @@ async def test_admin_commands_refuse_others_and_show_no_data(
             assert answer.text == f"Sorry, {command.split()[0]} is only for admins."
         world = world_id("telegram", group.id)
         assert (await bot.app.store.facts.page(world))[1] == 1
-        assert await bot.app.store.goals.in_world(world) == []
+        goals = GoalStore.of(bot.app.runtime.plugins.plugin_context(GOALS).collections)
+        assert await goals.in_world(world) == []
 
 
 async def test_admin_commands_work_for_a_configured_admin(

@@ -8,7 +8,7 @@ off by `max_tokens`. This module finds where the JSON starts and where the first
 strict `json` decodes it when it can, and the `json_repair` library repairs it when it cannot.
 
 It never falls back to a value nested inside a broken one: when the top-level value is broken
-it is repaired as a whole (an objectives list inside a broken goal update is not the answer).
+it is repaired as a whole (a list inside a broken object is not the answer).
 """
 
 from __future__ import annotations
@@ -333,7 +333,7 @@ def read_evaluator_selection(
     else:
         for alias, canonical in lookup.items():
             # Underscores and hyphens are interchangeable; spaces are not, so ordinary prose
-            # ("no need to update goals") does not select anything.
+            # ("no need to update anything") does not select anything.
             words = r"[_\-]".join(re.escape(part) for part in alias.split("_"))
             if re.search(rf"(?<![A-Za-z0-9_]){words}(?![A-Za-z0-9_])", text, re.I):
                 chosen.add(canonical)

@@ -18,7 +18,7 @@ def built_in_notice(
         f"Privacy: what {bot_name} keeps and how you control it.",
         "",
         "What I keep: the messages people send where I can read them and my replies, each "
-        "person's name and username, and the facts and goals I learn from the conversation "
+        "person's name and username, and the facts I learn from the conversation "
         "(and whatever my plugins keep). All of it stays in the server, group or DM where it "
         "was said: it is never shown or used anywhere else. It is stored in this bot's "
         "database (MongoDB) and search index (Chroma), run by this bot's operator; to reply "

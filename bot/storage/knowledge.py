@@ -20,6 +20,7 @@ from bot.models import Fact, Memory, utcnow
 from bot.storage.embeddings import Embedder
 from bot.storage.fact_values import state_different_values
 from bot.storage.mongo import MongoStore
+from bot.storage.vector_metadata import fact_metadata, message_metadata
 from bot.storage.vectors import VectorHit, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -88,7 +89,7 @@ class Knowledge:
         # The exact text, as message retrieval queries with: one cached embedding serves both.
         [vector] = await self.embedder.embed([memory.content.text])
         written = asyncio.get_running_loop().create_future()
-        self._unwritten[memory.id] = (vector, _message_metadata(memory), written)
+        self._unwritten[memory.id] = (vector, message_metadata(memory), written)
         if self._writer is None or self._writer.done():
             self._writer = asyncio.create_task(self._write_messages())
         await asyncio.shield(written)
@@ -264,6 +265,14 @@ class Knowledge:
         """The name a person told the bot: their account shows it from now on."""
         await self.store.accounts.set_told_name(account_id, name)
 
+    async def recent_facts(self, ids: Sequence[str], world_id: str, limit: int = 10) -> list[Fact]:
+        """The most recently learned current facts about these people in a world."""
+        return await self.store.facts.about(list(ids), world_id, limit=limit)
+
+    async def fact_subjects(self, world_id: str) -> list[str]:
+        """The ids of everyone a fact was ever learned about in a world."""
+        return await self.store.facts.subjects(world_id)
+
     async def fact_history(self, subject_id: str, world_id: str) -> list[Fact]:
         """Every fact about a person in a world, current and closed, oldest first."""
         return await self.store.facts.history(subject_id, world_id)
@@ -274,7 +283,7 @@ class Knowledge:
                 "facts",
                 ids=[f.id for f, _ in pairs],
                 embeddings=[v for _, v in pairs],
-                metadatas=[_fact_metadata(f) for f, _ in pairs],
+                metadatas=[fact_metadata(f) for f, _ in pairs],
             )
         except Exception:
             log.warning("vector write failed for %d facts; will reindex", len(pairs), exc_info=True)
@@ -360,7 +369,7 @@ class Knowledge:
                 "facts",
                 ids=[f.id for f in facts],
                 embeddings=vectors,
-                metadatas=[_fact_metadata(f) for f in facts],
+                metadatas=[fact_metadata(f) for f in facts],
             )
             now = utcnow()
             for fact in facts:
@@ -374,22 +383,3 @@ class Knowledge:
 def _cosine_distance(a: Sequence[float], b: Sequence[float]) -> float:
     # Embeddings are unit length, so the dot product is the cosine similarity.
     return 1.0 - sum(x * y for x, y in zip(a, b, strict=True))
-
-
-def _fact_metadata(fact: Fact) -> dict[str, Any]:
-    return {
-        "subject_id": fact.subject_id,
-        "world_id": fact.world_id,
-        "room_id": fact.room_id,
-        "type": fact.type,
-        "created_at": fact.created_at.timestamp(),
-    }
-
-
-def _message_metadata(memory: Memory) -> dict[str, Any]:
-    return {
-        "user_id": memory.user_id,
-        "room_id": memory.room_id,
-        "world_id": memory.world_id,
-        "created_at": memory.created_at.timestamp(),
-    }

@@ -1,9 +1,9 @@
 """MongoDB through PyMongo's AsyncMongoClient: the source of truth for everything Mnemo learns.
 
 `MongoStore` holds the client and one small class per collection: `store.memories`,
-`store.accounts`, `store.rooms`, `store.facts`, `store.goals` and `store.jobs` (the
-evaluation queue), each in its own module beside this one; documents become models in
-`documents.py`.
+`store.accounts`, `store.rooms`, `store.facts` and `store.jobs` (the evaluation queue), each
+in its own module beside this one; documents become models in `documents.py`. Plugins keep
+their own data in their own collections (`bot.plugin_services.Collections`).
 
 Works against a real MongoDB and against the bundled nx-27017 server, whose gaps shape a few
 choices in every collection module:
@@ -33,12 +33,13 @@ from pymongo.errors import PyMongoError
 
 from bot.storage.accounts import Accounts
 from bot.storage.facts import Facts
-from bot.storage.goals import Goals
 from bot.storage.jobs import JobStore
 from bot.storage.memories import Memories
 from bot.storage.rooms import Rooms
 
-_COLLECTIONS = (Memories, Accounts, Rooms, Facts, Goals, JobStore)
+_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore)
+# The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
+CORE_COLLECTIONS = frozenset({"memories", "accounts", "rooms", "facts", "evaluations"})
 
 
 def _indexes() -> dict[str, list[IndexModel]]:
@@ -71,7 +72,6 @@ class MongoStore:
         self.accounts = Accounts(self.db)
         self.rooms = Rooms(self.db)
         self.facts = Facts(self.db)
-        self.goals = Goals(self.db)
         self.jobs = JobStore(self.db)
         # Strings that must never reach an error message (the URI's password).
         self._secrets = tuple(secret for secret in secrets if secret)

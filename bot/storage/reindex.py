@@ -21,8 +21,8 @@ from typing import TextIO
 
 from bot.models import Fact, Memory, utcnow
 from bot.storage.embeddings import Embedder
-from bot.storage.knowledge import _fact_metadata, _message_metadata
 from bot.storage.mongo import MongoStore
+from bot.storage.vector_metadata import fact_metadata, message_metadata
 from bot.storage.vectors import CollectionName, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -183,7 +183,7 @@ async def _write_facts(
         "facts",
         ids=[fact.id for fact in facts],
         embeddings=embeddings,
-        metadatas=[_fact_metadata(fact) for fact in facts],
+        metadatas=[fact_metadata(fact) for fact in facts],
     )
     now = utcnow()
     for fact in facts:
@@ -198,7 +198,7 @@ async def _write_messages(vectors: VectorIndex, embedder: Embedder, messages: li
         "messages",
         ids=[m.id for m in messages],
         embeddings=embeddings,
-        metadatas=[_message_metadata(m) for m in messages],
+        metadatas=[message_metadata(m) for m in messages],
     )
 
 

@@ -118,7 +118,7 @@ async def _crosses_multiple(ctx: Context, position: int, every: int) -> bool:
     # Only just past a multiple: it was crossed if the replies reach back to it. A reply's
     # id is derived from its message's, so they are read by id, wherever they sit.
     ids = [reply_id(ctx.message.id, ctx.agent.id, part) for part in range(MAX_REPLY_PARTS)]
-    replies = await ctx.knowledge.store.memories.get_many(ids)
+    replies = await ctx.conversations.messages(ids)
     return past < 1 + len(replies)
 
 
@@ -336,7 +336,7 @@ async def _known_facts(
             world_id=message.world_id,
             limit=settings.known_facts,
         ),
-        ctx.knowledge.store.facts.about(people, message.world_id, limit=RECENT_KNOWN_FACTS),
+        ctx.knowledge.recent_facts(people, message.world_id, limit=RECENT_KNOWN_FACTS),
     )
     chosen = {fact.id: fact for fact in [*similar, *recent]}
     return list(chosen.values())[: settings.known_facts]

@@ -65,13 +65,12 @@ def _matches(account: Account, wanted: str) -> bool:
 
 async def _history(ctx: CommandContext) -> str:
     wanted = ctx.args.strip().casefold().lstrip("@")
-    store = ctx.knowledge.store
     if not wanted:
         facts = await ctx.knowledge.fact_history(ctx.account_id, ctx.world_id)
         return history_text("you", facts)
     if not ctx.is_admin:
         return "Only admins can see someone else's history; /facts_history alone shows yours."
-    subjects = await store.facts.subjects(ctx.world_id)
+    subjects = await ctx.knowledge.fact_subjects(ctx.world_id)
     accounts = await ctx.conversations.accounts(subjects)
     found = [a for a in accounts.values() if _matches(a, wanted)]
     if not found:

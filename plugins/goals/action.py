@@ -19,10 +19,10 @@ from bot import (
     OfflineRequest,
     parse_json_object,
 )
-from bot.models import Goal
 
 from .commands import add_goal, parse_goal_spec
 from .merge import normalise
+from .store import Goal, GoalStore
 
 log = logging.getLogger(__name__)
 
@@ -186,14 +186,14 @@ async def handle(ctx: Context) -> Goal | None:
     if draft is None:
         await ctx.callback(Content(text=UNCLEAR_REPLY))
         return None
-    existing = await ctx.knowledge.store.goals.in_room(message.room_id, only_in_progress=True)
+    existing = await GoalStore.of(ctx.collections).in_room(message.room_id, only_in_progress=True)
     for goal in existing:
         # Saying the same goal twice should not leave two copies to track.
         if goal.user_id == message.user_id and normalise(goal.name) == normalise(draft.name):
             await ctx.callback(Content(text=f"I'm already keeping track of that: {goal.name}."))
             return goal
     goal = await add_goal(
-        ctx.knowledge.store,
+        GoalStore.of(ctx.collections),
         world_id=message.world_id,
         room_id=message.room_id,
         name=draft.name,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 
 from bot import Command, CommandContext
-from bot.models import Goal, Objective
-from bot.storage.mongo import MongoStore
+
+from .store import Goal, GoalStore, Objective
 
 MAX_NAME = 200
 MAX_OBJECTIVE = 300
@@ -36,7 +36,7 @@ def split_objectives(text: str) -> list[str]:
 
 
 async def add_goal(
-    store: MongoStore,
+    goals: GoalStore,
     *,
     world_id: str,
     room_id: str,
@@ -51,7 +51,7 @@ async def add_goal(
         user_id=owner_id,
         objectives=[Objective(description=o[:MAX_OBJECTIVE]) for o in objectives[:MAX_OBJECTIVES]],
     )
-    await store.goals.insert(goal)
+    await goals.insert(goal)
     return goal
 
 
@@ -68,7 +68,7 @@ async def _add(ctx: CommandContext) -> str:
         return f"Usage: /goal {USAGE}"
     name, objectives = spec
     goal = await add_goal(
-        ctx.knowledge.store,
+        GoalStore.of(ctx.collections),
         world_id=ctx.world_id,
         room_id=ctx.room_id,
         name=name,
@@ -79,7 +79,7 @@ async def _add(ctx: CommandContext) -> str:
 
 
 async def _list(ctx: CommandContext) -> str:
-    goals = await ctx.knowledge.store.goals.in_world(ctx.world_id, limit=LIST_LIMIT)
+    goals = await GoalStore.of(ctx.collections).in_world(ctx.world_id, limit=LIST_LIMIT)
     if not goals:
         return "No goals here yet."
     return "\n".join(format_goal(goal) for goal in goals)

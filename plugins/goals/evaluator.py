@@ -8,7 +8,6 @@ from dataclasses import replace
 from datetime import datetime
 
 from bot import Context, Evaluator, Memory, ModelClass, ModelError
-from bot.models import Goal
 
 from . import offline
 from .merge import plan_updates
@@ -20,6 +19,7 @@ from .prompts import (
     answer_tokens,
     format_goals,
 )
+from .store import Goal, GoalStore
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ async def validate(ctx: Context) -> list[Goal] | None:
     # The idle flush is for learning facts; goal progress is judged as messages arrive.
     if ctx.state.data.get("trigger", "message") != "message":
         return None
-    goals = await ctx.knowledge.store.goals.in_room(ctx.message.room_id, only_in_progress=True)
+    goals = await GoalStore.of(ctx.collections).in_room(ctx.message.room_id, only_in_progress=True)
     return goals or None
 
 
@@ -43,7 +43,7 @@ async def handle(ctx: Context, goals: list[Goal] | None = None) -> list[Goal]:
     """Apply the model's updates to the room's in-progress goals; returns the changed goals."""
     message = ctx.message
     if goals is None:  # called directly rather than after validate
-        goals = await ctx.knowledge.store.goals.in_room(message.room_id, only_in_progress=True)
+        goals = await GoalStore.of(ctx.collections).in_room(message.room_id, only_in_progress=True)
     if not goals:
         return []
     state = replace(
@@ -80,7 +80,7 @@ async def handle(ctx: Context, goals: list[Goal] | None = None) -> list[Goal]:
             ", ".join(f"{count} x {reason}" for reason, count in sorted(reasons.items())),
         )
     for goal in plan.changed:
-        await ctx.knowledge.store.goals.replace(goal)
+        await GoalStore.of(ctx.collections).replace(goal)
         log.info("goal %s (%s): %s", goal.id, goal.name, goal.status)
     # The mark moves only once the updates are written: a crash in between makes the re-run
     # (same ctx.job_id) judge the same messages again, and an update applied twice changes

@@ -23,7 +23,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from bot.llm.parsing import parse_json
-from bot.models import Goal, GoalStatus, Objective, utcnow
+from bot.models import utcnow
+
+from .store import Goal, GoalStatus, Objective
 
 # Why (part of) an answer was not applied: counted per reason in the usage ledger.
 UNREADABLE = "unreadable answer"

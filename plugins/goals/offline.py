@@ -16,7 +16,8 @@ from typing import Any
 
 from bot import OfflineRequest, State
 from bot.llm.offline import normalise, reply_json
-from bot.models import Goal
+
+from .store import Goal
 
 # The provider files the goals it found here (state.provided), and so does UPDATE_GOAL.
 PROVIDED = "goals"

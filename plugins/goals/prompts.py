@@ -6,7 +6,8 @@ import json
 from collections.abc import Sequence
 
 from bot import EvaluatorExample, ExampleTurn, JsonAnswer, State
-from bot.models import Goal
+
+from .store import Goal
 
 TEMPLATE_NAME = "goalsTemplate"
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from bot import Context, Provided, Provider
 
 from .prompts import progress
+from .store import GoalStore
 
 
 async def get_goals(ctx: Context) -> Provided:
-    goals = await ctx.knowledge.store.goals.in_room(ctx.message.room_id, only_in_progress=True)
+    goals = await GoalStore.of(ctx.collections).in_room(ctx.message.room_id, only_in_progress=True)
     if not goals:
         return Provided(data=[])
     lines = ["Goals in progress here:"]

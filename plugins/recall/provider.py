@@ -27,12 +27,8 @@ async def setup(ctx: PluginContext[RecallSettings]) -> MessageRetriever:
     """One retriever per runtime (the plugin's state), so it keeps its keyword-index cache
     between messages and goes away with its runtime."""
     settings = ctx.settings or RecallSettings()
-    knowledge = ctx.knowledge
-    return MessageRetriever(
-        knowledge.store,
-        knowledge.vectors,
-        knowledge.embedder,
-        options=RetrieverOptions(max_distance=settings.max_distance),
+    return MessageRetriever.over(
+        ctx.knowledge, options=RetrieverOptions(max_distance=settings.max_distance)
     )
 
 

@@ -27,7 +27,6 @@ from .store import (
     COLLECTION,
     LEGACY_COLLECTION,
     SentimentRow,
-    adopt_legacy,
     ensure_indexes,
     format_summary,
     sentiment_summary,
@@ -38,9 +37,10 @@ async def setup(ctx: PluginContext) -> None:
     scores = ctx.collections[COLLECTION]
     # Indexes are created at start-up (idempotent), not on the first message.
     await ensure_indexes(scores)
-    # Reading Mnemo's database directly only here: tallies an older version kept outside the
-    # plugin's namespace are copied in once.
-    await adopt_legacy(scores, ctx.knowledge.store.db[LEGACY_COLLECTION])
+    # Tallies an older version kept outside the plugin's namespace move in once.
+    moved = await ctx.collections.adopt(COLLECTION, legacy=LEGACY_COLLECTION)
+    if moved:
+        ctx.log.info("moved %d tallies from the `%s` collection", moved, LEGACY_COLLECTION)
 
 
 async def summary(ctx: CommandContext) -> str:

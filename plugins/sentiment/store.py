@@ -29,7 +29,7 @@ log = logging.getLogger(__name__)
 
 # The plugin's own collection, `plugin_sentiment_scores` (ctx.collections["scores"]).
 COLLECTION = "scores"
-# Where the tallies lived before plugins had namespaced collections; copied over once.
+# Where the tallies lived before plugins had namespaced collections; moved over once.
 LEGACY_COLLECTION = "sentiment"
 
 _INDEXES = [
@@ -44,22 +44,6 @@ def sentiment_id(user_id: str, room_id: str) -> str:
 
 async def ensure_indexes(scores: AsyncCollection) -> None:
     await scores.create_indexes(_INDEXES)
-
-
-async def adopt_legacy(scores: AsyncCollection, legacy: AsyncCollection) -> int:
-    """Copy the tallies of an older Mnemo (collection `sentiment`) into the plugin's own
-    collection, once: only while the new one is empty. Returns how many were copied."""
-    if await scores.estimated_document_count() or not await legacy.estimated_document_count():
-        return 0
-    copied = 0
-    async for document in legacy.find({}):
-        try:
-            await scores.insert_one(document)
-        except DuplicateKeyError:
-            continue  # another process is adopting them at the same time
-        copied += 1
-    log.info("sentiment: copied %d tallies from the `%s` collection", copied, legacy.name)
-    return copied
 
 
 async def record_score(scores: AsyncCollection, message: Memory, score: float, label: str) -> bool:
@@ -209,7 +193,6 @@ __all__ = [
     "LEGACY_COLLECTION",
     "SentimentDocument",
     "SentimentRow",
-    "adopt_legacy",
     "ensure_indexes",
     "format_summary",
     "record_score",
