@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from bot.config import PlatformSettings
 from bot.evaluation import describe_queue
+from bot.fact_history import asks_history, history_of, open_to_all
 from bot.models import Memory, account_id
 from bot.privacy import commands as privacy_commands
 from bot.privacy.forgetting import Forgetting
@@ -104,7 +105,7 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     CommandInfo(
         "facts",
         "Admins: facts learned here",
-        usage="[@user] [text] [page]",
+        usage="[@user] [text] [page] | history [@user]",
         admin_only=True,
         slow=True,
     ),
@@ -166,7 +167,7 @@ class Commands:
         info = self.find(name)
         if info is None:
             return f"Unknown command /{name.lstrip('/')}. Try /help."
-        if info.admin_only and not request.is_admin:
+        if info.admin_only and not request.is_admin and not open_to_all(info.name, request.args):
             log.info("%s: refused /%s to %s", request.platform, info.name, request.account_id)
             return f"Sorry, /{info.name} is only for admins."
         try:
@@ -239,6 +240,8 @@ class Commands:
         return f"{FORGET_ME_PROMPT} Send /forgetme yes if you are sure."
 
     async def _facts(self, request: Request) -> str:
+        if asks_history(request.args):
+            return await self.after_learning(request.room_id, history_of(self.runtime, request))
         who, search, page = parse_person_search_page(request.args)
         subject = request.subject_id or request.replied_to
         if who is not None:
@@ -389,10 +392,8 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     messages = await runtime.store.memories.count_in_world(scope.world_id)
     evaluations = describe_queue(await runtime.evaluations.counts())
     kept = "".join(f"{line}\n" for line in await runtime.plugins.stats(scope.world_id))
-    return (
-        f"Messages: {messages} (kept {runtime.privacy.retention.describe()})\nFacts: {facts}\n"
-        f"{kept}Evaluations (all worlds): {evaluations}"
-    )
+    said = f"Messages: {messages} (kept {runtime.privacy.retention.describe()})"
+    return f"{said}\nFacts: {facts}\n{kept}Evaluations (all worlds): {evaluations}"
 
 
 def scope_of(memory: Memory) -> Scope:

@@ -7,7 +7,6 @@ from bot import Plugin
 
 from . import offline
 from .evaluator import MARK, NAME, fact_evaluator
-from .history import history_command
 from .provider import facts_provider
 from .settings import FactsSettings
 
@@ -17,7 +16,6 @@ __all__ = [
     "FactsSettings",
     "fact_evaluator",
     "facts_provider",
-    "history_command",
     "plugin",
 ]
 
@@ -26,7 +24,6 @@ plugin = Plugin(
     description="Learns facts about people from conversations and recalls the relevant ones.",
     evaluators=[fact_evaluator],
     providers=[facts_provider],
-    commands=[history_command],
     settings_model=FactsSettings,
     # Without a language model: "what do you remember about me?" and acknowledgements.
     offline_answers={"reply": offline.reply},

@@ -25,6 +25,7 @@ from bot.commands import (
     admin_accounts,
 )
 from bot.config import PlatformSettings
+from bot.fact_history import open_to_all
 from bot.models import account_id, room_id
 
 log = logging.getLogger(__name__)
@@ -132,14 +133,15 @@ class DiscordCommands:
         commands = self._commands()
         info = commands.find(name)
         assert info is not None, name
-        if info.admin_only and not self.is_admin(interaction):
+        request = self.request(interaction, args, subject_id)
+        if info.admin_only and not request.is_admin and not open_to_all(info.name, args):
             log.info("discord: refused /%s to user %s", name, interaction.user.id)
             await interaction.response.send_message(REFUSED, ephemeral=True)
             return
         if info.slow and not interaction.response.is_done():
             # Discord drops an interaction not acknowledged in 3 seconds; learning may take longer.
             await interaction.response.defer(ephemeral=True, thinking=True)
-        text = await commands.run(name, self.request(interaction, args, subject_id))
+        text = await commands.run(name, request)
         await answer(interaction, text)
 
     # ------------------------------------------------------------------ the slash commands
@@ -163,7 +165,7 @@ class DiscordCommands:
         @app_commands.command(name="facts", description="Admins: what I have learned here")
         @app_commands.describe(
             member="Only facts about this person",
-            search="Only facts containing this text",
+            search="Only facts containing this text; 'history': how what I know changed",
             page="Page number (10 facts per page)",
         )
         async def facts(
