@@ -147,6 +147,12 @@ def _memory_options(parser: argparse.ArgumentParser) -> None:
         "always once at the end (default 1)",
     )
     memory.add_argument(
+        "--only",
+        dest="memory_only",
+        help="only these conversations, by name, comma separated (a real model on a CPU "
+        "takes minutes a conversation)",
+    )
+    memory.add_argument(
         "--offline",
         action="store_true",
         help="the offline model even when OPENAI_API_KEY / OPENAI_BASE_URL are set",
@@ -352,12 +358,19 @@ def run_embedder_part(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_memory_part(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.memory import DEFAULT_DATA, load_conversations, run_memory
+    from benchmarks.memory import (
+        DEFAULT_DATA,
+        load_conversations,
+        pick_conversations,
+        run_memory,
+    )
 
     data = args.memory_data if args.memory_data is not None else DEFAULT_DATA
     if args.extract_every < 0:
         raise BenchError("--extract-every must be 0 or more")
     conversations = load_conversations(data)
+    if args.memory_only:
+        conversations = pick_conversations(conversations, args.memory_only.split(","))
     if args.quick:
         conversations = conversations[:5]
     return asyncio.run(

@@ -23,6 +23,7 @@ import json
 import logging
 import tempfile
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,12 +41,10 @@ from benchmarks.cost import (
 )
 from benchmarks.stats import REPO_ROOT, BenchError
 from bot.app import App, open_app
-from bot.config import ModelSettings
-from bot.llm.base import LanguageModel
+from bot.config import ModelSettings, Settings
 from bot.llm.factory import make_model
 from bot.llm.usage import UsageLedger
 from bot.models import Fact
-from bot.plugins import Registry
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat
 
@@ -127,6 +126,19 @@ def load_conversations(path: Path) -> list[Conversation]:
                     "who never speaks"
                 )
     return conversations
+
+
+def pick_conversations(
+    conversations: Sequence[Conversation], names: Sequence[str]
+) -> list[Conversation]:
+    """The named conversations, in the data's order; a BenchError naming any unknown name."""
+    wanted = {name.strip() for name in names if name.strip()}
+    if not wanted:
+        raise BenchError("--only needs at least one conversation name")
+    unknown = sorted(wanted - {c.name for c in conversations})
+    if unknown:
+        raise BenchError(f"no conversation named {', '.join(unknown)} in the data")
+    return [c for c in conversations if c.name in wanted]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -263,19 +275,20 @@ def _room(app: App, conversation: Conversation) -> _Room:
 
 
 async def run_conversation(
-    app: App, conversation: Conversation, *, extract_every: int
+    app: App, conversation: Conversation, *, extract_every: int, learn_wait: float = 120.0
 ) -> tuple[dict[str, list[Fact]], dict[str, list[str]]]:
+    """Drive one conversation; `learn_wait` bounds each wait for learning to finish."""
     room = _room(app, conversation)
     last = None
     for number, turn in enumerate(conversation.turns, 1):
         chat = room.chat(turn.speaker)
         last = chat.message(turn.text, number=number)
         await chat.send(last)
-        await chat.settle()
+        await chat.settle(learn_wait)
         if extract_every and number % extract_every == 0:
-            await app.runtime.flush_room(last, timeout=120)
+            await app.runtime.flush_room(last, timeout=learn_wait)
     if last is not None:
-        await app.runtime.flush_room(last, timeout=120)
+        await app.runtime.flush_room(last, timeout=learn_wait)
     facts: dict[str, list[Fact]] = {}
     for speaker, chat in room.chats.items():
         found, _ = await app.store.facts.page(
@@ -300,6 +313,19 @@ def _model_settings(base: ModelSettings, use_env: bool) -> ModelSettings:
     return base if configured.offline else configured
 
 
+def _paced(settings: Settings) -> tuple[Settings, float]:
+    """A real model's pace: an evaluation may take several model calls' time (a small model
+    on a CPU takes minutes a call under load), so its handlers get that long and the bench
+    waits that long for learning; the offline model keeps the harness's short limits."""
+    if settings.model.offline:
+        return settings, 120.0
+    calls = settings.model.max_retries + 1
+    handler = 2 * calls * settings.model.timeout_seconds
+    runtime = settings.runtime.model_copy(update={"evaluator_timeout": handler})
+    # Selection, then the chosen handlers (facts, goals) one after another.
+    return replace(settings, runtime=runtime), 3 * handler
+
+
 async def run_memory(
     conversations: Sequence[Conversation],
     *,
@@ -314,25 +340,30 @@ async def run_memory(
     registry = memory_plugins(plugins_dir)
     database = f"mnemo_bench_memory_{uuid.uuid4().hex[:12]}"
     score = Score()
+    learned: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-memory-") as folder:
         settings = bench_settings(
             Path(folder), model_dir=model_dir, mongodb_uri=mongodb_uri, database=database
         )
         settings = replace(settings, model=_model_settings(settings.model, use_env_model))
-        model = TimedModel(_make_model(settings.model, registry))
+        settings, learn_wait = _paced(settings)
+        model_ledger = UsageLedger()
+        model = TimedModel(make_model(settings.model, model_ledger, registry.offline_answers()))
         async with open_app(settings, model=model, registry=registry) as app:
             try:
                 for conversation in conversations:
                     before = len(model.calls)
                     facts, prompts = await run_conversation(
-                        app, conversation, extract_every=extract_every
+                        app, conversation, extract_every=extract_every, learn_wait=learn_wait
                     )
+                    learned.update(_learned_facts(conversation, facts))
                     calls = model.calls[before:]
                     score.user_messages += len(conversation.turns)
                     score.model_calls += len(calls)
                     score.prompt_tokens += sum(counter.count(c.prompt) for c in calls)
                     score_conversation(conversation, facts, prompts, score)
                     log.info("memory: %s done", conversation.name)
+                jobs = await app.runtime.evaluations.counts()
             finally:
                 await app.runtime.evaluations.stop(grace=5)
                 if mongodb_uri:
@@ -344,14 +375,37 @@ async def run_memory(
         offline=settings.model.offline,
         extract_every=extract_every,
         tokens=counter.label,
+        calls_by_task=dict(sorted(Counter(c.task for c in model.calls).items())),
+        failed_calls=sum(c.failed for c in model.calls),
+        model_seconds=round(sum(c.seconds for c in model.calls), 1),
+        rejects=_rejects(app.ledger, model_ledger),
+        jobs={status: n for status, n in jobs.items() if n},
+        learned=learned,
     )
     result["goals"] = memory_goals(result)
     return result
 
 
-def _make_model(settings: ModelSettings, registry: Registry) -> LanguageModel:
-    # The offline model answers through the plugins' offline answers.
-    return make_model(settings, UsageLedger(), registry.offline_answers())
+def _learned_facts(
+    conversation: Conversation, facts: dict[str, list[Fact]]
+) -> dict[str, list[str]]:
+    """Each speaker's current facts at the end, for reading what a model got right or wrong."""
+    return {
+        f"{conversation.name}/{speaker}": [f.text for f in found]
+        for speaker, found in facts.items()
+        if found
+    }
+
+
+def _rejects(*ledgers: UsageLedger) -> dict[str, dict[str, int]]:
+    """Answers (or parts) rejected, by task and reason: the runtime's and plugins' counts
+    and the model client's own."""
+    merged: dict[str, Counter[str]] = {}
+    for ledger in ledgers:
+        for task, usage in ledger.snapshot().items():
+            if usage.rejects:
+                merged.setdefault(task, Counter()).update(usage.rejects)
+    return {task: dict(counts) for task, counts in sorted(merged.items())}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -404,6 +458,26 @@ def memory_section(part: dict[str, Any]) -> list[str]:
         f"| duplicate facts | {part['duplicates']} of {part['facts']} |",
         f"| model calls per user message | {part['model_calls_per_message']} |",
         f"| prompt tokens per user message | {part['prompt_tokens_per_message']:,} |",
+        "",
+    ]
+    calls = ", ".join(f"{task} {n}" for task, n in part.get("calls_by_task", {}).items())
+    if calls:
+        lines += [
+            f"Model calls: {calls}; {part.get('failed_calls', 0)} failed; "
+            f"{part.get('model_seconds', 0):,} s waiting for the model.",
+            "",
+        ]
+    rejects = part.get("rejects") or {}
+    lines += [
+        "Answers rejected: "
+        + (
+            "; ".join(
+                f"{task}: " + ", ".join(f"{reason} {n}" for reason, n in reasons.items())
+                for task, reasons in rejects.items()
+            )
+            or "none"
+        )
+        + ".",
         "",
     ]
     if part["misses"]:
