@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.memory import DEFAULT_DATA, load_conversations, run_memory
+from benchmarks.memory import DEFAULT_DATA, load_conversations, pick_conversations, run_memory
 from benchmarks.stats import BenchError
 
 
@@ -42,6 +42,14 @@ def test_bad_data_is_refused_in_one_line(tmp_path: Path, content: str, message: 
     with pytest.raises(BenchError, match=message) as refused:
         load_conversations(data)
     assert "\n" not in str(refused.value)
+
+
+def test_only_picks_the_named_conversations_and_names_an_unknown_one() -> None:
+    conversations = load_conversations(DEFAULT_DATA)
+    picked = pick_conversations(conversations, ["retract-bakery", " kids-count"])
+    assert [c.name for c in picked] == ["kids-count", "retract-bakery"]  # the data's order
+    with pytest.raises(BenchError, match=r"no conversation named nowhere in the data$"):
+        pick_conversations(conversations, ["kids-count", "nowhere"])
 
 
 def conversation(name: str, kind: str, turns: list[tuple[str, str]], expect: dict) -> dict:

@@ -21,6 +21,7 @@ from bot import (
 )
 
 from .commands import add_goal, parse_goal_spec
+from .guard import OBJECTIVE_NOT_IN_MESSAGE, check_draft
 from .merge import normalise
 from .store import Goal, GoalStore
 
@@ -158,7 +159,7 @@ async def _draft_from_model(ctx: Context) -> GoalDraft | None:
         log.info("CREATE_GOAL: no JSON object in the answer; reading the message instead")
         return None
     try:
-        return GoalDraft.model_validate(answer)
+        draft = GoalDraft.model_validate(answer)
     except ValidationError as error:
         ctx.model.reject("malformed answer", raw)
         log.warning(
@@ -166,6 +167,16 @@ async def _draft_from_model(ctx: Context) -> GoalDraft | None:
             error.errors()[0]["msg"],
         )
         return None
+    template = ctx.model.template(TEMPLATE_NAME, CREATE_GOAL_TEMPLATE)
+    checked = check_draft(draft.name, draft.objectives, ctx.message.content.text, template)
+    if checked.reason is not None:
+        ctx.model.reject(checked.reason, raw)
+        log.warning("CREATE_GOAL: %s (%r); reading the message instead", checked.reason, draft.name)
+        return None
+    if checked.dropped:
+        ctx.model.reject(OBJECTIVE_NOT_IN_MESSAGE, raw, count=checked.dropped)
+        log.info("CREATE_GOAL: dropped %d objective(s) not in the message", checked.dropped)
+    return draft.model_copy(update={"objectives": checked.objectives})
 
 
 def offline_draft(request: OfflineRequest) -> str | None:

@@ -1,0 +1,96 @@
+"""Is a goal the model drafted the person's own?
+
+A small real model, asked to write down the goal in "My sister Anjali lives in Toronto",
+answered "Run a Leeds half marathon", an earlier goal, or the prompt's own example ("Learn
+Portuguese before my trip"). Tracked, such a goal is invented. So a draft is checked against
+the message it came from: its name must share a content word with the message, and it must
+not copy the template's example unless the person said those words. Objectives sharing no
+content word with the message are dropped (the prompt asks for the steps named in it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import bm25s
+
+from .merge import normalise
+
+# Why a draft (or part of it) was not used: counted per reason by the model handle's `reject`.
+NOT_IN_MESSAGE = "goal shares no word with the message"
+COPIED_EXAMPLE = "goal copies the template's example"
+OBJECTIVE_NOT_IN_MESSAGE = "objective shares no word with the message"
+
+# A shorter word this long or longer matches a longer one it starts ("run" and "running",
+# "marathon" and "marathons"): the draft rephrases the message, it rarely quotes it.
+_MIN_PREFIX = 3
+
+
+def content_words(text: str) -> frozenset[str]:
+    """Lower-cased words without stop words ("I want to run" -> {"want", "run"})."""
+    [tokens] = bm25s.tokenize(
+        [text], lower=True, stopwords="en_plus", return_ids=False, show_progress=False
+    )
+    return frozenset(tokens)
+
+
+def _same_word(a: str, b: str) -> bool:
+    short, long = sorted((a, b), key=len)
+    return short == long or (len(short) >= _MIN_PREFIX and long.startswith(short))
+
+
+def shares_a_word(text: str, words: Iterable[str]) -> bool:
+    """Whether `text` has a content word among `words` (or one either starts)."""
+    said = list(words)
+    return any(_same_word(mine, theirs) for mine in content_words(text) for theirs in said)
+
+
+def example_texts(template: str) -> frozenset[str]:
+    """The names and objectives of the goals a template shows as examples (its JSON
+    objects with a "name"), normalised; a character's own template has its own."""
+    decoder = json.JSONDecoder()
+    found: set[str] = set()
+    start = template.find("{")
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(template, start)
+        except ValueError:
+            end = start + 1
+        else:
+            if isinstance(value, dict) and isinstance(value.get("name"), str):
+                texts = [value["name"], *value.get("objectives", [])]
+                found.update(normalise(t) for t in texts if isinstance(t, str) and t.strip())
+        start = template.find("{", end)
+    return frozenset(found)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A draft's verdict: `reason` why it is not the person's goal (None: it is), and the
+    objectives kept with how many were dropped."""
+
+    reason: str | None
+    objectives: list[str]
+    dropped: int = 0
+
+
+def check_draft(name: str, objectives: Sequence[str], message: str, template: str) -> Checked:
+    """Judge a drafted goal against the message it was drafted from and the template's
+    examples."""
+    said = content_words(message)
+    examples = example_texts(template)
+
+    def copied(text: str) -> bool:
+        # The example's words are fine when the person used them all.
+        if normalise(text) not in examples:
+            return False
+        return not all(any(_same_word(w, s) for s in said) for w in content_words(text))
+
+    if any(copied(text) for text in (name, *objectives)):
+        return Checked(COPIED_EXAMPLE, [])
+    if not shares_a_word(name, said):
+        return Checked(NOT_IN_MESSAGE, [])
+    kept = [objective for objective in objectives if shares_a_word(objective, said)]
+    return Checked(None, kept, len(objectives) - len(kept))
