@@ -382,10 +382,12 @@ async def test_malformed_claims_are_skipped_one_by_one(
         await learn(app, last)
         facts = await stored_facts(app, chat.room.world_id)
         mark = await app.store.rooms.get_mark(chat.room.id, MARK)
+        rejects = app.ledger.rejects(FACTS)
 
     assert sorted(f.text for f in facts) == ["Sam cycles to work", "Sam speaks Portuguese"]
     assert {f.subject_id for f in facts} == {chat.account.id}
     assert mark == last.created_at
+    assert rejects == {"malformed claim": 4}  # counted, as every unusable answer is
 
 
 # -- the provider --------------------------------------------------------------------------

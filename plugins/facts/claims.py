@@ -83,11 +83,38 @@ class Claim(BaseModel):
         return value if isinstance(value, str) else None
 
 
-def parse_claims(raw: str) -> list[Claim] | None:
-    """The valid claims in the answer; None when the answer holds no JSON array at all."""
+def claim_items(raw: str) -> list[Any] | None:
+    """The answer's claims, unvalidated: `{"claims": [...]}` (what the prompt and the
+    structured output ask for), or a bare array, a lone claim or a run of claims (what
+    models answered before, and may still answer without structured output); None when
+    the answer holds no JSON at all."""
     items = parse_json_array(raw)
     if items is None:
-        log.warning("fact extraction answer is not a JSON array: %.200r", raw)
+        return None
+    if len(items) == 1 and isinstance(items[0], dict) and "claim" not in items[0]:
+        # The wrapper; its key in any case ("Claims"), a lone key of another name too.
+        wrapper = {str(k).strip().casefold(): v for k, v in items[0].items()}
+        listed = wrapper.get("claims")
+        if listed is None and len(wrapper) == 1:
+            listed = next(iter(wrapper.values()))
+        if isinstance(listed, list):
+            return listed
+    return items
+
+
+@dataclass(frozen=True)
+class ParsedClaims:
+    """The valid claims of an answer, and how many of its items were not claims."""
+
+    claims: list[Claim]
+    malformed: int = 0
+
+
+def parse_claims(raw: str) -> ParsedClaims | None:
+    """The valid claims in the answer; None when the answer holds no claims' JSON at all."""
+    items = claim_items(raw)
+    if items is None:
+        log.warning("fact extraction answer holds no JSON: %.200r", raw)
         return None
     claims = []
     for index, item in enumerate(items):
@@ -97,7 +124,7 @@ def parse_claims(raw: str) -> list[Claim] | None:
             problem = error.errors()[0]
             where = ".".join(str(p) for p in problem["loc"]) or "item"
             log.warning("skipping claim %d (%s: %s): %.200r", index, where, problem["msg"], item)
-    return claims
+    return ParsedClaims(claims, len(items) - len(claims))
 
 
 def keep(claim: Claim, keep_types: Iterable[str]) -> bool:

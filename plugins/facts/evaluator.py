@@ -58,8 +58,42 @@ MAX_REPLY_PARTS = 3
 SIMILAR_FROM_MESSAGES = 8
 # The most recent facts shown beside the similar ones (names, what was said last time).
 RECENT_KNOWN_FACTS = 4
-# A JSON task: low temperature; no response_format, as the answer's root is an array.
-FACTS_ANSWER = JsonAnswer("facts", None)
+# The answer's shape, sent as `response_format` where the endpoint takes structured output
+# (a grammar on llama.cpp's servers): an object, as `response_format` requires, listing the
+# claims. Every field is required (OpenAI's strict mode); `fact` is null for a new claim.
+FACTS_ANSWER = JsonAnswer(
+    "facts",
+    {
+        "type": "object",
+        "properties": {
+            "claims": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "claim": {"type": "string"},
+                        "subject": {"type": "string"},
+                        "type": {"type": "string", "enum": ["fact", "status", "opinion"]},
+                        "change": {
+                            "type": "string",
+                            "enum": ["new", "update", "retract", "repeat"],
+                        },
+                        "fact": {"type": ["string", "null"]},
+                        "in_bio": {"type": "boolean"},
+                    },
+                    "required": ["claim", "subject", "type", "change", "fact", "in_bio"],
+                    "additionalProperties": False,
+                },
+            }
+        },
+        "required": ["claims"],
+        "additionalProperties": False,
+    },
+)
+# Why (part of) an answer was not used: counted per reason by the model handle's `reject`.
+UNREADABLE = "unreadable answer"
+MALFORMED = "malformed claim"
+UNKNOWN_FACT = "unknown fact id"
 # Room for about a dozen claims with their fields.
 FACTS_ANSWER_TOKENS = 1200
 
@@ -145,16 +179,20 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
             model_class=ModelClass.LARGE,
             state=state,
             max_tokens=FACTS_ANSWER_TOKENS,
-            # A JSON task (low temperature); the answer is an array, so no response_format.
+            # A JSON task: low temperature, and the claims' shape as structured output.
             json_answer=FACTS_ANSWER,
         )
     except ModelError as error:
         log.warning("fact extraction failed in room %s: %s; will retry", message.room_id, error)
         return []
-    claims = parse_claims(raw)
-    if claims is None:
+    parsed = parse_claims(raw)
+    if parsed is None:
         # Nothing could be read: leave the mark so the next extraction reads these again.
+        ctx.model.reject(UNREADABLE, raw)
         return []
+    if parsed.malformed:
+        ctx.model.reject(MALFORMED, raw, count=parsed.malformed)
+    claims = parsed.claims
     people = People(
         agent_id=ctx.agent.id,
         agent_names=ctx.agent.names,
@@ -164,6 +202,7 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     )
     plan = _reconcile(claims, state, people, users, message, settings)
     if plan.invented:
+        ctx.model.reject(UNKNOWN_FACT, raw, count=plan.invented)
         log.warning(
             "room %s: ignored %d fact id(s) the model invented", message.room_id, plan.invented
         )

@@ -21,7 +21,7 @@ from bot.prompts import format_example
 
 TEMPLATE_NAME = "factsTemplate"
 
-FACTS_TEMPLATE = """TASK: Extract Claims about the people in the conversation as a JSON array.
+FACTS_TEMPLATE = """TASK: Extract Claims about the people in the conversation as JSON.
 
 # START OF EXAMPLES
 {{evaluationExamples}}
@@ -44,7 +44,7 @@ Extract what the Recent Messages say about the people in them, compared with the
 # Recent Messages
 {{recentMessages}}
 
-Answer with only a JSON array in a ```json block, one object per claim, as in the examples."""  # noqa: E501 - prompt lines read as sentences
+Answer with only a JSON object in a ```json block, "claims" listing one object per claim, as in the examples."""  # noqa: E501 - prompt lines read as sentences
 
 EXAMPLES: tuple[EvaluatorExample, ...] = (
     EvaluatorExample(
@@ -60,11 +60,11 @@ f3: {{user1}} has 2 kids""",
             ExampleTurn("{{user1}}", "With 2 kids it was a lot of packing!"),
         ),
         outcome="""```json
-[
+{"claims": [
   {"claim": "{{user1}} lives in Berlin", "subject": "{{user1}}", "type": "fact", "change": "update", "fact": "f1", "in_bio": false},
   {"claim": "{{user1}} works at a bakery", "subject": "{{user1}}", "type": "fact", "change": "retract", "fact": "f2", "in_bio": false},
   {"claim": "{{user1}} has 2 kids", "subject": "{{user1}}", "type": "fact", "change": "repeat", "fact": "f3", "in_bio": false}
-]
+]}
 ```""",  # noqa: E501
     ),
     EvaluatorExample(
@@ -79,11 +79,11 @@ None""",
             ExampleTurn("{{user1}}", "Comet is adorable."),
         ),
         outcome="""```json
-[
+{"claims": [
   {"claim": "{{user2}}'s partner Tom is a paramedic", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
   {"claim": "{{user2}} has a dog named Comet", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
   {"claim": "{{user1}} thinks Comet is adorable", "subject": "{{user1}}", "type": "opinion", "change": "new", "in_bio": false}
-]
+]}
 ```""",  # noqa: E501
     ),
 )
