@@ -12,11 +12,13 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from bot.composing import StateComposer
 from bot.evaluation import EvaluationFailed
 from bot.faults import FaultHook
+from bot.handler_deadline import SafePointModel, SafePoints, run_with_deadline
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import read_evaluator_selection
 from bot.llm.usage import UsageLedger
@@ -132,22 +134,20 @@ class EvaluationRunner:
         return ran
 
     async def _run_handler(self, evaluator: Evaluator, context: Context, found: Any) -> str | None:
-        """Run one evaluator's handler; None when it completed, else why it did not."""
+        """Run one evaluator's handler; None when it completed, else why it did not. Past
+        its time limit it is stopped only at a safe point (see bot.handler_deadline)."""
         if evaluator.handler is None:
             return "no handler"
-        try:
-            await asyncio.wait_for(
-                _call_handler(evaluator, context, found), self.options.evaluator_timeout
-            )
-        except TimeoutError:
-            log.error(
-                "evaluator %s timed out after %ss", evaluator.name, self.options.evaluator_timeout
-            )
-            return f"timed out after {self.options.evaluator_timeout:g}s"
-        except Exception as error:
-            log.exception("evaluator %s failed", evaluator.name)
-            return f"{type(error).__name__}: {error}"
-        return None
+
+        def start(points: SafePoints) -> Awaitable[Any]:
+            # The handler's model calls mark where its time limit may stop it.
+            model = replace(context.model, model=SafePointModel(context.model.model, points))
+            return _call_handler(evaluator, replace(context, model=model), found)
+
+        outcome = await run_with_deadline(
+            start, self.options.evaluator_timeout, name=evaluator.name
+        )
+        return None if outcome.completed else outcome.problem
 
     def _context(
         self,

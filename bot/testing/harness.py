@@ -62,6 +62,7 @@ def test_settings(
     evaluation_max_attempts: int = 5,
     evaluation_retry_seconds: float = 5.0,
     answer_window_minutes: float = 5.0,
+    evaluator_timeout: float = 30.0,
 ) -> Settings:
     """Settings for a test: everything under `data_dir`, nothing read from the environment
     except MNEMO_TEST_MONGODB_URI / MNEMO_TEST_MODEL_DIR as defaults."""
@@ -95,7 +96,7 @@ def test_settings(
         runtime=RuntimeSettings.model_construct(
             character=character,
             evaluator_selection=evaluator_selection,
-            evaluator_timeout=30.0,
+            evaluator_timeout=evaluator_timeout,
             reply_max_chars=reply_max_chars,
             evaluation_max_attempts=evaluation_max_attempts,
             evaluation_retry_seconds=evaluation_retry_seconds,
