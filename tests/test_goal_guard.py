@@ -17,7 +17,12 @@ from bot.llm.parsing import parse_json_object
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.goals import GoalStore, plugin
-from plugins.goals.action import CREATE_GOAL_TEMPLATE, UNCLEAR_REPLY, GoalDraft
+from plugins.goals.action import (
+    CREATE_GOAL_TEMPLATE,
+    UNCLEAR_REPLY,
+    GoalDraft,
+    states_a_goal,
+)
 from plugins.goals.guard import (
     COPIED_EXAMPLE,
     NOT_IN_MESSAGE,
@@ -73,6 +78,12 @@ def test_made_up_steps_are_dropped_and_named_ones_kept() -> None:
     assert steps == {15: ([], 3), 35: (["Sign up"], 1)}
 
 
+def test_only_a_message_stating_a_goal_gets_asked_to_say_it_again() -> None:
+    assert states_a_goal("I want to get fitter, somehow")
+    assert states_a_goal("New goal: more sleep")
+    assert not states_a_goal("My sister Anjali lives in Toronto.")
+
+
 def test_the_templates_example_is_rejected_unless_the_person_said_it() -> None:
     example = ("Learn Portuguese before my trip", ["Finish the beginner course"])
     copied = check_draft(*example, "Off on a trip to Japan next week", CREATE_GOAL_TEMPLATE)
@@ -91,8 +102,8 @@ async def test_a_draft_not_in_the_message_is_not_tracked_and_is_counted(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     """Through the reply action, with two of the recorded answers: the goal a message never
-    stated is not saved (the person is asked), the stated one is saved without the steps
-    the model made up, and both rejections are counted."""
+    stated is not saved (nor is the person asked about it), the stated one is saved without
+    the steps the model made up, and both rejections are counted."""
     by_seq = {a["seq"]: a for a in DRAFTS if a["file"].endswith("llm")}
     action = '{"text": "Sounds good.", "action": "CREATE_GOAL"}'
     model = ScriptedModel(
@@ -116,7 +127,8 @@ async def test_a_draft_not_in_the_message_is_not_tracked_and_is_counted(
         rejects = app.ledger.rejects(CREATE)
 
     assert after_first == []
-    assert UNCLEAR_REPLY in chat.replies
+    # It stated no goal: not asked what its goal is (the model's reply was its answer).
+    assert UNCLEAR_REPLY not in chat.replies and chat.replies[0] == "Sounds good."
     [goal] = tracked
     assert goal.name == "Run a marathon" and goal.objectives == []
     assert rejects == {NOT_IN_MESSAGE: 1, OBJECTIVE_NOT_IN_MESSAGE: 3}

@@ -80,6 +80,7 @@ _GOAL_PHRASES = re.compile(
     r"(?P<goal>[^.!?\n]+(?::[^\n]*)?)",
     re.IGNORECASE,
 )
+_GOAL_WORD = re.compile(r"\bgoals?\b", re.IGNORECASE)
 # Words after "help me" that ask for something other than a goal.
 _NOT_GOALS = frozenset({"with", "out", "understand", "know", "remember", "find"})
 
@@ -118,6 +119,11 @@ class GoalDraft(BaseModel):
             text = text.strip()
             kept.append(text[0].upper() + text[1:])
         return kept[:MAX_OBJECTIVES]
+
+
+def states_a_goal(text: str) -> bool:
+    """Whether the message reads as stating a goal at all ("my goal is", "I want to", ...)."""
+    return _GOAL_PHRASES.search(text) is not None or _GOAL_WORD.search(text) is not None
 
 
 def draft_from_text(text: str) -> GoalDraft | None:
@@ -195,7 +201,12 @@ async def handle(ctx: Context) -> Goal | None:
     message = ctx.message
     draft = await _draft_from_model(ctx) or draft_from_text(message.content.text)
     if draft is None:
-        await ctx.callback(Content(text=UNCLEAR_REPLY))
+        if states_a_goal(message.content.text):
+            await ctx.callback(Content(text=UNCLEAR_REPLY))
+        else:
+            # The reply named CREATE_GOAL for a message stating no goal (a small model did
+            # for nearly every message): asking what the goal is would only puzzle them.
+            log.info("CREATE_GOAL: the message states no goal; nothing tracked")
         return None
     existing = await GoalStore.of(ctx.collections).in_room(message.room_id, only_in_progress=True)
     for goal in existing:
