@@ -108,7 +108,8 @@ async def _chat(settings: Settings, name: str | None = None) -> None:
     settings = dataclasses.replace(settings, platforms=platforms)
     async with open_app(settings) as app:
         print(banner(app), flush=True)
-        await ConsoleChat(display_name=name).run(app.runtime)
+        exports = settings.storage.data_dir / "exports"
+        await ConsoleChat(display_name=name, exports_dir=exports).run(app.runtime)
 
 
 async def _run(settings: Settings, name: str | None = None) -> None:

@@ -20,13 +20,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 
+from bot.command_parsing import command_parts, parse_person_search_page  # noqa: F401
+from bot.command_types import (  # noqa: F401  (surfaces import the layer's types from here)
+    Answer,
+    Attachment,
+    CommandInfo,
+    Request,
+    ResolvePerson,
+    Scope,
+)
 from bot.config import PlatformSettings
 from bot.evaluation import describe_queue
 from bot.fact_history import asks_history, history_of, open_to_all
 from bot.models import Memory, account_id
 from bot.privacy import commands as privacy_commands
+from bot.privacy.export import Exporting
 from bot.privacy.forgetting import Forgetting
 from bot.runtime import AgentRuntime
 
@@ -40,67 +49,19 @@ FORGET_ME_PROMPT = (
     "This deletes everything I learned about you here and every message of yours I kept "
     "here. It cannot be undone."
 )
+FORGOTTEN = "Done: I forgot"
 FORGET_FAILED = (
     "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
     "as forgotten. Please try again in a moment."
 )
-# Page numbers are small; platform user ids are not (see parse_person_search_page).
-_MAX_PAGE_DIGITS = 4
-_MIN_USER_ID_DIGITS = 5
-
-# Turns `@name` or a user id typed on a surface into an account id, or None if unknown.
-ResolvePerson = Callable[[str], Awaitable[str | None]]
-
-
-@dataclass(frozen=True)
-class Scope:
-    """Where a command was issued: only what was learned in `world_id` is visible."""
-
-    world_id: str
-    room_id: str
-    user_id: str
-
-
-@dataclass(frozen=True)
-class Request:
-    """A command as a surface received it."""
-
-    platform: str
-    account_id: str
-    world_id: str
-    room_id: str
-    is_admin: bool
-    args: str = ""
-    # A person the surface already knows the command is about (Discord's member option, a
-    # Telegram text mention or the author of the message replied to).
-    subject_id: str | None = None
-    # The author of the message the command replied to, if any: `/facts` then lists theirs.
-    replied_to: str | None = None
-    # How this surface finds `@name`; by default the platform's known usernames.
-    resolve_person: ResolvePerson | None = field(default=None, compare=False)
-
-    @property
-    def scope(self) -> Scope:
-        return Scope(world_id=self.world_id, room_id=self.room_id, user_id=self.account_id)
-
-
-@dataclass(frozen=True)
-class CommandInfo:
-    """What a surface shows of a command (menus, slash commands, /help)."""
-
-    name: str
-    description: str
-    usage: str = ""
-    admin_only: bool = False
-    # The answer waits for learning: a surface with an answer deadline (Discord) defers.
-    slow: bool = False
-
-
-Handler = Callable[[Request], Awaitable[str]]
+# A built-in command's handler; plain text is an answer everyone may see.
+Handler = Callable[[Request], Awaitable[str | Answer]]
 
 BUILT_IN: tuple[CommandInfo, ...] = (
     CommandInfo("me", "What I know about you here", slow=True),
     CommandInfo("forgetme", "Forget everything about you here", usage="[yes]", slow=True),
+    CommandInfo("export", "Everything I keep about you here, as a file sent to you", slow=True),
+    CommandInfo("mydata", "The same as /export", slow=True),
     CommandInfo("help", "What I can do"),
     CommandInfo(
         "facts",
@@ -129,6 +90,9 @@ class Commands:
         # How long an answer about what was learned waits for the room's learning.
         self.learn_wait = learn_wait
         self.forgetting = forgetting_of(runtime, wait_for_learning=learn_wait)
+        self.exporting = Exporting(
+            store=runtime.store, plugins=runtime.plugins, agent_id=runtime.agent_id
+        )
         self._built_in: dict[str, Handler] = {
             "help": self._help,
             "me": self._me,
@@ -137,6 +101,8 @@ class Commands:
             "forget": self._forget,
             "stats": self._stats,
             **privacy_commands.handlers(runtime.privacy, runtime.character.name, self.all),
+            "export": self._export,
+            "mydata": self._export,
         }
 
     # ------------------------------------------------------------------ the command set
@@ -162,22 +128,22 @@ class Commands:
         wanted = name.strip().lstrip("/").split("@", 1)[0].casefold()
         return next((c for c in self.all() if c.name == wanted), None)
 
-    async def run(self, name: str, request: Request) -> str:
+    async def run(self, name: str, request: Request) -> Answer:
         """The answer to `/name`: a refusal or a one-line apology, never an exception."""
         info = self.find(name)
         if info is None:
-            return f"Unknown command /{name.lstrip('/')}. Try /help."
+            return Answer(f"Unknown command /{name.lstrip('/')}. Try /help.")
         if info.admin_only and not request.is_admin and not open_to_all(info.name, request.args):
             log.info("%s: refused /%s to %s", request.platform, info.name, request.account_id)
-            return f"Sorry, /{info.name} is only for admins."
+            return Answer(f"Sorry, /{info.name} is only for admins.")
         try:
             handler = self._built_in.get(info.name)
             if handler is not None:
-                return await handler(request)
-            return await self._plugin_command(info, request)
+                return Answer.of(await handler(request))
+            return Answer(await self._plugin_command(info, request))
         except Exception:
             log.exception("%s: /%s failed", request.platform, info.name)
-            return f"Sorry, /{info.name} failed; the details are in the bot's log."
+            return Answer(f"Sorry, /{info.name} failed; the details are in the bot's log.")
 
     def help(self, *, is_admin: bool) -> str:
         lines = ["I remember what people tell me, and only in the chat where they said it."]
@@ -212,7 +178,7 @@ class Commands:
         except Exception:
             log.exception("%s: forgetting a person failed", request.platform)
             return FORGET_FAILED
-        return f"Done: I forgot {forgotten.describe()} here."
+        return f"{FORGOTTEN} {forgotten.describe()} here."
 
     async def resolve(self, who: str, request: Request) -> str | None:
         """The account id for `@username` or a user id typed on the request's surface."""
@@ -238,6 +204,16 @@ class Commands:
         if request.args.strip().lower() in ("yes", "y", "confirm"):
             return await self.forget_me(request)
         return f"{FORGET_ME_PROMPT} Send /forgetme yes if you are sure."
+
+    async def _export(self, request: Request) -> Answer:
+        # Learn from the latest messages first: the file then holds what was learned.
+        await self.learned(request.room_id)
+        data = await self.exporting.person(request.account_id, request.world_id)
+        return Answer(
+            f"Everything I keep about you here ({data.summary()}), as one JSON file.",
+            Attachment(data.filename(), data.to_json()),
+            private=True,
+        )
 
     async def _facts(self, request: Request) -> str:
         if asks_history(request.args):
@@ -296,29 +272,6 @@ class Commands:
 def admin_accounts(settings: PlatformSettings, platform: str) -> frozenset[str]:
     """The configured admins of a platform as account ids: one type on every platform."""
     return frozenset(account_id(platform, user) for user in settings.admin_ids_for(platform))
-
-
-# ---------------------------------------------------------------------- the one parser
-def parse_person_search_page(args: str) -> tuple[str | None, str | None, int]:
-    """`[@user | user id] [search text] [page]`: a first `@name` or long number is the person,
-    a last short number the page, the rest the text to search for."""
-    words = args.split()
-    who: str | None = None
-    if words:
-        first = words[0]
-        if first.startswith("@") or (first.isdigit() and len(first) >= _MIN_USER_ID_DIGITS):
-            who = words.pop(0)
-    page = 1
-    if words and words[-1].isdigit() and len(words[-1]) <= _MAX_PAGE_DIGITS:
-        page = max(int(words.pop()), 1)
-    return who, " ".join(words) or None, page
-
-
-def command_parts(text: str) -> tuple[str, str]:
-    """`/facts@mnemo_bot sarah 2` → ("facts", "sarah 2")."""
-    head, _, rest = text.strip().partition(" ")
-    name = head.removeprefix("/").split("@", 1)[0].lower()
-    return name, rest.strip()
 
 
 # ---------------------------------------------------------------------- answers

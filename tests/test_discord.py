@@ -5,6 +5,7 @@ slash commands run through their callbacks; start-up runs against a loopback Dis
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -448,6 +449,30 @@ async def test_forgetme_after_confirming_deletes_from_mongodb_and_chroma(
     assert messages == 0
 
 
+async def test_export_is_a_file_only_the_asker_sees(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    async with mnemo_on_discord(tmp_path, model_dir, mongo_uri) as bot:
+        fake = bot.discord
+        guild = fake.guild("Book Club")
+        sarah, tom = fake.person("Sarah"), fake.person("Tom")
+        await bot.hear(fake.message(sarah, "I live in Seattle", guild=guild))
+        await bot.hear(fake.message(tom, "I keep bees", guild=guild))
+        await bot.learn(sarah, "Sarah lives in Seattle", guild=guild)
+        text = await bot.run("export", asked := fake.interaction(sarah, guild=guild))
+        await bot.run("mydata", again := fake.interaction(sarah, guild=guild))
+
+    assert asked.shown[0].kind == "defer"  # acknowledged within Discord's 3 seconds
+    [(filename, data)] = [s.file for s in asked.shown if s.file is not None]
+    exported = json.loads(data)
+    assert filename.endswith(".json") and "Everything I keep about you here" in text
+    assert [m["text"] for m in exported["messages"]] == ["I live in Seattle"]
+    assert [f["text"] for f in exported["facts"]] == ["Sarah lives in Seattle"]
+    assert exported["account"]["id"] == account_id("discord", sarah.id)
+    assert "bees" not in data.decode()
+    assert [s.file for s in again.shown if s.file is not None]
+
+
 async def test_forgetme_cancelled_or_unanswered_forgets_nothing(
     tmp_path: Path, model_dir: Path, mongo_uri: str
 ) -> None:
@@ -665,7 +690,7 @@ async def test_start_connects_syncs_commands_per_server_and_answers_over_the_gat
             finally:
                 await adapter.stop()
     commands = {c["name"]: c for c in server.commands[guild.id]}
-    built_in = {"me", "forgetme", "help", "facts", "forget", "stats"}
+    built_in = {"me", "forgetme", "export", "mydata", "help", "facts", "forget", "stats"}
     built_in |= {"privacy", "optout", "optin", "learning"}
     assert set(commands) == built_in | {"goals", "goal"}  # the goals plugin's too
     assert all(c["description"] for c in commands.values())
@@ -717,7 +742,7 @@ async def test_global_sync_registers_commands_once_for_every_server() -> None:
     guilds = [fake.guild("Book Club"), fake.guild("Chess")]
     await adapter.sync_commands(guilds)
     assert list(fake.http.commands) == [None]
-    assert len(fake.http.commands[None]) == 6  # the built-in ones; no runtime, no plugins
+    assert len(fake.http.commands[None]) == 8  # the built-in ones; no runtime, no plugins
 
 
 class Crash(BaseException):

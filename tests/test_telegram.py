@@ -4,6 +4,7 @@ a real runtime (MongoDB wire protocol, Chroma, the ONNX embedder) and a scripted
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -16,6 +17,7 @@ from pydantic import SecretStr
 from bot import Context, Evaluator, Plugin
 from bot.adapters.startup import PlatformStartupError
 from bot.adapters.telegram import BAD_TOKEN, FORGET_PROMPT, TelegramAdapter
+from bot.adapters.telegram.commands import SENT_PRIVATELY, START_A_CHAT
 from bot.app import App
 from bot.config import PlatformSettings
 from bot.llm.base import Task
@@ -449,6 +451,39 @@ async def test_forgetme_yes_forgets_without_a_button(
         assert after.text == "I haven't learned anything about you here yet."
 
 
+async def test_export_arrives_as_a_document_in_the_dm_and_never_in_the_group(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    sarah, tom = server.user("Sarah"), server.user("Tom")
+    group = server.group("Book Club")
+    async with open_bot(plugins=[REMEMBER]) as bot:
+        server.push_message(group, sarah, "I collect stamps")
+        server.push_message(group, tom, "I keep bees")
+        await bot.settle(group)
+        # Tom never opened a chat with the bot: it cannot write to him, and says how.
+        refused = await bot.said(group, tom, "/export")
+        dm = server.private_chat(sarah)  # Sarah pressed Start in her chat with the bot
+        told = await bot.said(group, sarah, "/export")
+        [document] = server.documents
+        server.push_message(dm, sarah, "/mydata")
+        await server.wait_for_calls("sendDocument", 3)  # Tom's refused one, then two
+
+    assert refused.text == START_A_CHAT.format(bot="@mnemo_bot")
+    assert told.text == SENT_PRIVATELY and told.reply_to_message_id is not None
+    assert document.chat_id == sarah.id and document.filename.endswith(".json")
+    assert document.caption is not None and "1 messages" in document.caption
+    data = json.loads(document.data)
+    assert [m["text"] for m in data["messages"]] == ["I collect stamps"]
+    assert [f["text"] for f in data["facts"]] == ["said I collect stamps"]
+    assert data["account"]["name"] == "Sarah" and "bees" not in document.data.decode()
+    # Nothing of it was shown in the group.
+    assert not [d for d in server.documents if d.chat_id == group.id]
+    assert all("stamps" not in m.text for m in server.sent if m.chat_id == group.id)
+    # /mydata in the DM answers about the DM: another world, where she said nothing yet.
+    in_dm = json.loads(server.documents[-1].data)
+    assert in_dm["world_id"] != data["world_id"] and in_dm["messages"] == []
+
+
 # --------------------------------------------------------------------------- admin commands
 
 ADMIN_ONLY = ["/facts", "/facts @sarah", "/forget abcd1234", "/goals", "/goal Read: a; b", "/stats"]
@@ -573,10 +608,21 @@ async def test_the_command_menu_is_registered(
             for c in server.calls_to("setMyCommands")
         }
 
-        assert menus["default"] == ["me", "forgetme", "help", "privacy", "optout", "optin"]
+        assert menus["default"] == [
+            "me",
+            "forgetme",
+            "export",
+            "mydata",
+            "help",
+            "privacy",
+            "optout",
+            "optin",
+        ]
         assert menus["chat"] == [
             "me",
             "forgetme",
+            "export",
+            "mydata",
             "help",
             "privacy",
             "optout",

@@ -19,16 +19,18 @@ import asyncio
 import contextlib
 import getpass
 import logging
+import os
 import re
 import sys
 import threading
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TextIO
 
 from bot.adapters.base import Incoming
 from bot.adapters.lanes import RoomLanes
-from bot.commands import Commands, Request, command_parts
+from bot.commands import FORGOTTEN, Attachment, Commands, Request, command_parts
 from bot.models import (
     Account,
     Content,
@@ -47,6 +49,7 @@ log = logging.getLogger(__name__)
 
 PLATFORM = "console"
 QUIT_HELP = "/quit - leave (Ctrl-D works too)"
+DEFAULT_EXPORTS = Path("data") / "exports"
 
 _EOF = None
 # A learned fact that names its subject: "root's name is Sarah", "Their name is Sarah Lee",
@@ -113,12 +116,15 @@ class ConsoleChat:
         stdin: TextIO = sys.stdin,
         stdout: TextIO = sys.stdout,
         learn_timeout: float = 120.0,
+        exports_dir: Path = DEFAULT_EXPORTS,
     ) -> None:
         self._runtime: AgentRuntime | None = None
         self.stdin = stdin
         self.stdout = stdout
         self.interactive = stdin.isatty()
         self.learn_timeout = learn_timeout
+        # Where /export writes its file (the data folder's `exports`).
+        self.exports_dir = exports_dir
         name = user_name or _login_name()
         # The identity is the login (one person per machine account); the name shown is theirs.
         self._given_name = display_name.strip() if display_name and display_name.strip() else None
@@ -254,8 +260,27 @@ class ConsoleChat:
             await self.commands.learned(self.room.id)
             await self._use_told_name()
         answer = await self.commands.run(name, request)
-        self.say(f"{answer}\n{QUIT_HELP}" if name == "help" else answer)
+        text = answer.text
+        if answer.attachment is not None:
+            text += f"\nWritten to {self._write(answer.attachment)}"
+        self.say(f"{text}\n{QUIT_HELP}" if name == "help" else text)
+        if name == "forgetme" and answer.text.startswith(FORGOTTEN):
+            self._forgotten()
         return True
+
+    def _write(self, attachment: Attachment) -> Path:
+        """An attachment (`/export`) as a file only this machine account can read."""
+        self.exports_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = self.exports_dir / attachment.filename
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(attachment.data)
+        return path.resolve()
+
+    def _forgotten(self) -> None:
+        """After /forgetme: shown by the login name again (the told name was forgotten)."""
+        if self._given_name is None:
+            self.account = self.account.model_copy(update={"name": self.account.platform_id})
 
     async def _use_told_name(self) -> None:
         """Show the person by the name they told the bot, once a fact about them states it.

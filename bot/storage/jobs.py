@@ -194,6 +194,13 @@ class JobStore:
         result = await self._jobs.delete_many(query)
         return result.deleted_count
 
+    async def count_for_messages(self, message_ids: list[str], *, statuses: list[str]) -> int:
+        """How many jobs of these messages are in one of `statuses`."""
+        if not message_ids:
+            return 0
+        query = {"message_id": {"$in": list(message_ids)}, "status": {"$in": list(statuses)}}
+        return await self._jobs.count_documents(query)
+
     async def count(self, *, room_id: str | None = None, status: str | None = None) -> int:
         """Jobs in a room and/or in a status (all jobs without either)."""
         query: dict[str, Any] = {}

@@ -143,6 +143,12 @@ class Memories:
         cursor = self._collection.find(query, {"_id": 1, "room_id": 1})
         return {str(doc["_id"]): str(doc["room_id"]) async for doc in cursor}
 
+    async def by(self, *, user_id: str, world_id: str) -> list[Memory]:
+        """Every message a person wrote in a world, oldest first."""
+        query = {"user_id": user_id, "world_id": world_id}
+        cursor = self._collection.find(query).sort("created_ms", ASCENDING)
+        return load_all(Memory, await cursor.to_list())
+
     async def reply_ids(self, message_ids: list[str], *, agent_id: str, world_id: str) -> list[str]:
         """The ids of the agent's replies to these messages (every stored reply names the
         message it answers in `content.in_reply_to`)."""

@@ -530,6 +530,12 @@ class Shown:
     content: str | None
     ephemeral: bool
     view: discord.ui.View | None = None
+    # A file sent with it: (file name, bytes).
+    file: tuple[str, bytes] | None = None
+
+
+def _read(file: discord.File | None) -> tuple[str, bytes] | None:
+    return None if file is None else (file.filename, file.fp.read())
 
 
 class FakeInteractionResponse:
@@ -551,10 +557,11 @@ class FakeInteractionResponse:
         *,
         ephemeral: bool = False,
         view: discord.ui.View | None = None,
+        file: discord.File | None = None,
         **_: Any,
     ) -> None:
         self._respond()
-        self._interaction.shown.append(Shown("message", content, ephemeral, view))
+        self._interaction.shown.append(Shown("message", content, ephemeral, view, _read(file)))
 
     async def defer(self, *, ephemeral: bool = False, thinking: bool = False) -> None:
         self._respond()
@@ -577,11 +584,12 @@ class FakeFollowup:
         *,
         ephemeral: bool = False,
         view: discord.ui.View | None = None,
+        file: discord.File | None = None,
         **_: Any,
     ) -> None:
         if not self._interaction.response.is_done():
             raise RuntimeError("a follow-up before the interaction was answered fails on Discord")
-        self._interaction.shown.append(Shown("followup", content, ephemeral, view))
+        self._interaction.shown.append(Shown("followup", content, ephemeral, view, _read(file)))
 
 
 @dataclass

@@ -89,6 +89,25 @@ class SentMessage:
 
 
 @dataclass(frozen=True)
+class SentDocument:
+    """A file the bot sent (sendDocument), as the server received it."""
+
+    message_id: int
+    chat_id: int
+    filename: str
+    data: bytes
+    caption: str | None = None
+
+
+@dataclass(frozen=True)
+class UploadedFile:
+    """A file field of a multipart request."""
+
+    filename: str
+    data: bytes
+
+
+@dataclass(frozen=True)
 class Call:
     """Any Bot API call the bot made, with its decoded parameters."""
 
@@ -124,6 +143,10 @@ class FakeTelegramServer:
         # Long polls are answered within this many seconds so stopping a bot is quick.
         self.long_poll_cap = long_poll_cap
         self.sent: list[SentMessage] = []
+        self.documents: list[SentDocument] = []
+        # Users who opened a private chat with the bot (Telegram's "Start"): only they can be
+        # written to privately; anyone else gets "403 Forbidden: bot can't initiate ...".
+        self.started: set[int] = set()
         self.calls: list[Call] = []
         self.administrators: dict[int, list[FakeUser]] = {}
         self._poll = _Poll()
@@ -181,6 +204,7 @@ class FakeTelegramServer:
         )
 
     def private_chat(self, user: FakeUser) -> FakeChat:
+        self.started.add(user.id)
         return FakeChat(
             id=user.id, type="private", first_name=user.first_name, username=user.username
         )
@@ -411,6 +435,8 @@ class FakeTelegramServer:
 
     async def _api_sendmessage(self, params: JSONDict) -> JSONDict:
         chat_id = int(params["chat_id"])
+        if chat_id > 0 and chat_id not in self.started:
+            raise _ApiError(403, "Forbidden: bot can't initiate conversation with a user")
         text = str(params.get("text", ""))
         if not text.strip():
             raise _ApiError(400, "Bad Request: message text is empty")
@@ -442,6 +468,34 @@ class FakeTelegramServer:
                 message_thread_id=int(thread) if thread is not None else None,
                 reply_markup=params.get("reply_markup"),
             )
+        )
+        return message
+
+    async def _api_senddocument(self, params: JSONDict) -> JSONDict:
+        chat_id = int(params["chat_id"])
+        if chat_id > 0 and chat_id not in self.started:
+            raise _ApiError(403, "Forbidden: bot can't initiate conversation with a user")
+        document = params.get("document")
+        if not isinstance(document, UploadedFile):
+            raise _ApiError(400, "Bad Request: there is no document in the request")
+        caption = params.get("caption")
+        counter = self._next_message.setdefault(chat_id, itertools.count(1))
+        message: JSONDict = {
+            "message_id": next(counter),
+            "from": self.bot.to_dict(),
+            "chat": self._chat_of(chat_id),
+            "date": int(time.time()),
+            "document": {
+                "file_id": f"doc-{len(self.documents) + 1}",
+                "file_unique_id": f"doc-u-{len(self.documents) + 1}",
+                "file_name": document.filename,
+                "file_size": len(document.data),
+            },
+        }
+        if caption:
+            message["caption"] = caption
+        self.documents.append(
+            SentDocument(message["message_id"], chat_id, document.filename, document.data, caption)
         )
         return message
 
@@ -517,7 +571,9 @@ async def _params(request: web.Request) -> JSONDict:
     params: JSONDict = {}
     for key, value in form.items():
         if not isinstance(value, str):
-            continue  # an uploaded file: not needed by any test yet
+            # An uploaded file (multipart): kept whole, for tests to read.
+            params[key] = UploadedFile(str(value.filename), value.file.read())
+            continue
         if key in _TEXT_PARAMETERS:
             params[key] = value
             continue

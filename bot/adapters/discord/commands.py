@@ -8,6 +8,7 @@ Server in that server.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -19,6 +20,7 @@ from bot.adapters.discord.convert import PLATFORM, world_of
 from bot.adapters.split import DISCORD_LIMIT, split_message
 from bot.commands import (
     FORGET_ME_PROMPT,
+    Answer,
     CommandInfo,
     Commands,
     Request,
@@ -40,14 +42,20 @@ FORGET_ME_EXPIRED = "No answer, so I forgot nothing. Use /forgetme again if you 
 SlashCommand = app_commands.Command[Any, ..., None]
 
 
-async def answer(interaction: discord.Interaction, text: str) -> None:
-    """Reply privately; a long answer continues in follow-ups."""
-    parts = split_message(text, DISCORD_LIMIT) or ["(nothing)"]
-    for part in parts:
+async def answer(interaction: discord.Interaction, reply: str | Answer) -> None:
+    """Reply privately (every answer here is ephemeral: only the asker sees it); a long
+    answer continues in follow-ups, and a file goes with the last part."""
+    reply = Answer.of(reply)
+    parts = split_message(reply.text, DISCORD_LIMIT) or ["(nothing)"]
+    for number, part in enumerate(parts, start=1):
+        extra: dict[str, Any] = {}
+        if number == len(parts) and reply.attachment is not None:
+            data = io.BytesIO(reply.attachment.data)
+            extra["file"] = discord.File(data, filename=reply.attachment.filename)
         if interaction.response.is_done():
-            await interaction.followup.send(part, ephemeral=True)
+            await interaction.followup.send(part, ephemeral=True, **extra)
         else:
-            await interaction.response.send_message(part, ephemeral=True)
+            await interaction.response.send_message(part, ephemeral=True, **extra)
 
 
 class ForgetMeView(discord.ui.View):
@@ -141,8 +149,7 @@ class DiscordCommands:
         if info.slow and not interaction.response.is_done():
             # Discord drops an interaction not acknowledged in 3 seconds; learning may take longer.
             await interaction.response.defer(ephemeral=True, thinking=True)
-        text = await commands.run(name, request)
-        await answer(interaction, text)
+        await answer(interaction, await commands.run(name, request))
 
     # ------------------------------------------------------------------ the slash commands
     def built_in(self) -> list[SlashCommand]:
@@ -157,6 +164,16 @@ class DiscordCommands:
             request = self.request(interaction)
             view = ForgetMeView(interaction, forget=lambda: self._commands().forget_me(request))
             await interaction.response.send_message(FORGET_ME_PROMPT, view=view, ephemeral=True)
+
+        @app_commands.command(
+            name="export", description="Everything I keep about you here, as a file only you see"
+        )
+        async def export(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "export")
+
+        @app_commands.command(name="mydata", description="The same as /export")
+        async def mydata(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "mydata")
 
         @app_commands.command(name="help", description="What I can do")
         async def help(interaction: discord.Interaction) -> None:
@@ -200,7 +217,7 @@ class DiscordCommands:
         async def stats(interaction: discord.Interaction) -> None:
             await self.run(interaction, "stats")
 
-        return [me, forgetme, help, facts, forget, stats]
+        return [me, forgetme, export, mydata, help, facts, forget, stats]
 
     def from_plugins(self, listed: list[CommandInfo]) -> list[SlashCommand]:
         """A slash command for each plugin command: its arguments as one text option."""

@@ -21,12 +21,13 @@ from telegram import (
     Chat,
     InlineKeyboardButton,
     InlineKeyboardMarkup,
+    InputFile,
     Message,
     MessageEntity,
     Update,
 )
 from telegram.constants import ChatType
-from telegram.error import TelegramError
+from telegram.error import Forbidden, TelegramError
 
 from bot.adapters.telegram.convert import (
     PLATFORM,
@@ -35,7 +36,7 @@ from bot.adapters.telegram.convert import (
     room_of,
     text_mention,
 )
-from bot.commands import Commands, Request, admin_accounts, command_parts
+from bot.commands import Answer, Commands, Request, admin_accounts, command_parts
 from bot.config import PlatformSettings
 from bot.models import account_id
 
@@ -45,6 +46,15 @@ FORGET_PROMPT = (
     "This deletes everything I learned about you in this chat and your messages here. Sure?"
 )
 FORGET_DATA = re.compile(r"^forgetme:(yes|no):(-?\d+)$")
+SENT_PRIVATELY = "I sent it to you in a private message."
+START_A_CHAT = (
+    "I can't write to you privately yet: open a chat with {bot}, press Start, then ask again."
+)
+PRIVATE_FAILED = "Sorry, I could not send it to you privately; please try again in a moment."
+# What `_send_private` did.
+SENT, NOT_STARTED, FAILED = "sent", "not started", "failed"
+CAPTION_LIMIT = 1024  # Telegram's limit for a document's caption
+TEXT_LIMIT = 4096
 
 
 class Chats(Protocol):
@@ -124,7 +134,61 @@ class TelegramCommands:
             await self._ask_to_forget(message, reply_to, thread)
             return
         answer = await self.commands.run(name, request)
-        await self.chats.send(message.chat.id, answer, reply_to, thread)
+        if answer.private or answer.attachment is not None:
+            await self._deliver_privately(message, answer, reply_to, thread)
+            return
+        await self.chats.send(message.chat.id, answer.text, reply_to, thread)
+
+    async def _deliver_privately(
+        self, message: Message, answer: Answer, reply_to: int | None, thread: int | None
+    ) -> None:
+        """An answer for the asker only goes to their private chat with the bot; asked in a
+        group, the group is told where it went (or how to let the bot write to them)."""
+        user = message.from_user
+        assert user is not None
+        in_private = message.chat.type == ChatType.PRIVATE
+        # A private chat's id is the user's id: the bot may write there once they started it.
+        outcome = await self._send_private(user.id, answer)
+        if outcome == SENT:
+            if not in_private:
+                await self.chats.send(message.chat.id, SENT_PRIVATELY, reply_to, thread)
+            return
+        text = (
+            START_A_CHAT.format(bot=self._bot_username())
+            if outcome == NOT_STARTED
+            else (PRIVATE_FAILED)
+        )
+        await self.chats.send(message.chat.id, text, reply_to, thread)
+
+    async def _send_private(self, user_id: int, answer: Answer) -> str:
+        bot = self.chats.bot
+        if bot is None:
+            return FAILED
+        try:
+            if answer.attachment is None:
+                await bot.send_message(user_id, answer.text)
+                return SENT
+            caption = answer.text if len(answer.text) <= CAPTION_LIMIT else None
+            if caption is None:
+                await bot.send_message(user_id, answer.text[:TEXT_LIMIT])
+            await bot.send_document(
+                user_id,
+                InputFile(answer.attachment.data, filename=answer.attachment.filename),
+                caption=caption,
+            )
+        except Forbidden as error:
+            # "bot can't initiate conversation with a user", or they blocked the bot.
+            log.info("telegram: cannot write to user %s privately (%s)", user_id, error)
+            return NOT_STARTED
+        except TelegramError as error:
+            log.warning("telegram: sending a private answer failed (%s)", error)
+            return FAILED
+        return SENT
+
+    def _bot_username(self) -> str:
+        bot = self.chats.bot
+        username = None if bot is None else getattr(bot, "username", None)
+        return f"@{username}" if username else "me"
 
     async def _ask_to_forget(
         self, message: Message, reply_to: int | None, thread: int | None
