@@ -187,7 +187,10 @@ class TelegramCommands:
 
     def _bot_username(self) -> str:
         bot = self.chats.bot
-        username = None if bot is None else getattr(bot, "username", None)
+        try:
+            username = None if bot is None else bot.username
+        except RuntimeError:  # PTB: the bot is not initialised (never asked getMe)
+            username = None
         return f"@{username}" if username else "me"
 
     async def _ask_to_forget(
