@@ -27,3 +27,19 @@ def command_parts(text: str) -> tuple[str, str]:
     head, _, rest = text.strip().partition(" ")
     name = head.removeprefix("/").split("@", 1)[0].lower()
     return name, rest.strip()
+
+
+# What people typed is shown back at most this long.
+ECHO_LIMIT = 40
+# Markup and mention characters of Discord's and Telegram's formats, and controls: an echo
+# never formats, pings (`@everyone`) or breaks a line.
+_NOT_ECHOED = str.maketrans({c: None for c in "`*_~|<>@#[]()\\"})
+
+
+def echo(text: str, limit: int = ECHO_LIMIT) -> str:
+    """Typed text as an answer may quote it: one line of plain words, cut to `limit`
+    characters, in quotes (“like this”)."""
+    words = " ".join("".join(c for c in text if c.isprintable()).translate(_NOT_ECHOED).split())
+    if len(words) > limit:
+        words = words[: limit - 1].rstrip() + "…"
+    return f"“{words}”"

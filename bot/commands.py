@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.command_parsing import command_parts, parse_person_search_page  # noqa: F401
+from bot.command_parsing import command_parts, echo, parse_person_search_page  # noqa: F401
 from bot.command_types import (  # noqa: F401  (surfaces import the layer's types from here)
     Answer,
     Attachment,
@@ -50,6 +50,7 @@ FORGET_ME_PROMPT = (
     "here. It cannot be undone."
 )
 FORGOTTEN = "Done: I forgot"
+CONFIRM_BY_TEXT = 'send the same command with "yes" at the end'
 FORGET_FAILED = (
     "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
     "as forgotten. Please try again in a moment."
@@ -132,7 +133,7 @@ class Commands:
         """The answer to `/name`: a refusal or a one-line apology, never an exception."""
         info = self.find(name)
         if info is None:
-            return Answer(f"Unknown command /{name.lstrip('/')}. Try /help.")
+            return Answer(f"Unknown command {echo(name, 32)}. Try /help.")
         if info.admin_only and not request.is_admin and not open_to_all(info.name, request.args):
             log.info("%s: refused /%s to %s", request.platform, info.name, request.account_id)
             return Answer(f"Sorry, /{info.name} is only for admins.")
@@ -180,6 +181,27 @@ class Commands:
             return FORGET_FAILED
         return f"{FORGOTTEN} {forgotten.describe()} here."
 
+    async def forget_person_prompt(
+        self, person_id: str, *, how: str = CONFIRM_BY_TEXT, name: str | None = None
+    ) -> str:
+        """What an admin is asked before forgetting someone, and `how` to confirm it."""
+        if name is None:
+            account = (await self.runtime.store.accounts.get_many([person_id])).get(person_id)
+            name = account.name if account is not None else "this person"
+        return (
+            f"This deletes everything I learned about {name} here, their messages and my "
+            f"replies to them. It cannot be undone: {how} if you are sure."
+        )
+
+    async def forget_person(self, person_id: str, request: Request) -> str:
+        """Forget someone in the world of the request (an admin confirmed)."""
+        try:
+            forgotten = await self.forgetting.person(person_id, request.world_id)
+        except Exception:
+            log.exception("%s: forgetting a person failed", request.platform)
+            return FORGET_FAILED
+        return f"Forgot {forgotten.describe(about='them', whose='their')} here."
+
     async def resolve(self, who: str, request: Request) -> str | None:
         """The account id for `@username` or a user id typed on the request's surface."""
         if request.resolve_person is not None:
@@ -223,7 +245,7 @@ class Commands:
         if who is not None:
             subject = await self.resolve(who, request)
             if subject is None:
-                return f"I don't know {who} here yet."
+                return f"I don't know {echo(who)} here yet."
         return await self.after_learning(
             request.room_id,
             lambda: list_facts(
@@ -237,10 +259,12 @@ class Commands:
         if subject is None and target.startswith("@"):
             subject = await self.resolve(target.split()[0], request)
             if subject is None:
-                return f"I don't know {target.split()[0]} here yet."
+                return f"I don't know {echo(target.split()[0])} here yet."
         if subject is not None:
-            forgotten = await self.forgetting.person(subject, request.world_id)
-            return f"Forgot {forgotten.describe(about='them', whose='their')} here."
+            # A whole person, as with /forgetme: nothing goes before the admin confirms.
+            if target.split()[-1:] != ["yes"]:
+                return await self.forget_person_prompt(subject)
+            return await self.forget_person(subject, request)
         if not target:
             return "Usage: /forget <fact id from /facts> or /forget @user"
         return await forget_fact(self.runtime, request.scope, target.split()[0])
@@ -315,7 +339,7 @@ async def list_facts(
         limit=PAGE_SIZE,
     )
     if total == 0:
-        return "No facts learned here yet." if not search else f"No facts match {search!r}."
+        return "No facts learned here yet." if not search else f"No facts match {echo(search)}."
     names = await runtime.store.accounts.get_many(sorted({f.subject_id for f in facts}))
     pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
     lines = [
@@ -333,9 +357,9 @@ async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> 
         return "Give at least the first 4 characters of the fact id shown in /facts."
     matches = await runtime.store.facts.with_id_prefix(scope.world_id, prefix)
     if not matches:
-        return f"No fact with id {prefix} here."
+        return f"No fact with id {echo(prefix)} here."
     if len(matches) > 1:
-        return f"{len(matches)} facts start with {prefix}; give more of the id."
+        return f"{len(matches)} facts start with {echo(prefix)}; give more of the id."
     await runtime.knowledge.delete_fact(matches[0].id, world_id=scope.world_id)
     return f"Forgot: {matches[0].text}"
 
@@ -343,10 +367,11 @@ async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> 
 async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     _, facts = await runtime.store.facts.page(scope.world_id, limit=1)
     messages = await runtime.store.memories.count_in_world(scope.world_id)
-    evaluations = describe_queue(await runtime.evaluations.counts())
+    rooms = await runtime.store.rooms.ids_in_world(scope.world_id)
+    evaluations = describe_queue(await runtime.store.jobs.counts(room_ids=rooms))
     kept = "".join(f"{line}\n" for line in await runtime.plugins.stats(scope.world_id))
     said = f"Messages: {messages} (kept {runtime.privacy.retention.describe()})"
-    return f"{said}\nFacts: {facts}\n{kept}Evaluations (all worlds): {evaluations}"
+    return f"{said}\nFacts: {facts}\n{kept}Evaluations: {evaluations}"
 
 
 def scope_of(memory: Memory) -> Scope:

@@ -14,12 +14,14 @@ from bot import Command, CommandContext, Plugin, PluginContext
 from bot.adapters.console import ConsoleChat
 from bot.adapters.discord import REFUSED, DiscordAdapter
 from bot.adapters.telegram import TelegramAdapter
-from bot.commands import parse_person_search_page
+from bot.commands import Commands, Request, parse_person_search_page
 from bot.config import PlatformSettings
-from bot.testing.harness import open_test_app
+from bot.models import world_id
+from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
+from tests.test_telegram import REMEMBER
 
 
 async def add_note(ctx: CommandContext) -> str:
@@ -126,3 +128,70 @@ def test_one_parser_reads_person_search_and_page(
     args: str, parsed: tuple[str | None, str | None, int]
 ) -> None:
     assert parse_person_search_page(args) == parsed
+
+
+async def test_the_console_has_the_platforms_commands_with_their_meanings(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    model = ScriptedModel(lambda prompt, task, state: '{"text": "Noted."}')
+    async with open_test_app(
+        tmp_path,
+        plugins=[REMEMBER],
+        model=model,
+        model_dir=model_dir,
+        mongodb_uri=mongo_uri,
+        evaluator_selection="all",
+    ) as app:
+        first = io.StringIO()
+        said = "I live in Lisbon\nI keep bees\n/me\n"
+        await ConsoleChat(user_name="sam", stdin=io.StringIO(said), stdout=first).run(app.runtime)
+        lisbon, bees = (await app.store.facts.page(world_id("console", "sam")))[0][::-1]
+        out = io.StringIO()
+        script = f"/forget\n/forget {lisbon.id[:8]}\n/stats\n/forgetme\n/me\n/forgetme yes\n/me\n"
+        await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(app.runtime)
+    shown = out.getvalue()
+    assert "said I live in Lisbon" in first.getvalue()
+    # /forget means one fact by id (or a person), never "everything about me".
+    assert "Usage: /forget <fact id from /facts> or /forget @user" in shown
+    assert f"Forgot: {lisbon.text}" in shown
+    assert "Facts: 1" in shown and "Messages: 4" in shown  # the console's admin sees /stats
+    # /forgetme asks first (bees still known), then forgets.
+    asked, after = shown.split("Done: I forgot")
+    assert "It cannot be undone." in asked and bees.text in asked
+    assert "I haven't learned anything about you here yet." in after
+
+
+async def test_stats_count_only_the_world_they_are_used_in_and_echoes_are_bounded(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    model = ScriptedModel(lambda prompt, task, state: '{"text": "Noted."}')
+    async with open_test_app(
+        tmp_path,
+        plugins=[REMEMBER],
+        model=model,
+        model_dir=model_dir,
+        mongodb_uri=mongo_uri,
+        evaluator_selection="all",
+    ) as app:
+        here = TestChat(app.runtime, name="Sam", chat="here")
+        there = TestChat(app.runtime, name="Ann", chat="there")
+        for text in ("one", "two"):
+            await here.say(text)
+        for text in ("three", "four", "five"):
+            await there.say(text)
+        await here.settle()
+        await there.settle()
+        commands = Commands(app.runtime, learn_wait=30)
+        where = {"platform": "test", "account_id": here.account.id, "is_admin": True}
+        scope = {"world_id": here.room.world_id, "room_id": here.room.id}
+        shown = await commands.run("stats", Request(**where, **scope))
+        hostile = "**now** @everyone `x` <b> " + "spam " * 50 + "\n/forgetme"
+        searched = await commands.run("facts", Request(**where, **scope, args=hostile))
+        unknown = await commands.run("x" * 200, Request(**where, **scope))
+    assert "Messages: 4" in shown.text and "Facts: 2" in shown.text
+    # Two messages here and the learning /stats asks for first: not the six of both worlds.
+    assert "Evaluations: 3 done" in shown.text
+    # A search nobody matched is quoted back short, as plain words.
+    assert searched.text.startswith("No facts match “now everyone x b spam spam")
+    assert len(searched.text) < 70 and not set("@*`<>\n") & set(searched.text)
+    assert len(unknown.text) < 70 and "x" * 40 not in unknown.text

@@ -541,7 +541,14 @@ async def test_a_manage_server_member_can_list_search_and_forget_facts(
         searched = await bot.run("facts", mod_uses(), search="nurse")
         past_end = await bot.run("facts", mod_uses(), page=5)
         forgot = await bot.run("forget", mod_uses(), fact=seattle.id[:8])
-        forgot_tom = await bot.run("forget", mod_uses(), member=fake.member(guild, tom))
+        asked = await bot.run("forget", asking := mod_uses(), member=fake.member(guild, tom))
+        # A whole person: nothing goes before the admin presses the button.
+        assert "It cannot be undone" in asked and "Tom" in asked
+        world = world_of(guild.id, fake.channel(guild).id)
+        tom_id = account_id("discord", tom.id)
+        assert (await bot.app.store.facts.page(world, subject_id=tom_id))[1] == 1
+        await asking.button("Forget them").callback(pressed := mod_uses())
+        forgot_tom = pressed.text
         left = await bot.run("facts", mod_uses())
     assert all(t in everything for t in ("Seattle", "nurse", "Piranesi"))
     assert "Piranesi" in about_tom and "Seattle" not in about_tom

@@ -527,7 +527,7 @@ async def test_admin_commands_work_for_a_configured_admin(
         searched = await bot.said(group, boss, "/facts marathon")
         assert "marathons" in searched.text and "stamps" not in searched.text
         unknown = await bot.said(group, boss, "/facts @nobody")
-        assert unknown.text == "I don't know @nobody here yet."
+        assert unknown.text == "I don't know “nobody” here yet."  # quoted back as plain words
 
         added = await bot.said(group, boss, "/goal Finish the book: read part one; read part two")
         assert added.text.startswith("Added goal:\nFinish the book [IN_PROGRESS] 0/2")
@@ -540,7 +540,11 @@ async def test_admin_commands_work_for_a_configured_admin(
         facts, _ = await bot.app.store.facts.page(world, subject_id=account_id("telegram", tom.id))
         forgot = await bot.said(group, boss, f"/forget {facts[0].id[:8]}")
         assert forgot.text == "Forgot: said I collect stamps"
-        person = await bot.said(group, boss, "/forget @sarah")
+        asked = await bot.said(group, boss, "/forget @sarah")
+        # A whole person: asked first, as /forgetme is, and nothing went meanwhile.
+        assert "It cannot be undone" in asked.text and '"yes" at the end' in asked.text
+        assert (await bot.app.store.facts.page(world))[1] == 1
+        person = await bot.said(group, boss, "/forget @sarah yes")
         assert person.text.startswith("Forgot 1 fact about them, 1 of their messages")
         assert (await bot.app.store.facts.page(world))[1] == 0
 

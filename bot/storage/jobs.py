@@ -170,11 +170,13 @@ class JobStore:
             rooms.update(await self._jobs.distinct("room_id", {"status": status}))
         return sorted(rooms)
 
-    async def counts(self) -> dict[str, int]:
-        """Jobs per status, every status of `WATCHED` and `done` present (0 when none)."""
+    async def counts(self, *, room_ids: list[str] | None = None) -> dict[str, int]:
+        """Jobs per status, every status of `WATCHED` and `done` present (0 when none); only
+        those of `room_ids` if given (a world's rooms, for its admins' /stats)."""
         counts = dict.fromkeys((*WATCHED, "done"), 0)
+        where: dict[str, Any] = {} if room_ids is None else {"room_id": {"$in": list(room_ids)}}
         for status in counts:
-            counts[status] = await self._jobs.count_documents({"status": status})
+            counts[status] = await self._jobs.count_documents({**where, "status": status})
         return counts
 
     async def delete_for_messages(

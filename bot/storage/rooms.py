@@ -56,6 +56,13 @@ class Rooms:
             return None
         return load(Room, document)
 
+    async def ids_in_world(self, world_id: str) -> list[str]:
+        """The ids of a world's rooms."""
+        return [
+            str(doc["_id"])
+            async for doc in self._collection.find({"world_id": world_id}, {"_id": 1})
+        ]
+
     async def get_mark(self, room_id: str, key: str) -> datetime | None:
         """A per-room bookmark (e.g. when facts were last extracted); None if never set."""
         check_mark_key(key)

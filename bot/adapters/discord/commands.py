@@ -67,11 +67,14 @@ class ForgetMeView(discord.ui.View):
         *,
         forget: Callable[[], Awaitable[str]],
         timeout: float = 120.0,
+        confirm_label: str = "Forget me",
     ) -> None:
         super().__init__(timeout=timeout)
         self.origin = origin
         self.owner_id = origin.user.id
         self._forget = forget
+        # The same view asks an admin before forgetting someone else ("Forget them").
+        self.confirm.label = confirm_label
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         return interaction.user.id == self.owner_id
@@ -151,6 +154,27 @@ class DiscordCommands:
             await interaction.response.defer(ephemeral=True, thinking=True)
         await answer(interaction, await commands.run(name, request))
 
+    async def confirm_forget_person(
+        self, interaction: discord.Interaction, member: discord.User | discord.Member
+    ) -> None:
+        """`/forget member:`: a whole person, so the admin confirms first, as with /forgetme."""
+        if not self.is_admin(interaction):
+            log.info("discord: refused /forget to user %s", interaction.user.id)
+            await interaction.response.send_message(REFUSED, ephemeral=True)
+            return
+        commands = self._commands()
+        person = account_id(PLATFORM, member.id)
+        request = self.request(interaction, subject_id=person)
+        view = ForgetMeView(
+            interaction,
+            forget=lambda: commands.forget_person(person, request),
+            confirm_label="Forget them",
+        )
+        prompt = await commands.forget_person_prompt(
+            person, how="press the button", name=member.display_name
+        )
+        await interaction.response.send_message(prompt, view=view, ephemeral=True)
+
     # ------------------------------------------------------------------ the slash commands
     def built_in(self) -> list[SlashCommand]:
         @app_commands.command(name="me", description="What I have learned about you here")
@@ -210,8 +234,10 @@ class DiscordCommands:
             if (fact is None) == (member is None) and self.is_admin(interaction):
                 await answer(interaction, "Give either a fact id or a member, not both.")
                 return
-            subject = account_id(PLATFORM, member.id) if member is not None else None
-            await self.run(interaction, "forget", fact or "", subject)
+            if member is not None:
+                await self.confirm_forget_person(interaction, member)
+                return
+            await self.run(interaction, "forget", fact or "")
 
         @app_commands.command(name="stats", description="Admins: what I have stored here")
         async def stats(interaction: discord.Interaction) -> None:
