@@ -89,8 +89,8 @@ async def test_forgetme_leaves_nothing_of_the_person_in_any_collection_or_vector
         dm_facts = await app.store.facts.history(priya.account.id, in_dm.room.world_id)
         where = {"platform": "test", "account_id": priya.account.id, "is_admin": False}
         group = {"world_id": priya.room.world_id, "room_id": priya.room.id}
-        asked = await commands.run("forgetme", Request(**where, **group))
-        done = await commands.run("forgetme", Request(**where, **group, args="yes"))
+        asked = (await commands.run("forgetme", Request(**where, **group))).text
+        done = (await commands.run("forgetme", Request(**where, **group, args="yes"))).text
 
         after = await everything_in_mongodb(app)
         vectors, metadatas = everything_in_chroma(tmp_path)
