@@ -115,7 +115,7 @@ async def test_an_opted_out_person_leaves_nothing_while_the_room_is_still_learne
         sarah = TestChat(app.runtime, name="Sarah", chat="club", kind="group")
         tom = TestChat(app.runtime, name="Tom", chat="club", kind="group")
         commands = Commands(app.runtime, learn_wait=10)
-        answer = await commands.run("optout", request(sarah))
+        answer = (await commands.run("optout", request(sarah))).text
         assert answer.startswith("Done: from now on I keep nothing you say here")
 
         # Not addressed, then addressed by name (answered, but neither kept nor acted on).
@@ -140,7 +140,7 @@ async def test_an_opted_out_person_leaves_nothing_while_the_room_is_still_learne
         assert await app.store.db.evaluations.count_documents({}) == 1
 
         # Back in: learned from again, and the next opt-out is told again.
-        assert (await commands.run("optin", request(sarah))).startswith("Welcome back")
+        assert ((await commands.run("optin", request(sarah))).text).startswith("Welcome back")
         await sarah.say("I collect stamps")
         await sarah.settle()
         assert "I collect stamps" in await everything_stored(app)
@@ -166,7 +166,7 @@ async def test_the_choice_survives_a_restart(
         # Told once only: the notice is not repeated after the restart.
         assert sarah.replies == ["You said: my bank is Northwind"]
         assert "Northwind" not in await everything_stored(app)
-        state = await Commands(app.runtime).run("privacy", request(sarah))
+        state = (await Commands(app.runtime).run("privacy", request(sarah))).text
         assert "you opted out, so I keep nothing you say here" in state
 
 
@@ -188,9 +188,9 @@ async def test_learning_off_in_a_room_or_a_server_stops_keeping_for_everyone_the
             app.runtime, name="Tom", chat="random", world="guild", kind="group"
         )
 
-        refused = await commands.run("learning", request(sarah, "off"))
+        refused = (await commands.run("learning", request(sarah, "off"))).text
         assert refused == "Sorry, /learning is only for admins."
-        off = await commands.run("learning", request(sarah, "off", admin=True))
+        off = (await commands.run("learning", request(sarah, "off", admin=True))).text
         assert off.startswith("Learning is off in this chat")
         await sarah.say("the alarm code is 0451 walrus")
         await tom.say("Mnemo, my dog is called Pickle")
@@ -206,14 +206,14 @@ async def test_learning_off_in_a_room_or_a_server_stops_keeping_for_everyone_the
         await commands.run("learning", request(sarah, "off server", admin=True))
         await tom_elsewhere.say("I also play the tuba")
         assert "tuba" not in await everything_stored(app)
-        status = await commands.run("learning", request(tom, admin=True))
+        status = (await commands.run("learning", request(tom, admin=True))).text
         assert (
             status
             == "Here, now: learning is off for this whole server or group, so I keep nothing "
             "said here."
         )
 
-        on = await commands.run("learning", request(sarah, "on", admin=True))
+        on = (await commands.run("learning", request(sarah, "on", admin=True))).text
         assert (
             on == "Learning is on again in this chat. It is still off for the whole server: "
             "/learning on server."

@@ -126,16 +126,18 @@ async def test_the_running_app_deletes_expired_messages_at_start_up_and_says_so_
             "messages", [old.id, young.job.message_id]
         )
         facts = await app.store.facts.about([chat.account.id], chat.room.world_id)
-        stats = await Commands(app.runtime).run(
-            "stats",
-            Request(
-                platform="test",
-                account_id=chat.account.id,
-                world_id=chat.room.world_id,
-                room_id=chat.room.id,
-                is_admin=True,
-            ),
-        )
+        stats = (
+            await Commands(app.runtime).run(
+                "stats",
+                Request(
+                    platform="test",
+                    account_id=chat.account.id,
+                    world_id=chat.room.world_id,
+                    room_id=chat.room.id,
+                    is_admin=True,
+                ),
+            )
+        ).text
 
     assert "I lived in Lisbon back then" not in texts and "I live in Porto now" in texts
     assert vectors == {young.job.message_id}
