@@ -222,6 +222,5 @@ async def test_learning_off_in_a_room_or_a_server_stops_keeping_for_everyone_the
         await tom.say("Pickle is three")
         await tom.settle()
         assert "Pickle is three" in await everything_stored(app)
-        assert (await commands.run("learning", request(sarah, "sideways", admin=True))).startswith(
-            "Usage"
-        )
+        sideways = await commands.run("learning", request(sarah, "sideways", admin=True))
+        assert sideways.text.startswith("Usage")
