@@ -46,8 +46,8 @@ PAGE_SIZE = 10
 RECENT_FOR_LEARNING = 10
 STILL_LEARNING = "(still learning from the latest messages)"
 FORGET_ME_PROMPT = (
-    "This deletes everything I learned about you here and every message of yours I kept "
-    "here. It cannot be undone."
+    "This deletes everything I learned about you here, your messages and my replies to them, "
+    "and what my plugins keep about you here. It cannot be undone."
 )
 FORGOTTEN = "Done: I forgot"
 CONFIRM_BY_TEXT = 'send the same command with "yes" at the end'

@@ -76,7 +76,7 @@ async def test_forgetme_leaves_nothing_of_the_person_in_any_collection_or_vector
         in_dm = TestChat(runtime, name="user4711", chat="dm-4711")
         for text in PRIYA_SAID:
             await priya.say(text)
-        await tom.say("Mnemo, I live in Lisbon and I work as a beekeeper.")
+        toms = await tom.say("Mnemo, I live in Lisbon and I work as a beekeeper.")
         await in_dm.say("I collect stamps from Mongolia.")
         commands = Commands(runtime, learn_wait=30)
         # Learn from everything said (as a quiet room or a /me would).
@@ -95,6 +95,7 @@ async def test_forgetme_leaves_nothing_of_the_person_in_any_collection_or_vector
         after = await everything_in_mongodb(app)
         vectors, metadatas = everything_in_chroma(tmp_path)
         tom_facts = await app.store.facts.history(tom.account.id, tom.room.world_id)
+        to_tom = await app.store.memories.get_many([r.id for r in toms.replies])
         accounts = await app.store.accounts.get_many([priya.account.id])
         dm_after = await app.store.memories.count_in_world(in_dm.room.world_id)
         dm_facts_after = await app.store.facts.history(priya.account.id, in_dm.room.world_id)
@@ -127,6 +128,7 @@ async def test_forgetme_leaves_nothing_of_the_person_in_any_collection_or_vector
     # Tom's words, facts and the bot's replies to him stay.
     assert all(word in after for word in TOMS)
     assert any("Lisbon" in fact.text for fact in tom_facts)
+    assert toms.replies and len(to_tom) == len(toms.replies)
     # Her DM is another world: its messages and facts stay, and so does her account
     # (without the name she told in the group).
     assert "mongolia" in after

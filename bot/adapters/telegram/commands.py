@@ -36,15 +36,21 @@ from bot.adapters.telegram.convert import (
     room_of,
     text_mention,
 )
-from bot.commands import Answer, Commands, Request, admin_accounts, command_parts
+from bot.commands import (
+    FORGET_ME_PROMPT,
+    Answer,
+    Commands,
+    Request,
+    admin_accounts,
+    command_parts,
+)
 from bot.config import PlatformSettings
 from bot.models import account_id
 
 log = logging.getLogger(__name__)
 
-FORGET_PROMPT = (
-    "This deletes everything I learned about you in this chat and your messages here. Sure?"
-)
+# The layer's words, as on every surface; the buttons (or "/forgetme yes") confirm.
+FORGET_PROMPT = f"{FORGET_ME_PROMPT} Sure?"
 FORGET_DATA = re.compile(r"^forgetme:(yes|no):(-?\d+)$")
 SENT_PRIVATELY = "I sent it to you in a private message."
 START_A_CHAT = (
