@@ -90,8 +90,8 @@ async def test_export_writes_everything_forgetme_would_remove_to_a_private_file(
     for (collection, key), document in removed.items():
         if collection in ("memories", "facts", "accounts"):
             assert key in text, f"{collection} {key} was stored but not exported"
-        if collection == "goals":
+        if collection == "plugin_goals_goals":
             assert document["name"] in text
-    assert {c for c, _ in removed} >= {"memories", "facts", "goals", "accounts"}
+    assert {c for c, _ in removed} >= {"memories", "facts", "plugin_goals_goals", "accounts"}
     assert "Done: I forgot" in second.getvalue()
     assert "I haven't learned anything about you here yet." in second.getvalue()

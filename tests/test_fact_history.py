@@ -51,7 +51,7 @@ async def test_history_shows_each_change_in_order_and_only_admins_see_others(
                 is_admin=admin,
                 args=args,
             )
-            return await commands.run("facts", request)
+            return (await commands.run("facts", request)).text
 
         own = await run(sarah, "history", admin=False)
         other = await run(tom, "history Sarah", admin=False)

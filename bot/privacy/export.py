@@ -4,7 +4,7 @@ there, as one JSON document (the right of access), the mirror of `forgetting.py`
 The envelope is a pydantic model (`PersonalData`), so its shape is documented and checked:
 their account, the messages they wrote and the bot's replies to them, the facts about them
 with their history (closed versions too), the evaluations still waiting on their messages,
-and every plugin's `export` hook (goals, ...) under the plugin's name.
+and what every plugin's `export` hook returns, under the plugin's name.
 """
 
 from __future__ import annotations
