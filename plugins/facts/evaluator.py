@@ -44,6 +44,7 @@ from .claims import (
     parse_claims,
     told_name,
 )
+from .copies import COPIED_EXAMPLE, copies_an_example, example_claims
 from .prompts import EXAMPLES, FACTS_TEMPLATE, TEMPLATE_NAME, render_examples
 from .settings import FactsSettings
 
@@ -94,6 +95,9 @@ FACTS_ANSWER = JsonAnswer(
 UNREADABLE = "unreadable answer"
 MALFORMED = "malformed claim"
 UNKNOWN_FACT = "unknown fact id"
+# What the examples' claims say without their people: a claim saying the same about a real
+# person, unsupported by what was said, is a copy.
+EXAMPLE_CLAIMS = example_claims(EXAMPLES)
 # Room for about a dozen claims with their fields.
 FACTS_ANSWER_TOKENS = 1200
 
@@ -192,7 +196,7 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
         return []
     if parsed.malformed:
         ctx.model.reject(MALFORMED, raw, count=parsed.malformed)
-    claims = parsed.claims
+    claims = _not_copied(ctx, parsed.claims, state, users, raw)
     people = People(
         agent_id=ctx.agent.id,
         agent_names=ctx.agent.names,
@@ -236,6 +240,27 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
         len(stored),
     )
     return stored
+
+
+def _not_copied(
+    ctx: Context, claims: Sequence[Claim], state: State, users: Sequence[Memory], raw: str
+) -> list[Claim]:
+    """The claims that are not the prompt's examples put on a real person (counted)."""
+    names = [account.name for account in state.actors.values()]
+    said = [m.content.text for m in users]
+    kept = [
+        claim
+        for claim in claims
+        if not copies_an_example(claim.claim, [*names, claim.subject or ""], said, EXAMPLE_CLAIMS)
+    ]
+    if len(kept) < len(claims):
+        ctx.model.reject(COPIED_EXAMPLE, raw, count=len(claims) - len(kept))
+        log.warning(
+            "room %s: ignored %d claim(s) copied from the prompt's examples",
+            ctx.message.room_id,
+            len(claims) - len(kept),
+        )
+    return kept
 
 
 @dataclass
