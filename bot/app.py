@@ -28,6 +28,7 @@ from bot.ops.events import NO_EVENTS
 from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer
+from bot.outage import Outage
 from bot.plugins import Registry, discover
 from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
@@ -38,6 +39,7 @@ from bot.scheduler import build_scheduler
 from bot.storage.embedded import EmbeddedMongo
 from bot.storage.embedder_factory import make_embedder
 from bot.storage.embeddings import Embedder
+from bot.storage.journal import Journal
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 from bot.storage.reindex import Missing, heal_in_background
@@ -120,7 +122,11 @@ async def open_app(
             uri = server.uri
         else:
             uri = settings.storage.mongodb_uri.get_secret_value()  # type: ignore[union-attr]
-        store = MongoStore.from_uri(uri, settings.storage.mongodb_database)
+        store = MongoStore.from_uri(
+            uri,
+            settings.storage.mongodb_database,
+            server_selection_timeout_ms=int(settings.storage.mongodb_timeout_seconds * 1000),
+        )
         stack.push_async_callback(store.close)
         await store.ping()
         await store.ensure_indexes()
@@ -137,9 +143,16 @@ async def open_app(
         model = model or make_model(settings.model, ledger, registry.offline_answers())
         stack.push_async_callback(model.close)
         knowledge = Knowledge(store, vectors, embedder)
+        faults = faults or FaultHook.from_environment()
+        journal = Journal.in_folder(
+            data_dir, max_bytes=int(settings.storage.journal_max_mb * 1_000_000)
+        )
+        outage = Outage(journal, ping=store.ping, faults=faults)
         metrics = None
         if settings.ops.metrics_port is not None:
-            metrics = Metrics(ledger, settings.ops.model_prices, dependencies_of(store, vectors))
+            metrics = Metrics(
+                ledger, settings.ops.model_prices, dependencies_of(store, vectors, journal)
+            )
         privacy = PrivacyPolicy(
             consent=ConsentStore(store.db),
             retention=Retention(settings.privacy.retention_days),
@@ -165,12 +178,14 @@ async def open_app(
                 max_attempts=settings.runtime.evaluation_max_attempts,
                 base_delay=settings.runtime.evaluation_retry_seconds,
             ),
-            faults=faults or FaultHook.from_environment(),
+            faults=faults,
             privacy=privacy,
+            outage=outage,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
         stack.push_async_callback(runtime.stop)
+        stack.push_async_callback(outage.stop)  # first: no replay while the runtime stops
         healing = heal_in_background(store, vectors, embedder, agent_id=runtime.agent_id)
         stack.push_async_callback(_cancel, healing)
         scheduler = build_scheduler(

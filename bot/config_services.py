@@ -61,6 +61,14 @@ class StorageSettings(SettingsGroup):
     # No URI starts the bundled server; a URI may carry a password, hence SecretStr.
     mongodb_uri: SecretStr | None = Field(None, validation_alias=env("MONGODB_URI"))
     mongodb_database: str = Field("mnemo", validation_alias=env("MNEMO_MONGODB_DATABASE"))
+    # How long a database call waits for a reachable server before it fails: the first message
+    # of an outage waits this long before it is journaled (later ones are journaled at once).
+    mongodb_timeout_seconds: float = Field(
+        5.0, gt=0, le=120, validation_alias=env("MNEMO_MONGODB_TIMEOUT_SECONDS")
+    )
+    # The bound of the outage journal (messages kept on disk while MongoDB is unreachable);
+    # when it is full, new messages are refused with a reply saying so.
+    journal_max_mb: float = Field(50.0, gt=0, validation_alias=env("MNEMO_JOURNAL_MAX_MB"))
 
     @field_validator("mongodb_uri")
     @classmethod

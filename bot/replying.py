@@ -11,6 +11,8 @@ import logging
 import time
 from datetime import timedelta
 
+from pymongo.errors import ConnectionFailure
+
 from bot.composing import StateComposer
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
@@ -122,7 +124,7 @@ class Replier:
             if not content.text.strip():
                 return
             await send(content)
-            sent = True
+            sent = result.responded = True  # known even if storing it fails below
             if not store or not keep:
                 return
             reply = Memory(
@@ -137,9 +139,14 @@ class Replier:
                     utcnow(), memory.created_at + timedelta(milliseconds=1 + len(replies))
                 ),
             )
-            position = await self.store.memories.insert(reply)
+            replies.append(reply)  # before storing: a later part never reuses this id
+            try:
+                position = await self.store.memories.insert(reply)
+            except ConnectionFailure:
+                # Sent, not stored: the outage journal keeps it, stored when the database is back.
+                result.unstored.append(reply)
+                raise
             result.position = max(result.position, position or 0)
-            replies.append(reply)
 
         action = await self._chosen_action(draft, memory, state, say) if keep else None
         if action is None or not action.suppress_initial_message:

@@ -24,10 +24,12 @@ from bot.composing import StateComposer
 from bot.evaluating import EvaluationRunner
 from bot.evaluation import EvaluationQueue, RetryPolicy
 from bot.faults import FaultHook
+from bot.kept_intake import KeptIntake
 from bot.llm.base import LanguageModel
 from bot.llm.usage import UsageLedger
 from bot.models import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
 from bot.ops.events import NO_EVENTS, RuntimeEvents
+from bot.outage import Outage
 from bot.plugin_api import Agent
 from bot.plugin_host import PluginHost
 from bot.plugins import Registry
@@ -75,6 +77,7 @@ class AgentRuntime:
         retry: RetryPolicy | None = None,
         faults: FaultHook | None = None,
         privacy: PrivacyPolicy | None = None,
+        outage: Outage | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.character = character
@@ -145,6 +148,7 @@ class AgentRuntime:
             faults=self._faults,
         )
         self.profiles = KnownProfiles(store)
+        self.kept = KeptIntake(self, outage)  # MongoDB unreachable: a journal (kept_intake.py)
         self._prefetches: set[asyncio.Task[Any]] = set()
 
     @property
@@ -163,6 +167,7 @@ class AgentRuntime:
     async def start(self) -> None:
         """Set the plugins up (each keeps what its setup returns), then resume evaluations."""
         await self.plugins.setup()
+        await self.kept.start()  # messages an earlier run journaled go in first, in order
         await self._recover_intake()
         await self.evaluations.recover()
 
@@ -193,27 +198,30 @@ class AgentRuntime:
         whether a reply was sent. A job still in intake after a crash is finished by
         `start()` / `answer_unanswered()`, or by the platform redelivering the message.
         """
-        arrived = time.perf_counter()
-        # Consent first, before anything of the message is kept (the job holds a copy, the
-        # prefetch caches its text). Not kept: the notice when due, a reply when addressed
-        # (as anyone gets; neither stored, no action), no evaluation.
-        admission = await self.privacy.admit(memory)
-        if not admission.learn:
-            if admission.notice is not None:
-                await send(Content(text=admission.notice))
-            room = room or await self.store.rooms.get(memory.room_id)
-            unkept = HandleResult(stored=False)
-            if self.should_respond(memory, room) and not admission.repeat:
-                await self.replier.answer(memory, send, typing, unkept, room, keep=False)
-            return unkept
-        self._prefetch_embedding(memory)
-        await self.profiles.note([] if account is None else [account], room)
-        job, created = await self.evaluations.open_intake(memory)
-        if not created and (job.status != "intake" or memory.id in self._in_intake):
-            log.debug("message %s already handled", memory.id)
-            return HandleResult(stored=False)
-        self._faults.reached("handle:job-written")
-        return await self._take_in(job, memory, send, typing, room, arrived)
+
+        async def intake(result: HandleResult) -> HandleResult:
+            arrived = time.perf_counter()
+            # Consent first, before anything of the message is kept (the job holds a copy, the
+            # prefetch caches its text). Not kept: the notice when due, a reply when addressed
+            # (as anyone gets; neither stored, no action), no evaluation.
+            admission = await self.privacy.admit(memory)
+            if not admission.learn:
+                if admission.notice is not None:
+                    await send(Content(text=admission.notice))
+                where = room or await self.store.rooms.get(memory.room_id)
+                if self.should_respond(memory, where) and not admission.repeat:
+                    await self.replier.answer(memory, send, typing, result, where, keep=False)
+                return result
+            self._prefetch_embedding(memory)
+            await self.profiles.note([] if account is None else [account], room)
+            job, created = await self.evaluations.open_intake(memory)
+            if not created and (job.status != "intake" or memory.id in self._in_intake):
+                log.debug("message %s already handled", memory.id)
+                return result
+            self._faults.reached("handle:job-written")
+            return await self._take_in(job, memory, send, typing, room, arrived, result)
+
+        return await self.kept.handle(memory, account, room, send, intake)
 
     async def _take_in(
         self,
@@ -223,14 +231,16 @@ class AgentRuntime:
         typing: Typing,
         room: Room | None,
         arrived: float | None = None,
+        result: HandleResult | None = None,
     ) -> HandleResult:
-        """Steps 2-4 of `handle()`; also finishes a job a crash left in intake. `send` None:
-        no way to reach the room (yet), so the message is only learned from."""
+        """Steps 2-4 of `handle()`, filling `result`; also finishes a job a crash left in intake.
+        `send` None: no way to reach the room (yet), so the message is only learned from."""
         self._in_intake.add(memory.id)
+        result = result or HandleResult(stored=False)
         try:
             position = await self.store.memories.insert(memory)
             self._faults.reached("handle:message-stored")
-            result = HandleResult(stored=position is not None, position=position or 0, job=job)
+            result.stored, result.position, result.job = position is not None, position or 0, job
             if position is None:
                 # Stored by an earlier attempt that died before releasing the job (or, before
                 # jobs were written first, a message whose job was never written).
@@ -330,7 +340,7 @@ class AgentRuntime:
         """Keep the profiles an adapter saw outside a message's intake: the people a message
         mentions (so prompts and /facts can name them) and whoever calls a command. Adapters
         call this instead of writing accounts and rooms themselves; only changes are written."""
-        await self.profiles.note(accounts, room)
+        await self.kept.note_profiles(accounts, room)
 
     def should_respond(self, memory: Memory, room: Room | None) -> bool:
         """DMs always; in groups only when mentioned, replied to, or called by name."""

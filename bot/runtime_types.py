@@ -43,6 +43,10 @@ class HandleResult:
     # The room's message count once this message and its replies are stored (elizaOS
     # evaluates after storing the reply, and its cadence counts both).
     position: int = 0
+    # MongoDB was unreachable: the message waits in the outage journal (bot/outage.py).
+    journaled: bool = False
+    # Replies sent whose storing failed because MongoDB went away (journaled with the message).
+    unstored: list[Memory] = field(default_factory=list)
 
 
 def no_typing() -> AbstractAsyncContextManager[Any]:

@@ -97,6 +97,8 @@ CASES = [
     ),
     ("MNEMO_TELEGRAM_GROUP_ADMINS", "true", ("platforms", "telegram_group_admins"), True),
     ("MNEMO_DISCORD_GLOBAL_SYNC", "1", ("platforms", "discord_global_sync"), True),
+    ("MNEMO_MONGODB_TIMEOUT_SECONDS", "1.5", ("storage", "mongodb_timeout_seconds"), 1.5),
+    ("MNEMO_JOURNAL_MAX_MB", "0.5", ("storage", "journal_max_mb"), 0.5),
     ("MNEMO_RATE_LIMIT_PER_MINUTE", "0", ("platforms", "rate_limit_per_minute"), 0),
     (
         "MNEMO_CHARACTER",

@@ -190,3 +190,24 @@ async def test_retried_and_dead_jobs_show_on_the_page(tmp_path: Path, model_dir:
     assert page[("mnemo_evaluation_jobs", (("status", "retrying"),))] == 0
     assert page[("mnemo_evaluation_jobs_retried", ())] == 2
     assert page[("mnemo_evaluation_queue_depth", ())] == 0
+
+
+async def test_queue_depth_counts_jobs_awaiting_their_reply_and_retrying(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    async with open_test_app(tmp_path, metrics_port=0) as app:
+        assert app.metrics_server is not None
+        chat = TestChat(app.runtime)
+        # A message taken in whose reply is not settled (a crash mid-reply), and a job whose
+        # attempt failed and waits for its retry: neither is finished work.
+        await app.runtime.evaluations.open_intake(chat.message("awaiting its reply"))
+        retrying = await app.runtime.evaluations.enqueue(
+            chat.message("failed once"), did_respond=True
+        )
+        await app.runtime.evaluations.stop(grace=0)  # nobody claims it meanwhile
+        await app.store.jobs.fail(retrying.id, error="model down", retry_at_ms=2**52)
+        page = samples((await get(f"{app.metrics_server.url}/metrics"))[1])
+    assert page[("mnemo_evaluation_jobs", (("status", "intake"),))] == 1
+    assert page[("mnemo_evaluation_jobs", (("status", "retrying"),))] == 1
+    assert page[("mnemo_evaluation_queue_depth", ())] == 2
+    assert page[("mnemo_journal_messages", ())] == 0

@@ -238,7 +238,8 @@ class ConsoleChat:
 
         # One room, one line at a time: the lane keeps the console's shape the others' shape.
         await asyncio.wait([self._lanes.submit(self.room.id, handle)])
-        await self._use_told_name()
+        if not self._database_away():
+            await self._use_told_name()
 
     async def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
@@ -254,7 +255,7 @@ class ConsoleChat:
             args=args,
         )
         info = self.commands.find(name)
-        if info is not None and info.slow:
+        if info is not None and info.slow and not self._database_away():
             # Learning may find their name: shown in the answer already. (The command's own
             # wait for learning then finds the same job done.)
             await self.commands.learned(self.room.id)
@@ -300,8 +301,18 @@ class ConsoleChat:
                     await self.runtime.note_profiles([self.account])
                 return
 
+    def _database_away(self) -> bool:
+        """MongoDB unreachable: messages wait in the outage journal, and what needs the
+        database besides (learning before an answer, the name the person told) is skipped
+        rather than ending the chat."""
+        outage = self.runtime.kept.outage
+        return outage is not None and outage.waiting
+
     async def finish(self) -> None:
         """Learn from what was said before leaving, so nothing waits for the idle flush."""
+        if self._database_away():
+            log.warning("leaving while MongoDB is unreachable: the journal is replayed next start")
+            return
         if self._last is not None:
             await self.runtime.flush_room(self._last, timeout=self.learn_timeout)
         if not await self.runtime.evaluations.join(self.room.id, self.learn_timeout):

@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 
 from bot.llm.usage import ModelCall, UsageLedger
 from bot.models import JobStatus
+from bot.storage.journal import Journal
 from bot.storage.mongo import MongoStore
 from bot.storage.vectors import VectorIndex
 
@@ -47,6 +48,9 @@ class Dependencies:
     chroma: Callable[[], Awaitable[Any]]
     # {status: number of jobs}, and how many jobs were handed out more than once.
     job_counts: Callable[[], Awaitable[tuple[dict[str, int], int]]]
+    # Messages and bytes waiting in the outage journal (a local file: readable while the
+    # database is down, which is when it matters).
+    journal: Callable[[], tuple[int, int]] = lambda: (0, 0)
 
 
 class _LedgerCollector(Collector):
@@ -144,7 +148,18 @@ class Metrics:
         )
         self.queue_depth = Gauge(
             "mnemo_evaluation_queue_depth",
-            "Evaluation jobs not finished: intake, pending, running, retrying",
+            "Evaluation jobs not finished: intake (awaiting their reply), pending, running, "
+            "retrying",
+            registry=self.registry,
+        )
+        self.journal_messages = Gauge(
+            "mnemo_journal_messages",
+            "Messages kept in the local journal while MongoDB was unreachable, not yet replayed",
+            registry=self.registry,
+        )
+        self.journal_bytes = Gauge(
+            "mnemo_journal_bytes",
+            "Size of the local outage journal (bounded by MNEMO_JOURNAL_MAX_MB)",
             registry=self.registry,
         )
         self.retried = Gauge(
@@ -180,6 +195,9 @@ class Metrics:
 
     async def refresh(self) -> None:
         """Bring the looked-up gauges up to date before a scrape."""
+        messages, size = self._dependencies.journal()
+        self.journal_messages.set(messages)
+        self.journal_bytes.set(size)
         health = await self.health()
         if not health["mongodb"]:
             return  # the queue gauges keep their last values; mnemo_dependency_up says why
@@ -207,7 +225,9 @@ async def _answers(probe: Callable[[], Awaitable[Any]]) -> bool:
     return True
 
 
-def dependencies_of(store: MongoStore, vectors: VectorIndex) -> Dependencies:
+def dependencies_of(
+    store: MongoStore, vectors: VectorIndex, journal: Journal | None = None
+) -> Dependencies:
     async def job_counts() -> tuple[dict[str, int], int]:
         # The queue's own count of every status it has (retrying and dead included).
         counts = await store.jobs.counts()
@@ -217,4 +237,7 @@ def dependencies_of(store: MongoStore, vectors: VectorIndex) -> Dependencies:
     async def chroma() -> int:
         return await vectors.count("facts")
 
-    return Dependencies(mongodb=store.ping, chroma=chroma, job_counts=job_counts)
+    def journaled() -> tuple[int, int]:
+        return (len(journal), journal.size_bytes) if journal is not None else (0, 0)
+
+    return Dependencies(mongodb=store.ping, chroma=chroma, job_counts=job_counts, journal=journaled)

@@ -124,6 +124,18 @@ class Journal:
         with self._lock:
             return self._read()
 
+    def set_aside(self, record: JournalRecord) -> Path:
+        """Copy a record that cannot be taken in to `<name>.failed` for the operator (the
+        replay then drops it from the journal, so it cannot hold up the ones behind it)."""
+        aside = self.path.with_name(self.path.name + ".failed")
+        with self._lock:
+            descriptor = os.open(aside, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(descriptor, "ab") as file:
+                file.write((record.model_dump_json() + "\n").encode("utf-8"))
+                file.flush()
+                os.fsync(file.fileno())
+        return aside
+
     def drop_through(self, seq: int) -> None:
         """Remove the records up to and including `seq` (they are in MongoDB now). Records
         appended meanwhile stay. The file is replaced atomically; emptied, it is removed."""

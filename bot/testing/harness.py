@@ -10,6 +10,7 @@ Plugin authors use this to test an evaluator the way it runs.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -63,6 +64,9 @@ def test_settings(
     evaluation_retry_seconds: float = 5.0,
     answer_window_minutes: float = 5.0,
     evaluator_timeout: float = 30.0,
+    mongodb_timeout_seconds: float = 5.0,
+    journal_max_mb: float = 50.0,
+    metrics_port: int | None = None,
 ) -> Settings:
     """Settings for a test: everything under `data_dir`, nothing read from the environment
     except MNEMO_TEST_MONGODB_URI / MNEMO_TEST_MODEL_DIR as defaults."""
@@ -70,7 +74,7 @@ def test_settings(
     folder = model_dir or (
         Path(os.environ["MNEMO_TEST_MODEL_DIR"]) if os.environ.get("MNEMO_TEST_MODEL_DIR") else None
     )
-    return Settings(
+    settings = Settings(
         model=ModelSettings.model_construct(
             openai_api_key=None,
             openai_base_url=None,
@@ -86,6 +90,8 @@ def test_settings(
             chroma_host=None,
             chroma_port=8000,
             data_dir=data_dir,
+            mongodb_timeout_seconds=mongodb_timeout_seconds,
+            journal_max_mb=journal_max_mb,
         ),
         platforms=PlatformSettings.model_construct(
             discord_token=None,
@@ -105,6 +111,12 @@ def test_settings(
             disabled_plugins=[],
             log_level="INFO",
         ),
+    )
+    if metrics_port is None:
+        return settings
+    # 0: a free port, so a test can scrape /metrics.
+    return dataclasses.replace(
+        settings, ops=settings.ops.model_copy(update={"metrics_port": metrics_port})
     )
 
 

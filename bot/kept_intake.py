@@ -1,0 +1,162 @@
+"""The intake's half of an outage: `handle()` with the journal around it, and taking in, once
+the database is back, what the journal kept (bot/outage.py replays it in order through this).
+
+Kept apart from the runtime, which owns the intake itself and hands itself in as an
+`IntakeOwner`. Consent is checked when a kept message is taken in: while the database is away
+it cannot be, so an opted-out person's message waits in the journal and is dropped on replay.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol
+
+from pymongo.errors import ConnectionFailure
+
+from bot.evaluation import EvaluationQueue
+from bot.models import Account, EvaluationJob, Memory, Room
+from bot.ops.events import RuntimeEvents
+from bot.outage import Outage
+from bot.privacy.policy import PrivacyPolicy
+from bot.profiles import KnownProfiles
+from bot.runtime_types import HandleResult, Send, Typing, no_typing
+from bot.storage.journal import JournalEntry
+from bot.storage.mongo import MongoStore
+
+log = logging.getLogger(__name__)
+
+Handle = Callable[[HandleResult], Awaitable[HandleResult]]
+
+
+class IntakeOwner(Protocol):
+    """What of the runtime a kept message's intake uses (the runtime itself)."""
+
+    store: MongoStore
+    profiles: KnownProfiles
+    evaluations: EvaluationQueue
+    events: RuntimeEvents
+    privacy: PrivacyPolicy
+    _in_intake: set[str]
+
+    def young(self, memory: Memory) -> bool: ...
+
+    async def _take_in(
+        self,
+        job: EvaluationJob,
+        memory: Memory,
+        send: Send | None,
+        typing: Typing,
+        room: Room | None,
+        arrived: float | None = None,
+        result: HandleResult | None = None,
+    ) -> HandleResult: ...
+
+
+class KeptIntake:
+    def __init__(self, owner: IntakeOwner, outage: Outage | None) -> None:
+        self.owner = owner
+        self.outage = outage
+        # While the runtime starts, a kept message is only written as an intake job: start-up's
+        # recovery then answers it if young (through its platform's adapter) and learns from it.
+        self.starting = False
+
+    async def handle(
+        self,
+        memory: Memory,
+        account: Account | None,
+        room: Room | None,
+        send: Send,
+        handle: Handle,
+    ) -> HandleResult:
+        """`handle(result)`, unless the database is away: then the message is journaled."""
+        if self.outage is None:
+            return await handle(HandleResult(stored=False))
+        if self.outage.waiting:
+            # The database is away, or kept messages wait for it: this one goes behind them.
+            return await self._keep(JournalEntry(memory=memory, account=account, room=room), send)
+        result = HandleResult(stored=False)
+        try:
+            return await handle(result)
+        except ConnectionFailure as error:
+            self.outage.went_down(error)
+            entry = JournalEntry(
+                memory=memory,
+                account=account,
+                room=room,
+                replies=result.unstored,
+                responded=result.responded,
+            )
+            return await self._keep(entry, send)
+
+    async def _keep(self, entry: JournalEntry, send: Send) -> HandleResult:
+        assert self.outage is not None
+        kept = await self.outage.keep(entry, send)
+        return HandleResult(stored=False, responded=entry.responded, journaled=kept)
+
+    async def note_profiles(self, accounts: Iterable[Account], room: Room | None) -> None:
+        """The runtime's `note_profiles`: skipped while the database is away (the message is
+        journaled with its sender and room; a mentioned person is written when next seen)."""
+        if self.outage is None:
+            await self.owner.profiles.note(accounts, room)
+            return
+        if self.outage.waiting:
+            return
+        try:
+            await self.owner.profiles.note(accounts, room)
+        except ConnectionFailure as error:
+            self.outage.went_down(error)
+
+    async def start(self) -> None:
+        """At start-up: what an earlier run journaled goes in first, in order."""
+        if self.outage is None:
+            return
+        self.outage.bind(self, resume=self.resume_evaluations)
+        self.starting = True
+        try:
+            await self.outage.replay()
+        except Exception:
+            # Never a reason not to start: the rest waits in the journal (new messages behind
+            # it) and the background replay retries, setting aside a record that keeps failing.
+            log.exception("replaying the journal at start-up failed; retrying in the background")
+            self.outage.replay_later()
+        finally:
+            self.starting = False
+
+    async def resume_evaluations(self) -> None:
+        """Once the database is back: a room's evaluation worker that hit the dead database
+        stopped, so every room with runnable jobs is woken (claims are atomic: safe to repeat)."""
+        for room_id in await self.owner.evaluations.jobs.rooms_with_runnable():
+            self.owner.evaluations.wake(room_id)
+
+    async def __call__(self, entry: JournalEntry, send: Send | None) -> None:
+        """Take in one kept message, as `handle()` would have. Stable ids make it safe to
+        repeat: a replay after a crash mid-replay stores nothing twice, answers nothing twice."""
+        memory, owner = entry.memory, self.owner
+        if not (await owner.privacy.admit(memory)).learn:
+            return  # opted out (or learning off there): not kept, as at the door
+        await owner.profiles.note([] if entry.account is None else [entry.account], entry.room)
+        job, created = await owner.evaluations.open_intake(memory)
+        if not created and (job.status != "intake" or memory.id in owner._in_intake):
+            return  # taken in already
+        if entry.responded:  # answered before the database went away: store what was sent
+            position = await owner.store.memories.insert(memory)
+            if position is not None:
+                owner.events.message_received()
+            for reply in entry.replies:
+                position = await owner.store.memories.insert(reply) or position
+            await owner.evaluations.release(job, did_respond=True, position=position)
+            return
+        if send is None and self.starting:
+            return
+        result = HandleResult(stored=False)
+        answer = send if send is not None and owner.young(memory) else None
+        try:
+            await owner._take_in(job, memory, answer, no_typing, entry.room, None, result)
+        except ConnectionFailure:
+            if not result.responded:
+                raise  # nothing sent: the record stays and is replayed again
+            # Answered, then the database went away again: keep what was sent instead.
+            answered = entry.model_copy(update={"replies": result.unstored, "responded": True})
+            assert self.outage is not None
+            await self.outage.keep(answered, None)

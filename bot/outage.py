@@ -1,0 +1,212 @@
+"""While MongoDB is unreachable: incoming messages wait in the local journal, each room is told
+once that the bot is having trouble remembering, and the journal is replayed in order once the
+database answers again.
+
+The bot does not answer in full without the database: a reply is composed from the room's
+recent messages and what it knows about the person (facts, goals), all in MongoDB, and could
+not be stored. Answering without them would be answering as a stranger, so it says so, once
+per room per outage, and answers the kept messages when the database is back (if they are
+still young, as after a crash; older ones are only learned from).
+
+An outage starts when a write or read of the intake fails for connectivity (PyMongo's
+`ConnectionFailure`: `ServerSelectionTimeoutError`, `AutoReconnect`, `NetworkTimeout`). From
+then on, and until the journal is empty again, every incoming message goes to the journal
+without touching the database: the person does not wait for a time-out per message, and
+messages that come in during the replay stay behind the ones kept before them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+
+from pymongo.errors import ConnectionFailure
+
+from bot.faults import FaultHook
+from bot.models import Content
+from bot.storage.journal import Journal, JournalEntry, JournalFull, JournalRecord
+from bot.storage.mongo import StorageUnavailable
+
+log = logging.getLogger(__name__)
+
+TROUBLE_REPLY = (
+    "I'm having trouble remembering right now. I've kept your message and will come back to it."
+)
+FULL_REPLY = "I can't take more messages right now, please try again later."
+
+Send = Callable[[Content], Awaitable[None]]
+# Takes one kept message in for real (the runtime's intake); raises ConnectionFailure when the
+# database went away again, and the record then stays for the next attempt.
+ReplayOne = Callable[[JournalEntry, Send | None], Awaitable[None]]
+Ping = Callable[[], Awaitable[object]]
+# After the replay: wake what the outage stopped (evaluation workers that hit the dead database).
+Resume = Callable[[], Awaitable[object]]
+# A kept message whose intake fails this often for another reason than connectivity is set
+# aside (`journal.jsonl.failed`), so one bad record cannot hold up every message behind it.
+MAX_REPLAY_FAILURES = 3
+
+
+def unreachable(error: BaseException) -> bool:
+    """Whether an error means the database cannot be reached (not that it refused a write)."""
+    return isinstance(error, ConnectionFailure | StorageUnavailable)
+
+
+class Outage:
+    """The journal's owner: keeps messages, tells rooms, replays with back-off."""
+
+    def __init__(
+        self,
+        journal: Journal,
+        *,
+        ping: Ping,
+        faults: FaultHook | None = None,
+        first_delay: float = 0.5,
+        max_delay: float = 30.0,
+    ) -> None:
+        self.journal = journal
+        self._ping = ping
+        self._faults = faults or FaultHook()
+        self._first_delay = first_delay
+        self._max_delay = max_delay
+        self._replay_one: ReplayOne | None = None
+        self._resume: Resume | None = None
+        self._failures: dict[int, int] = {}  # replay failures by record (not connectivity)
+        self.down = False
+        self.replayed = 0
+        self.refused = 0
+        self._told: set[str] = set()  # rooms told about this outage
+        self._full_logged = False
+        # How to reach the person behind a kept message, while this process lives.
+        self._sends: dict[str, Send] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def bind(self, replay_one: ReplayOne, resume: Resume | None = None) -> None:
+        self._replay_one = replay_one
+        self._resume = resume
+
+    @property
+    def waiting(self) -> bool:
+        """Incoming messages go to the journal: the database is down, or kept messages wait."""
+        return self.down or len(self.journal) > 0
+
+    def went_down(self, error: BaseException) -> None:
+        if not self.down:
+            reason = str(error).split(", Timeout:", 1)[0].splitlines()[0]
+            log.error(
+                "MongoDB is unreachable (%s: %s); keeping incoming messages in %s",
+                type(error).__name__,
+                reason,
+                self.journal.path,
+            )
+        self.down = True
+        self._ensure_replaying()
+
+    async def keep(self, entry: JournalEntry, send: Send | None) -> bool:
+        """Journal one message (fsynced); tell its room once per outage, or that the journal is
+        full. Returns whether it was kept."""
+        try:
+            await asyncio.to_thread(self.journal.append, entry)
+        except JournalFull as full:
+            self.refused += 1
+            if not self._full_logged:
+                self._full_logged = True
+                log.error("%s: refusing incoming messages until it is replayed", full)
+            if send is not None:
+                await send(Content(text=FULL_REPLY))
+            return False
+        self._full_logged = False
+        self._faults.reached("journal:appended")
+        room_id = entry.memory.room_id
+        if send is not None:
+            self._sends[entry.memory.id] = send
+            if self.down and not entry.responded and room_id not in self._told:
+                self._told.add(room_id)
+                await send(Content(text=TROUBLE_REPLY))
+        self._ensure_replaying()
+        return True
+
+    # ------------------------------------------------------------------ replay
+    async def replay(self) -> int:
+        """Take every kept message in, oldest first, until the journal is empty; each record
+        leaves the file only once it is in MongoDB. Returns how many were replayed."""
+        assert self._replay_one is not None, "bind() the intake first"
+        replayed = 0
+        while records := await asyncio.to_thread(self.journal.records):
+            last = 0
+            try:
+                for record in records:
+                    message_id = record.entry.memory.id
+                    try:
+                        await self._replay_one(record.entry, self._sends.get(message_id))
+                    except Exception as error:
+                        if unreachable(error) or not self._given_up(record, error):
+                            raise
+                    self._sends.pop(message_id, None)
+                    self._faults.reached("journal:replayed")
+                    last = record.seq
+                    replayed += 1
+            finally:
+                if last:
+                    await asyncio.to_thread(self.journal.drop_through, last)
+        self.replayed += replayed
+        return replayed
+
+    def _given_up(self, record: JournalRecord, error: Exception) -> bool:
+        """Count a failed intake of a kept message; past the limit, set it aside (True)."""
+        failures = self._failures.get(record.seq, 0) + 1
+        self._failures[record.seq] = failures
+        if failures < MAX_REPLAY_FAILURES:
+            return False
+        del self._failures[record.seq]
+        aside = self.journal.set_aside(record)
+        log.error(
+            "message %s could not be taken in from the journal (%d attempts, %s: %s); "
+            "set aside in %s",
+            record.entry.memory.id,
+            failures,
+            type(error).__name__,
+            error,
+            aside,
+        )
+        return True
+
+    def replay_later(self) -> None:
+        """Replay in the background (start-up could not: a record failed, or the database)."""
+        self._ensure_replaying()
+
+    def _ensure_replaying(self) -> None:
+        if self._replay_one is not None and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._replay_when_back(), name="journal-replay")
+
+    async def _replay_when_back(self) -> None:
+        """Poll the database with back-off; once it answers, replay until the journal is empty."""
+        delay = self._first_delay
+        while True:
+            try:
+                await self._ping()
+                self.down = False  # from here on, messages kept wait only for the replay
+                replayed = await self.replay()
+                if (replayed or self._told) and self._resume is not None:
+                    await self._resume()
+            except Exception as error:
+                if unreachable(error):
+                    self.down = True
+                else:
+                    log.exception("replaying the journal failed; trying again in %.1fs", delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self._max_delay)
+                continue
+            if self._told or replayed:
+                log.info("MongoDB is reachable again: %d kept message(s) replayed", replayed)
+            self._told.clear()
+            if not self.waiting:
+                return
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
