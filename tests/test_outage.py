@@ -233,3 +233,24 @@ async def test_a_reply_sent_as_the_database_dies_is_stored_on_replay_and_not_sen
         job = await app.store.jobs.get(job_id_for("message", message.id))
         assert job is not None and job.status == "done" and job.did_respond
         assert chat.replies == ["Got it.", "Got it."]  # not answered a second time
+
+
+async def test_a_message_kept_from_someone_who_opted_out_is_dropped_on_replay(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    model = ScriptedModel(answers={Task.REPLY: [REPLY] * 20})
+    async with open_test_app(tmp_path, model=model, mongodb_timeout_seconds=1.0) as app:
+        chat = TestChat(app.runtime)
+        await chat.say("hello")
+        await chat.settle()
+        await app.runtime.privacy.consent.opt_out(
+            user_id=chat.account.id, world_id=chat.room.world_id
+        )
+        await kill_database(app)
+        # Consent cannot be checked without the database: kept, then checked on replay.
+        assert (await chat.say("my secret is that I hate Mondays")).journaled
+        await bring_database_back(app)
+        await journal_drained(app)
+        await chat.settle()
+        assert await texts_in(app, chat) == ["hello"]
+        assert await app.store.jobs.count(room_id=chat.room.id) == 1
