@@ -3,7 +3,7 @@ once that the bot is having trouble remembering, and the journal is replayed in 
 database answers again.
 
 The bot does not answer in full without the database: a reply is composed from the room's
-recent messages and what it knows about the person (facts, goals), all in MongoDB, and could
+recent messages and what it has learned about the person, all in MongoDB, and could
 not be stored. Answering without them would be answering as a stranger, so it says so, once
 per room per outage, and answers the kept messages when the database is back (if they are
 still young, as after a crash; older ones are only learned from).
