@@ -200,6 +200,10 @@ def _outcome(
             "cancelled", seconds, f"timed out after {hung:g}s (cancelled, reached no safe point)"
         )
     error = task.exception()
+    if error is not None and not isinstance(error, Exception):
+        # SystemExit, KeyboardInterrupt and the like end the process, as they did before the
+        # handler ran in its own task: they are not an evaluator failure to retry.
+        raise error
     if error is not None:
         log.error("evaluator %s failed", name, exc_info=error)
         return HandlerOutcome("failed", seconds, f"{type(error).__name__}: {error}")
