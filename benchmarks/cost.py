@@ -37,6 +37,7 @@ from typing import Any, Literal
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
 from benchmarks.live import LiveAnswers
+from benchmarks.round_trips import RoundTrips
 from benchmarks.stats import REPO_ROOT, BenchError, ratio, summary
 from bot.app import App, open_app
 from bot.config import (
@@ -76,6 +77,9 @@ ELIZAOS: dict[str, Any] = {
 TOKEN_SHARE_GOAL = 0.40
 OVERHEAD_GOAL_MS = 15.0
 EMBEDDINGS_GOAL = 1.0
+# MongoDB round trips per message (issue 14): the reply path, and one evaluation.
+REPLY_ROUND_TRIPS_GOAL = 6
+EVALUATION_ROUND_TRIPS_GOAL = 10
 
 USER_NAME = "Sarah"
 CHARACTER = REPO_ROOT / "characters" / "mnemo.json"
@@ -384,6 +388,7 @@ class _Run:
     model: TimedModel
     server: FakeOpenAIServer
     counter: TokenCounter
+    round_trips: RoundTrips
     message_timeout: float = _MESSAGE_TIMEOUT
 
 
@@ -408,6 +413,9 @@ async def _prepare(app: App, chat: TestChat) -> None:
     )
     await app.embedder.embed(["warm-up"])
     await app.knowledge.vectors.count("messages")
+    if app.vector_healing is not None:
+        # Its start-up reads would otherwise be counted against the first message.
+        await app.vector_healing
 
 
 def _request_text(request: RecordedRequest) -> str:
@@ -442,10 +450,14 @@ async def _one_message(run: _Run, number: int, text: str) -> dict[str, Any]:
     requests_before = len(run.server.chat_requests)
     embeddings_before = app.ledger.embedding_calls
     started = time.perf_counter()
-    result = await chat.say(text)
+    with run.round_trips.measure() as reply_trips:
+        result = await chat.say(text)
     replied = time.perf_counter()
     calls_replying = len(model.calls)
-    drained = await app.runtime.evaluations.join(chat.room.id, run.message_timeout)
+    # The evaluation starts once the reply path has released its job; what it sends until the
+    # room's queue is drained is its cost (claiming the job and finding none left included).
+    with run.round_trips.measure() as evaluation_trips:
+        drained = await app.runtime.evaluations.join(chat.room.id, run.message_timeout)
     finished = time.perf_counter()
     reply_calls = model.calls[calls_before:calls_replying]
     evaluation_calls = model.calls[calls_replying:]
@@ -471,6 +483,10 @@ async def _one_message(run: _Run, number: int, text: str) -> dict[str, Any]:
         "evaluation_ms": round(evaluation_ms, 2),
         "evaluation_model_ms": round(evaluation_model_ms, 2),
         "evaluation_overhead_ms": round(evaluation_ms - evaluation_model_ms, 2),
+        "round_trips_reply": reply_trips.total,
+        "round_trips_evaluation": evaluation_trips.total,
+        "commands_reply": dict(reply_trips.commands),
+        "commands_evaluation": dict(evaluation_trips.commands),
         "evaluators_ran": list(job.ran) if job is not None else [],
         "job_status": job.status if job is not None else None,
         "drained": drained,
@@ -514,12 +530,15 @@ async def run_mode(
             if live is not None:
                 settings = _live_settings(settings, live)
             model = TimedModel(OpenAIModel(settings.model, UsageLedger()))
-            async with open_app(settings, model=model, registry=registry) as app:
+            round_trips = RoundTrips()
+            async with open_app(
+                settings, model=model, registry=registry, mongo_listeners=[round_trips]
+            ) as app:
                 try:
                     chat = TestChat(app.runtime, name=USER_NAME, chat="cost-dm", kind="dm")
                     await _prepare(app, chat)
                     app.ledger.reset()
-                    run = _Run(app, chat, model, server, counter)
+                    run = _Run(app, chat, model, server, counter, round_trips)
                     if live is not None:
                         run.message_timeout = 2 * settings.runtime.evaluator_timeout
                     rows = []
@@ -643,8 +662,32 @@ def summarise(
             "evaluation": summary([row["evaluation_model_ms"] for row in rows]),
         },
         "undrained": sum(1 for row in rows if not row["drained"]),
+        "mongodb_round_trips": round_trips(rows),
         "messages": list(rows),
     }
+
+
+def round_trips(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """MongoDB round trips per message on each path, and which commands they were. The
+    first message also writes the person's and the room's profiles, so the goals are judged
+    on the worst of the rest (a person's later messages), and the first is shown apart."""
+    later = rows[1:] or rows
+    out: dict[str, Any] = {}
+    for path in ("reply", "evaluation"):
+        commands: Counter[str] = Counter()
+        for row in later:
+            commands.update(row[f"commands_{path}"])
+        out[path] = {
+            **summary([row[f"round_trips_{path}"] for row in later]),
+            "first_message": rows[0][f"round_trips_{path}"] if rows else 0,
+            "commands_per_message": {
+                name: round(n / len(later), 2) for name, n in sorted(commands.items())
+            },
+        }
+    out["message"] = summary(
+        [row["round_trips_reply"] + row["round_trips_evaluation"] for row in later]
+    )
+    return out
 
 
 def _per(total: float, count: int, *, digits: int = 0) -> float:
@@ -754,6 +797,27 @@ def cost_goals(result: dict[str, Any]) -> list[dict[str, Any]]:
                 "0",
                 f"{facts['duplicates']} ({facts['stored']} stored, {facts['distinct']} distinct)",
                 facts["duplicates"] == 0,
+            )
+        )
+    if "llm" in modes:
+        goals.extend(round_trip_goals(modes["llm"]["mongodb_round_trips"]))
+    return goals
+
+
+def round_trip_goals(trips: dict[str, Any]) -> list[dict[str, Any]]:
+    """The round-trip goals, judged on the worst message after the first."""
+    goals = []
+    for path, label, target in (
+        ("reply", "the reply path", REPLY_ROUND_TRIPS_GOAL),
+        ("evaluation", "one evaluation", EVALUATION_ROUND_TRIPS_GOAL),
+    ):
+        found = trips[path]
+        goals.append(
+            _goal(
+                f"MongoDB round trips per message, {label} (`llm`)",
+                f"≤ {target}",
+                f"{found['max']:g} at most, {found['mean']:g} on average",
+                found["max"] <= target,
             )
         )
     return goals

@@ -161,6 +161,27 @@ def _error(name: str, part: dict[str, Any]) -> list[str]:
 # Sections
 
 
+def _round_trip_note(mode: dict[str, Any]) -> list[str]:
+    trips = mode.get("mongodb_round_trips")
+    if not trips:
+        return []
+    parts = []
+    for path in ("reply", "evaluation"):
+        found = trips[path]
+        commands = ", ".join(f"{name} {n:g}" for name, n in found["commands_per_message"].items())
+        parts.append(
+            f"{path}: {found['mean']:g} on average, {found['max']:g} at most "
+            f"({found['first_message']} for the first message) — {commands}"
+        )
+    return [
+        "² counted with PyMongo's command monitoring on the app's client (one command is one "
+        "round trip, whatever the server's speed), per message after the first; "
+        + "; ".join(parts)
+        + ".",
+        "",
+    ]
+
+
 def cost_section(part: dict[str, Any]) -> list[str]:
     modes = part["modes"]
     eliza = part["elizaos"]
@@ -194,6 +215,12 @@ def cost_section(part: dict[str, Any]) -> list[str]:
         o = mode["overhead_ms"]
         return f"{_ms(o['reply']['p50'])} + {_ms(o['evaluation']['p50'])}"
 
+    def round_trips(mode: dict[str, Any]) -> str:
+        trips = mode.get("mongodb_round_trips")
+        if not trips:
+            return "n/a"
+        return f"{trips['reply']['max']:g} + {trips['evaluation']['max']:g}"
+
     low, high = eliza["embedding_calls_per_message"]
     rows = [
         row(
@@ -223,6 +250,7 @@ def cost_section(part: dict[str, Any]) -> list[str]:
             f"about {eliza['overhead_ms_per_message'] / 1000:g} s",
             overhead,
         ),
+        row("MongoDB round trips, at most (reply + evaluation) ²", "n/a", round_trips),
     ]
     first = modes[names[0]]
     calls_by_task = ", ".join(f"{task} {n}" for task, n in first["model_calls"].items())
@@ -237,6 +265,7 @@ def cost_section(part: dict[str, Any]) -> list[str]:
         f"¹ {eliza['source']}. Percentages are shares of elizaOS's figure. Model calls in "
         f"`{names[0]}` mode over the script: {calls_by_task}.",
         "",
+        *_round_trip_note(first),
     ]
     return lines
 

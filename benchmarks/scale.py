@@ -30,15 +30,14 @@ from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import UTC
 from pathlib import Path
 from typing import Any, Literal
 
 import openai
-from pymongo import AsyncMongoClient, monitoring
 
 from benchmarks.cost import CHARACTER, memory_plugins
 from benchmarks.embedder import local_embedder
+from benchmarks.round_trips import RoundTrips
 from benchmarks.stats import BenchError, cpu_seconds, rate, summary
 from bot import Context, Evaluator, Plugin
 from bot.app import agent_id_for
@@ -110,47 +109,21 @@ class OrderProbe:
 # Stores
 
 
-class CommandCounter(monitoring.CommandListener):
-    """Counts the MongoDB commands a client sends and their round-trip time (queueing at the
-    server included), through PyMongo's command monitoring."""
-
-    def __init__(self) -> None:
-        self.commands: Counter[str] = Counter()
-        self.seconds = 0.0
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        self.commands[event.command_name] += 1
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        self.seconds += event.duration_micros / 1e6
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        self.seconds += event.duration_micros / 1e6
-
-    def snapshot(self) -> tuple[int, float]:
-        return sum(self.commands.values()), self.seconds
-
-
 @dataclass
 class BenchStores:
     store: MongoStore
     vectors: VectorIndex
     server: EmbeddedMongo | None  # the bundled server, when no URI was given
-    commands: CommandCounter
+    commands: RoundTrips
 
 
-def _store(uri: str, commands: CommandCounter) -> MongoStore:
-    # MongoStore.from_uri's client options, plus the command listener it has no option for.
-    client: AsyncMongoClient = AsyncMongoClient(
+def _store(uri: str, commands: RoundTrips) -> MongoStore:
+    return MongoStore.from_uri(
         uri,
-        tz_aware=True,
-        tzinfo=UTC,
-        serverSelectionTimeoutMS=5000,
-        connectTimeoutMS=5000,
-        appname="mnemo-bench",
+        f"mnemo_bench_{uuid.uuid4().hex[:12]}",
+        app_name="mnemo-bench",
         event_listeners=[commands],
     )
-    return MongoStore(client, f"mnemo_bench_{uuid.uuid4().hex[:12]}")
 
 
 @asynccontextmanager
@@ -163,7 +136,7 @@ async def bench_stores(
     if server is not None:
         await server.start()
     uri = mongodb_uri or server.uri  # type: ignore[union-attr]
-    commands = CommandCounter()
+    commands = RoundTrips()
     store = _store(uri, commands)
     vectors = VectorIndex.persistent(folder / "chroma")
     try:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from pymongo import monitoring
 
 from bot.characters import Character, load_character
 from bot.config import Settings
@@ -97,9 +98,11 @@ async def open_app(
     embedder: Embedder | None = None,
     registry: Registry | None = None,
     faults: FaultHook | None = None,
+    mongo_listeners: Sequence[monitoring.CommandListener] = (),
 ) -> AsyncIterator[App]:
     """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches).
-    `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.faults)."""
+    `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.faults).
+    `mongo_listeners` watch every command the app's MongoDB client sends (round trips)."""
     character = load_character(settings.runtime.character)
     if registry is None:
         registry = discover(
@@ -126,6 +129,7 @@ async def open_app(
             uri,
             settings.storage.mongodb_database,
             server_selection_timeout_ms=int(settings.storage.mongodb_timeout_seconds * 1000),
+            event_listeners=mongo_listeners,
         )
         stack.push_async_callback(store.close)
         await store.ping()
