@@ -46,6 +46,7 @@ from bot.config import (
 from bot.llm.base import JsonAnswer, LanguageModel, ModelClass
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.usage import UsageLedger
+from bot.ops.usage import flush_usage
 from bot.plugins import PluginError, Registry, discover, plugin_sources
 from bot.state import State
 from bot.storage.facts import fact_text_key
@@ -532,7 +533,12 @@ async def run_mode(
             model = TimedModel(OpenAIModel(settings.model, UsageLedger()))
             round_trips = RoundTrips()
             async with open_app(
-                settings, model=model, registry=registry, mongo_listeners=[round_trips]
+                settings,
+                model=model,
+                registry=registry,
+                mongo_listeners=[round_trips],
+                # Never during the run: a write then would be counted against a message.
+                usage_flush_seconds=24 * 3600,
             ) as app:
                 try:
                     chat = TestChat(app.runtime, name=USER_NAME, chat="cost-dm", kind="dm")
@@ -549,6 +555,8 @@ async def run_mode(
                 finally:
                     await app.runtime.evaluations.stop(grace=5)
                     if mongodb_uri:
+                        # Written now, so the shutdown's write does not bring it back.
+                        await flush_usage(app.ledger, app.store)
                         await app.store.client.drop_database(database)
     result = summarise(rows, answers, selection)
     if live is not None and learned is not None:

@@ -29,6 +29,7 @@ from bot.ops.events import NO_EVENTS
 from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer
+from bot.ops.usage import FLUSH_SECONDS, flush_usage
 from bot.outage import Outage
 from bot.plugins import Registry, discover
 from bot.privacy.consent import ConsentStore
@@ -99,10 +100,13 @@ async def open_app(
     registry: Registry | None = None,
     faults: FaultHook | None = None,
     mongo_listeners: Sequence[monitoring.CommandListener] = (),
+    usage_flush_seconds: float = FLUSH_SECONDS,
 ) -> AsyncIterator[App]:
     """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches).
     `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.faults).
-    `mongo_listeners` watch every command the app's MongoDB client sends (round trips)."""
+    `mongo_listeners` watch every command the app's MongoDB client sends (round trips).
+    `usage_flush_seconds`: how often per-world model usage is written (a benchmark counting
+    round trips per message sets it beyond its run)."""
     character = load_character(settings.runtime.character)
     if registry is None:
         registry = discover(
@@ -112,7 +116,7 @@ async def open_app(
         )
     data_dir = settings.storage.data_dir
     data_dir.mkdir(parents=True, exist_ok=True)
-    ledger = UsageLedger()
+    ledger = UsageLedger(prices=settings.ops.model_prices)
     async with AsyncExitStack() as stack:
         bundled = settings.storage.mongodb_uri is None
         server: EmbeddedMongo | None = None
@@ -132,6 +136,8 @@ async def open_app(
             event_listeners=mongo_listeners,
         )
         stack.push_async_callback(store.close)
+        # After everything that may call the model has stopped: the last model spend is kept.
+        stack.push_async_callback(flush_usage, ledger, store)
         await store.ping()
         await store.ensure_indexes()
         await migrate(store.db)
@@ -196,6 +202,10 @@ async def open_app(
             runtime,
             idle_minutes=settings.runtime.evaluation_idle_flush_minutes,
             retention=privacy.retention,
+        )
+        # Model spend per world, for /stats: written in batches (and at shutdown, above).
+        scheduler.add_job(
+            flush_usage, "interval", seconds=usage_flush_seconds, args=(ledger, store)
         )
         scheduler.start()
         stack.push_async_callback(_shutdown_scheduler, scheduler)

@@ -34,6 +34,7 @@ from bot.config import PlatformSettings
 from bot.evaluation import describe_queue
 from bot.fact_history import asks_history, history_of, open_to_all
 from bot.models import Memory, account_id
+from bot.ops.usage import describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
 from bot.privacy.export import Exporting
 from bot.privacy.forgetting import Forgetting
@@ -371,7 +372,9 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     evaluations = describe_queue(await runtime.store.jobs.counts(room_ids=rooms))
     kept = "".join(f"{line}\n" for line in await runtime.plugins.stats(scope.world_id))
     said = f"Messages: {messages} (kept {runtime.privacy.retention.describe()})"
-    return f"{said}\nFacts: {facts}\n{kept}Evaluations: {evaluations}"
+    usage = await usage_in_world(runtime.ledger, runtime.store, scope.world_id)
+    spent = describe_usage(usage, runtime.ledger)
+    return f"{said}\nFacts: {facts}\n{kept}Evaluations: {evaluations}\n{spent}"
 
 
 def scope_of(memory: Memory) -> Scope:

@@ -152,6 +152,8 @@ class OpenAIModel:
             completion_tokens,
             model=model,
             seconds=time.perf_counter() - started,
+            # Whose conversation it was for: /stats shows a world's own spend.
+            world_id=state.message.world_id if state is not None else None,
         )
         log.debug(
             "model call task=%s model=%s prompt_tokens=%d completion_tokens=%d",

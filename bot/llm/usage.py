@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 # Its own logger, so `MNEMO_LOG_LEVEL=DEBUG` (or this logger alone) shows the raw answers.
@@ -33,18 +33,37 @@ class ModelCall:
     prompt_tokens: int
     completion_tokens: int
     seconds: float | None
+    # The world (guild, group or DM) the call was made for, when it was made for a message.
+    world_id: str | None = None
+
+
+# Prices per model: USD per million (prompt, completion) tokens (MNEMO_MODEL_PRICES).
+Prices = Mapping[str, tuple[float, float]]
+# A model call made for no message (a health check) is counted under no world.
+UNNAMED_MODEL = "unnamed"
+
+
+def estimated_cost(prompt_tokens: int, completion_tokens: int, price: tuple[float, float]) -> float:
+    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
 
 @dataclass
 class UsageLedger:
     """Counts model calls and tokens by task (and by model when the client names it);
-    embeddings count calls and texts. Listeners see every call as it is recorded."""
+    embeddings count calls and texts. Listeners see every call as it is recorded.
+
+    Calls made for a world are also kept by (world, model) until written to MongoDB
+    (`take_unwritten`), so `/stats` can show a world's spend across restarts and processes."""
 
     tasks: dict[str, TaskUsage] = field(default_factory=lambda: defaultdict(TaskUsage))
     models: dict[str, TaskUsage] = field(default_factory=lambda: defaultdict(TaskUsage))
     embedding_calls: int = 0
     embedded_texts: int = 0
     listeners: list[Callable[[ModelCall], None]] = field(default_factory=list)
+    prices: Prices = field(default_factory=dict)
+    # (world, model) -> usage not yet written; being written (taken, not yet confirmed).
+    _unwritten: dict[tuple[str, str], TaskUsage] = field(default_factory=dict, repr=False)
+    _writing: dict[tuple[str, str], TaskUsage] = field(default_factory=dict, repr=False)
 
     def record(
         self,
@@ -54,19 +73,47 @@ class UsageLedger:
         *,
         model: str | None = None,
         seconds: float | None = None,
+        world_id: str | None = None,
     ) -> None:
-        usage = self.tasks[task]
-        usage.calls += 1
-        usage.prompt_tokens += prompt_tokens
-        usage.completion_tokens += completion_tokens
+        _add(self.tasks[task], prompt_tokens, completion_tokens)
         if model is not None:
-            by_model = self.models[model]
-            by_model.calls += 1
-            by_model.prompt_tokens += prompt_tokens
-            by_model.completion_tokens += completion_tokens
-        call = ModelCall(task, model, prompt_tokens, completion_tokens, seconds)
+            _add(self.models[model], prompt_tokens, completion_tokens)
+        if world_id is not None:
+            key = (world_id, model or UNNAMED_MODEL)
+            _add(self._unwritten.setdefault(key, TaskUsage()), prompt_tokens, completion_tokens)
+        call = ModelCall(task, model, prompt_tokens, completion_tokens, seconds, world_id)
         for listener in self.listeners:
             listener(call)
+
+    def cost(self, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The estimated cost in USD, or None when the model has no price."""
+        price = self.prices.get(model)
+        return None if price is None else estimated_cost(prompt_tokens, completion_tokens, price)
+
+    def take_unwritten(self) -> dict[tuple[str, str], TaskUsage]:
+        """The per-world usage not yet written, now being written: call `written()` after."""
+        taken, self._unwritten = self._unwritten, {}
+        for key, usage in taken.items():
+            _merge(self._writing.setdefault(key, TaskUsage()), usage)
+        return taken
+
+    def written(self, taken: dict[tuple[str, str], TaskUsage], *, ok: bool) -> None:
+        """`take_unwritten()`'s usage was written (ok) or must be written again (not ok)."""
+        for key, usage in taken.items():
+            _merge(self._writing[key], usage, sign=-1)
+            if not self._writing[key].calls:
+                del self._writing[key]
+            if not ok:
+                _merge(self._unwritten.setdefault(key, TaskUsage()), usage)
+
+    def unwritten_in(self, world_id: str) -> dict[str, TaskUsage]:
+        """This process's usage in a world that is not (yet) in MongoDB, by model."""
+        found: dict[str, TaskUsage] = {}
+        for source in (self._unwritten, self._writing):
+            for (world, model), usage in source.items():
+                if world == world_id:
+                    _merge(found.setdefault(model, TaskUsage()), usage)
+        return found
 
     def record_failure(self, task: str) -> None:
         self.tasks[task].failures += 1
@@ -100,3 +147,15 @@ class UsageLedger:
         self.models.clear()
         self.embedding_calls = 0
         self.embedded_texts = 0
+
+
+def _add(usage: TaskUsage, prompt_tokens: int, completion_tokens: int) -> None:
+    usage.calls += 1
+    usage.prompt_tokens += prompt_tokens
+    usage.completion_tokens += completion_tokens
+
+
+def _merge(into: TaskUsage, usage: TaskUsage, *, sign: int = 1) -> None:
+    into.calls += sign * usage.calls
+    into.prompt_tokens += sign * usage.prompt_tokens
+    into.completion_tokens += sign * usage.completion_tokens

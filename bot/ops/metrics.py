@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -19,7 +19,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bot.llm.usage import ModelCall, UsageLedger
+from bot.llm.usage import ModelCall, Prices, UsageLedger, estimated_cost
 from bot.models import JobStatus
 from bot.storage.journal import Journal
 from bot.storage.mongo import MongoStore
@@ -28,7 +28,6 @@ from bot.storage.vectors import VectorIndex
 log = logging.getLogger(__name__)
 
 # USD per million prompt and completion tokens, by model name.
-Prices = Mapping[str, tuple[float, float]]
 
 # Replies are dominated by the model: from tens of milliseconds (a local or offline model)
 # to a minute (a slow remote one at its time-out).
@@ -103,10 +102,6 @@ class _LedgerCollector(Collector):
         texts = CounterMetricFamily("mnemo_embedded_texts", "Texts embedded")
         texts.add_metric([], self._ledger.embedded_texts)
         yield from (calls, failures, prompt, completion, tokens, cost, embeddings, texts)
-
-
-def estimated_cost(prompt_tokens: int, completion_tokens: int, price: tuple[float, float]) -> float:
-    return (prompt_tokens * price[0] + completion_tokens * price[1]) / 1_000_000
 
 
 class Metrics:

@@ -1,9 +1,10 @@
 """MongoDB through PyMongo's AsyncMongoClient: the source of truth for everything Mnemo learns.
 
 `MongoStore` holds the client and one small class per collection: `store.memories`,
-`store.accounts`, `store.rooms`, `store.facts` and `store.jobs` (the evaluation queue), each
-in its own module beside this one; documents become models in `documents.py`. Plugins keep
-their own data in their own collections (`bot.plugin_services.Collections`).
+`store.accounts`, `store.rooms`, `store.facts`, `store.jobs` (the evaluation queue) and
+`store.usage` (model use per world), each in its own module beside this one; documents become
+models in `documents.py`. Plugins keep their own data in their own collections
+(`bot.plugin_services.Collections`).
 
 Works against a real MongoDB and against the bundled nx-27017 server, whose gaps shape a few
 choices in every collection module:
@@ -36,10 +37,13 @@ from bot.storage.facts import Facts
 from bot.storage.jobs import JobStore
 from bot.storage.memories import Memories
 from bot.storage.rooms import Rooms
+from bot.storage.usage import ModelUsage
 
-_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore)
+_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage)
 # The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
-CORE_COLLECTIONS = frozenset({"memories", "accounts", "rooms", "facts", "evaluations"})
+CORE_COLLECTIONS = frozenset(
+    {"memories", "accounts", "rooms", "facts", "evaluations", "model_usage"}
+)
 
 
 def _indexes() -> dict[str, list[IndexModel]]:
@@ -73,6 +77,7 @@ class MongoStore:
         self.rooms = Rooms(self.db)
         self.facts = Facts(self.db)
         self.jobs = JobStore(self.db)
+        self.usage = ModelUsage(self.db)
         # Strings that must never reach an error message (the URI's password).
         self._secrets = tuple(secret for secret in secrets if secret)
 

@@ -42,6 +42,7 @@ from bot.models import (
     utcnow,
     world_id,
 )
+from bot.ops.usage import flush_usage
 from bot.plugin_api import Plugin
 from bot.plugins import Registry
 from bot.runtime import AgentRuntime, HandleResult
@@ -157,6 +158,8 @@ async def open_test_app(
         finally:
             await app.runtime.evaluations.stop(grace=5)
             if not keep_database:
+                # Written now, so the shutdown's write does not bring the database back.
+                await flush_usage(app.ledger, app.store)
                 await app.store.client.drop_database(settings.storage.mongodb_database)
 
 

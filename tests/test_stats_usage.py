@@ -1,0 +1,129 @@
+"""`/stats` shows the model tokens spent in the world it is used in, and their estimated cost
+(prices per model a setting), kept in MongoDB so a restart (or another process) keeps them.
+
+A real app with the real `OpenAIModel` client against the local fake OpenAI server, which
+reports 120 prompt and 8 completion tokens per call; the command runs through the command
+layer every surface uses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot import Context, Evaluator, Plugin
+from bot.commands import Commands, Request
+from bot.config import ModelSettings, OpsSettings, Settings
+from bot.runtime import AgentRuntime
+from bot.testing.harness import TestChat, open_test_app, test_settings
+from bot.testing.openai_server import FakeOpenAIServer, Reply, Usage
+
+# Only the large model has a price: the small one's spend is shown without a cost.
+PRICES = {"gpt-4o": (2.5, 10.0)}
+
+
+async def always(ctx: Context) -> bool:
+    return True
+
+
+async def nothing(ctx: Context) -> None:
+    return None
+
+
+# An evaluator, so each message also costs a selection call on the small model.
+LISTENER = Plugin(
+    "listener",
+    evaluators=[Evaluator("LISTEN", "Listens.", handler=nothing, validate=always)],
+)
+
+
+@pytest.fixture
+async def openai_server() -> AsyncIterator[FakeOpenAIServer]:
+    def answer(body: dict[str, object]) -> Reply:
+        return Reply('{"text": "Noted."}', usage=Usage(120, 8))
+
+    async with FakeOpenAIServer(responder=answer) as server:
+        yield server
+
+
+def priced_settings(tmp_path: Path, server: FakeOpenAIServer) -> Settings:
+    settings = test_settings(tmp_path)
+    return dataclasses.replace(
+        settings,
+        model=ModelSettings.model_construct(
+            openai_api_key=SecretStr("sk-test-stats"),
+            openai_base_url=server.base_url,
+            small_model="local-small",
+            large_model="gpt-4o",
+            timeout_seconds=5.0,
+            max_retries=0,
+        ),
+        ops=OpsSettings(_env_file=None, model_prices=PRICES),  # type: ignore[call-arg]
+    )
+
+
+async def stats_in(runtime: AgentRuntime, chat: TestChat) -> str:
+    request = Request(
+        platform=chat.platform,
+        account_id=chat.account.id,
+        world_id=chat.room.world_id,
+        room_id=chat.room.id,
+        is_admin=True,
+    )
+    return await Commands(runtime).run("stats", request)
+
+
+def usage_line(answer: str) -> str:
+    [line] = [line for line in answer.splitlines() if line.startswith("Model use here")]
+    return line
+
+
+async def test_stats_show_the_worlds_own_tokens_and_cost_across_a_restart(
+    tmp_path: Path, model_dir: Path, openai_server: FakeOpenAIServer
+) -> None:
+    settings = priced_settings(tmp_path, openai_server)
+    # Two messages in one DM, one in a group: each is a reply (gpt-4o) and a selection
+    # (local-small), 120 + 8 tokens per call; /stats first learns from the latest messages,
+    # which is one more selection.
+    cost = (2 * 120 * 2.5 + 2 * 8 * 10.0) / 1_000_000
+    expected_dm = (
+        "Model use here: 5 calls, 600 prompt + 40 completion tokens, "
+        f"about ${cost:.4f} (no price for local-small: set MNEMO_MODEL_PRICES)"
+    )
+    async with open_test_app(
+        tmp_path, settings=settings, plugins=[LISTENER], keep_database=True
+    ) as app:
+        dm = TestChat(app.runtime, name="sarah", chat="sarah-dm", kind="dm")
+        group = TestChat(app.runtime, name="omar", chat="hikers", kind="group")
+        await dm.say("Hi, I'm Sarah.")
+        await dm.say("I live in Seattle.")
+        await group.say("Mnemo, hello from the hikers!")
+        await dm.settle()
+        await group.settle()
+        assert len(openai_server.chat_requests) == 6
+
+        assert usage_line(await stats_in(app.runtime, dm)) == expected_dm
+        assert usage_line(await stats_in(app.runtime, group)) == (
+            "Model use here: 3 calls, 360 prompt + 24 completion tokens, "
+            f"about ${(120 * 2.5 + 8 * 10.0) / 1_000_000:.4f} "
+            "(no price for local-small: set MNEMO_MODEL_PRICES)"
+        )
+        elsewhere = TestChat(app.runtime, name="lee", chat="lee-dm", kind="dm")
+        assert usage_line(await stats_in(app.runtime, elsewhere)) == "Model use here: none yet"
+
+    # A new process on the same database: the spend was written at shutdown.
+    async with open_test_app(tmp_path, settings=settings, plugins=[LISTENER]) as restarted:
+        dm = TestChat(restarted.runtime, name="sarah", chat="sarah-dm", kind="dm")
+        assert restarted.ledger.unwritten_in(dm.room.world_id) == {}
+        assert usage_line(await stats_in(restarted.runtime, dm)) == expected_dm
+        # New spend adds to what is stored, before it is written too: a reply, its
+        # selection, and the selection of /stats's learning.
+        await dm.say("I have a dog.", number=3)
+        await dm.settle()
+        assert "8 calls, 960 prompt + 64 completion tokens" in usage_line(
+            await stats_in(restarted.runtime, dm)
+        )
