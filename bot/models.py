@@ -227,6 +227,9 @@ class EvaluationJob(Document):
     # While in intake: the message itself, so the job and the message are one write and a
     # crash before the message is stored loses nothing.
     message: Memory | None = None
+    # When the message was written (integer ms), kept after the copy is dropped: the
+    # evaluation reads the room up to it, its message included, in one read.
+    message_ms: int | None = None
 
 
 from bot.characters import Character  # noqa: E402,F401  (listed with the domain models)

@@ -21,6 +21,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from bot.models import EvaluationJob, utcnow
+from bot.storage.batch import Insert, Update
 from bot.storage.documents import dump, load_one, millis
 
 logger = logging.getLogger(__name__)
@@ -54,16 +55,23 @@ class JobStore:
     async def open_intake(self, job: EvaluationJob) -> tuple[EvaluationJob, bool]:
         """Write a job in `intake` holding its message; returns the stored job and whether
         it was created now (False: a job with this id existed, returned as stored)."""
-        document = dump(job)
-        document["created_ms"] = millis(job.created_at)
         try:
-            await self._jobs.insert_one(document)
+            await self._jobs.insert_one(dict(self.intake_write(job).document))
         except DuplicateKeyError:
             existing = await self.get(job.id)
             if existing is not None:
                 return existing, False
             raise
         return job, True
+
+    @staticmethod
+    def intake_write(job: EvaluationJob) -> Insert:
+        """The write of a job in `intake`, for a batch (bot.storage.batch)."""
+        document = dump(job)
+        document["created_ms"] = millis(job.created_at)
+        if job.message is not None and job.message_ms is None:
+            document["message_ms"] = millis(job.message.created_at)
+        return Insert("evaluations", document)
 
     async def insert(self, job: EvaluationJob) -> bool:
         """Insert a runnable job; False if one with this id exists (the same message twice)."""
@@ -77,7 +85,14 @@ class JobStore:
 
     async def release(self, job_id: str, *, did_respond: bool, position: int | None) -> None:
         """The reply is settled: the job may run. Drops the message copy (now in memories)."""
-        await self._jobs.update_one(
+        write = self.release_write(job_id, did_respond=did_respond, position=position)
+        await self._jobs.update_one(dict(write.filter), dict(write.update))
+
+    @staticmethod
+    def release_write(job_id: str, *, did_respond: bool, position: int | None) -> Update:
+        """The write of `release`, for a batch (bot.storage.batch)."""
+        return Update(
+            "evaluations",
             {"_id": job_id, "status": "intake"},
             {
                 "$set": {

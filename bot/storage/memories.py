@@ -16,6 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from bot.models import Memory
+from bot.storage.batch import Insert, Update
 from bot.storage.documents import (
     by_ids,
     dump,
@@ -50,29 +51,46 @@ class Memories:
     async def insert(self, memory: Memory) -> int | None:
         """Store a message and return its position in the room (1 for the first message);
         None when a memory with this id exists already (a redelivery changes nothing)."""
+        try:
+            await self._collection.insert_one(dict(self.insert_write(memory).document))
+        except DuplicateKeyError:
+            return None
+        return await self.add_to_count(memory.room_id, 1)
+
+    @staticmethod
+    def insert_write(memory: Memory) -> Insert:
+        """The write storing a message, for a batch (bot.storage.batch)."""
         document = dump(memory)
         # Times are queried as integer milliseconds: nx-27017 compares dates only to the
         # second, and an integer compares exactly on every server.
         document["created_ms"] = millis(memory.created_at)
-        try:
-            await self._collection.insert_one(document)
-        except DuplicateKeyError:
-            return None
-        return await self._count_one_more(memory.room_id)
+        return Insert("memories", document)
 
-    async def _count_one_more(self, room_id: str) -> int:
-        """Keep the room's message count on the room: counting a room's messages on every
-        message costs a scan (on nx-27017, and index entries on MongoDB); `$inc` is O(1)."""
+    @staticmethod
+    def count_write(room_id: str, stored: int) -> Update:
+        """The write counting `stored` more messages in a room whose count is kept, for a
+        batch; a room without a count yet gets one at its next `add_to_count`."""
+        return Update(
+            "rooms",
+            {"_id": room_id, "message_count": {"$exists": True}},
+            {"$inc": {"message_count": stored}},
+        )
+
+    async def add_to_count(self, room_id: str, stored: int, *, unwritten: int = 0) -> int:
+        """Count `stored` more messages (0: none) and return the room's count; `unwritten` of
+        them are about to be stored (a batch writes them after this). Kept on the room:
+        counting a room's messages on every message costs a scan (on nx-27017, and index
+        entries on MongoDB); `$inc` is O(1)."""
         room = await self._rooms.find_one_and_update(
             {"_id": room_id, "message_count": {"$exists": True}},
-            {"$inc": {"message_count": 1}},
+            {"$inc": {"message_count": stored}},
             projection={"message_count": 1},
             return_document=ReturnDocument.AFTER,
         )
         if room is not None:
             return int(room["message_count"])
         # First count for this room (or no room document at all): count once, then keep it.
-        count = await self._collection.count_documents({"room_id": room_id})
+        count = await self._collection.count_documents({"room_id": room_id}) + unwritten
         await self._rooms.update_one(
             {"_id": room_id, "message_count": {"$exists": False}},
             {"$set": {"message_count": count}},
