@@ -22,11 +22,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 # The checkout this `bot` package was loaded from (an editable install, as `make` does, or a
 # source run). The default character and the built-in plugins are found there rather than in
 # the working folder, so `mnemo` behaves the same whichever folder it is started in. Without a
-# checkout (a bare wheel) the old relative defaults apply and a setting must name the files.
+# checkout (an installed wheel) they are the copies shipped inside the package (setup.py maps
+# `characters/` and `plugins/` to `bot/_builtin/`).
 _CHECKOUT = Path(__file__).resolve().parent.parent
 _HAS_CHECKOUT = (_CHECKOUT / "characters" / "mnemo.json").is_file()
-BUILTIN_CHARACTERS = _CHECKOUT / "characters" if _HAS_CHECKOUT else Path("characters")
-BUILTIN_PLUGINS = _CHECKOUT / "plugins" if _HAS_CHECKOUT else Path("plugins")
+_SHIPPED = Path(__file__).resolve().parent / "_builtin"
+BUILTIN_CHARACTERS = (_CHECKOUT if _HAS_CHECKOUT else _SHIPPED) / "characters"
+BUILTIN_PLUGINS = (_CHECKOUT if _HAS_CHECKOUT else _SHIPPED) / "plugins"
 
 
 class ConfigError(Exception):

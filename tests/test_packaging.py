@@ -87,6 +87,22 @@ def test_the_wheel_holds_no_benchmark_and_no_platform_fake(wheel: Path) -> None:
     assert testing == PLUGIN_AUTHOR_TOOLS
 
 
+def test_the_wheel_ships_the_default_character_and_the_built_in_plugins(wheel: Path) -> None:
+    """Inside the package (bot/_builtin), so an installed Mnemo finds them without a checkout."""
+    names = set(_names(wheel))
+    characters = {f"bot/_builtin/characters/{p.name}" for p in (REPO / "characters").glob("*.json")}
+    assert "bot/_builtin/characters/mnemo.json" in characters
+    assert characters <= names
+    plugins = {
+        f"bot/_builtin/{p.relative_to(REPO).as_posix()}" for p in (REPO / "plugins").rglob("*.py")
+    }
+    assert {"bot/_builtin/plugins/facts/__init__.py", "bot/_builtin/plugins/goals/__init__.py"} <= (
+        plugins
+    )
+    assert plugins <= names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+
+
 def test_the_wheel_holds_every_module_of_the_product_and_its_command(wheel: Path) -> None:
     names = set(_names(wheel))
     sources = {p.relative_to(REPO).as_posix() for p in (REPO / "bot").rglob("*.py")}
@@ -172,7 +188,7 @@ def test_installed_alone_every_module_imports_and_bench_says_what_to_do(
 
 
 def test_a_fresh_virtualenv_installs_the_wheel_and_runs_mnemo_from_anywhere(
-    wheel: Path, tmp_path: Path
+    wheel: Path, tmp_path: Path, model_dir: Path
 ) -> None:
     """`pip install mnemo-bot` as a user would, without the network: a new venv sees this
     venv's packages as plain paths (so pip finds every dependency installed and downloads
@@ -228,3 +244,39 @@ def test_a_fresh_virtualenv_installs_the_wheel_and_runs_mnemo_from_anywhere(
         check=True,
     ).stdout.split()
     assert where == [str(Path(site, "bot", "__init__.py")), "0.1.0"]
+
+    # `mnemo --version` and `mnemo doctor` from an empty folder, with nothing but the
+    # embedding model's folder configured: the character and the plugins come from the wheel.
+    clean = {
+        k: v
+        for k, v in env.items()
+        if not k.startswith(("MNEMO_", "OPENAI_", "MONGODB_", "CHROMA_", "DISCORD_", "TELEGRAM_"))
+    }
+    clean["MNEMO_EMBEDDING_MODEL_DIR"] = str(model_dir)
+    version = subprocess.run(
+        [str(fresh / "bin" / "mnemo"), "--version"],
+        cwd=elsewhere,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (version.returncode, version.stdout.strip()) == (0, "mnemo 0.1.0"), version.stderr
+    doctor = subprocess.run(
+        [str(fresh / "bin" / "mnemo"), "doctor"],
+        cwd=elsewhere,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert doctor.returncode == 0, doctor.stdout + doctor.stderr[-2000:]
+    shipped = Path(site, "bot", "_builtin")
+    lines = doctor.stdout.splitlines()
+    assert f"ok   character  Mnemo ({shipped / 'characters' / 'mnemo.json'})" in lines
+    assert "ok   plugins    facts, goals, recall, sentiment (settings valid)" in lines
+    assert lines[-1] == "all checks passed"
+    # What it created, it created in the folder it was started in.
+    assert (elsewhere / "data" / "mongo").is_dir()
