@@ -1,10 +1,11 @@
-"""Settings of the chat platforms: tokens, admins, the Telegram webhook, the reply limit."""
+"""Settings of the chat platforms: tokens, admins, the Telegram webhook, Discord shards, the
+reply limit."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import NoDecode
 
 from bot.config_base import SettingsGroup, env, http_url, settings_config, split_csv
@@ -46,12 +47,49 @@ class PlatformSettings(SettingsGroup):
     # Global slash-command sync takes up to an hour to reach every guild, so the default syncs
     # per guild (instant) and global sync is opt-in.
     discord_global_sync: bool = Field(False, validation_alias=env("MNEMO_DISCORD_GLOBAL_SYNC"))
+    # Discord shards: how many in all (`auto`: as many as Discord recommends, all run here),
+    # and which of them this process runs (default: all). One process per shard id range
+    # splits the gateway traffic across processes; each guild belongs to one shard.
+    discord_shards: int | Literal["auto"] | None = Field(
+        None, validation_alias=env("MNEMO_DISCORD_SHARDS")
+    )
+    discord_shard_ids: Annotated[list[int], NoDecode] = Field(
+        default_factory=list, validation_alias=env("MNEMO_DISCORD_SHARD_IDS")
+    )
     # Replies per user per minute; 0 turns the limit off.
     rate_limit_per_minute: int = Field(
         6, ge=0, le=10_000, validation_alias=env("MNEMO_RATE_LIMIT_PER_MINUTE")
     )
 
-    _split = field_validator("admin_ids", mode="before")(split_csv)
+    _split = field_validator("admin_ids", "discord_shard_ids", mode="before")(split_csv)
+
+    @field_validator("discord_shards", mode="before")
+    @classmethod
+    def _shards(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = value.strip().lower()
+            if value == "auto":
+                return value
+            if not value.isdigit():
+                raise ValueError("expected a number of shards (1 or more) or auto")
+            value = int(value)
+        if isinstance(value, int) and value < 1:
+            raise ValueError("expected a number of shards (1 or more) or auto")
+        return value
+
+    @field_validator("discord_shard_ids")
+    @classmethod
+    def _shard_ids(cls, ids: list[int], info: ValidationInfo) -> list[int]:
+        if not ids:
+            return ids
+        total = info.data.get("discord_shards")
+        if not isinstance(total, int):
+            raise ValueError("needs MNEMO_DISCORD_SHARDS set to the number of shards in all")
+        wrong = [i for i in ids if not 0 <= i < total]
+        if wrong:
+            raise ValueError(f"shard ids run from 0 to {total - 1}; got {wrong[0]}")
+        return sorted(set(ids))
+
     _url = field_validator("telegram_webhook_url")(http_url)
 
     @field_validator("admin_ids")

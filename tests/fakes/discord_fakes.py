@@ -660,9 +660,15 @@ class FakeDiscordServer:
     Content intent is off in the Developer Portal.
     """
 
-    def __init__(self, *, token: str, message_content_allowed: bool = True) -> None:
+    def __init__(
+        self, *, token: str, message_content_allowed: bool = True, recommended_shards: int = 1
+    ) -> None:
         self.token = token
         self.message_content_allowed = message_content_allowed
+        # What GET /gateway/bot recommends (an AutoShardedClient without a count asks).
+        self.recommended_shards = recommended_shards
+        # Each gateway connection's shard (id, count), from its IDENTIFY.
+        self.shard_of: dict[web.WebSocketResponse, tuple[int, int]] = {}
         self.snowflakes = Snowflakes()
         self.bot = Person(self.snowflakes(), "Mnemo", bot=True)
         self.guilds: list[ServerGuild] = []
@@ -701,6 +707,7 @@ class FakeDiscordServer:
         app.router.add_put(f"{api}/applications/{{app}}/commands", self._sync)
         app.router.add_post(f"{api}/channels/{{channel}}/messages", self._send)
         app.router.add_post(f"{api}/channels/{{channel}}/typing", self._typing)
+        app.router.add_get(f"{api}/gateway/bot", self._gateway_bot)
         app.router.add_get("/gateway", self._gateway)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -766,6 +773,7 @@ class FakeDiscordServer:
         payload = await request.json()
         self.sent.append((channel, payload))
         self.message_arrived.set()
+        await self._notify()
         return _json(
             message_payload(self.snowflakes(), channel, self.bot, payload.get("content", ""))
         )
@@ -774,6 +782,18 @@ class FakeDiscordServer:
         if not self._authorized(request):
             return self._unauthorized()
         return web.Response(status=204)
+
+    async def _gateway_bot(self, request: web.Request) -> web.Response:
+        if not self._authorized(request):
+            return self._unauthorized()
+        limit = {"total": 1000, "remaining": 1000, "reset_after": 0, "max_concurrency": 1}
+        return _json(
+            {
+                "url": self.gateway_url,
+                "shards": self.recommended_shards,
+                "session_start_limit": limit,
+            }
+        )
 
     # gateway ------------------------------------------------------------------------------
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
@@ -795,10 +815,23 @@ class FakeDiscordServer:
                 await self._notify()
         if socket in self._sockets:
             self._sockets.remove(socket)
+        self.shard_of.pop(socket, None)
         return socket
+
+    def guilds_of(self, shard: tuple[int, int]) -> list[ServerGuild]:
+        """The guilds Discord serves on a shard: (guild_id >> 22) % shard count."""
+        shard_id, count = shard
+        return [g for g in self.guilds if shard_for(g.id, count) == shard_id]
+
+    def _serves(self, socket: web.WebSocketResponse, guild_id: int | None) -> bool:
+        shard_id, count = self.shard_of.get(socket, (0, 1))
+        # Direct messages arrive on shard 0 only.
+        return shard_id == (0 if guild_id is None else shard_for(guild_id, count))
 
     async def _identify(self, socket: web.WebSocketResponse, data: dict[str, Any]) -> None:
         self.identified.append({k: v for k, v in data.items() if k != "token"})
+        shard_id, count = data.get("shard") or (0, 1)
+        self.shard_of[socket] = (int(shard_id), int(count))
         if data.get("token") != self.token:
             await socket.close(code=4004, message=b"Authentication failed.")
             return
@@ -814,13 +847,17 @@ class FakeDiscordServer:
             {
                 "v": 10,
                 "user": self.bot.payload(),
-                "guilds": [{"id": str(g.id), "unavailable": True} for g in self.guilds],
+                "guilds": [
+                    {"id": str(g.id), "unavailable": True}
+                    for g in self.guilds_of(self.shard_of[socket])
+                ],
+                "shard": list(self.shard_of[socket]),
                 "session_id": "fake-session",
                 "resume_gateway_url": self.gateway_url,
                 "application": {"id": str(self.bot.id), "flags": 0},
             },
         )
-        for guild in self.guilds:
+        for guild in self.guilds_of(self.shard_of[socket]):
             await self._dispatch(socket, "GUILD_CREATE", guild.payload)
 
     async def _dispatch(self, socket: web.WebSocketResponse, event: str, data: Any) -> None:
@@ -828,9 +865,12 @@ class FakeDiscordServer:
         await socket.send_str(json.dumps(frame))
 
     async def push(self, event: str, data: dict[str, Any]) -> None:
-        """Send a gateway event (e.g. MESSAGE_CREATE) to every connected client."""
+        """Send a gateway event (e.g. MESSAGE_CREATE) to the connection of the shard that
+        serves its guild (shard 0 for direct messages), as Discord does."""
+        guild_id = int(data["guild_id"]) if data.get("guild_id") else None
         for socket in list(self._sockets):
-            await self._dispatch(socket, event, data)
+            if self._serves(socket, guild_id):
+                await self._dispatch(socket, event, data)
 
     async def until(self, condition: Callable[[], bool], timeout: float = 10.0) -> None:
         """Wait until `condition()` holds; checked whenever the server saw something new."""
@@ -858,6 +898,11 @@ class FakeDiscordServer:
     @property
     def gateway_url(self) -> str:
         return self.url.replace("http://", "ws://") + "/gateway"
+
+
+def shard_for(guild_id: int, shard_count: int) -> int:
+    """The shard Discord serves a guild on."""
+    return (guild_id >> 22) % shard_count
 
 
 def _json(data: Any, status: int = 200) -> web.Response:

@@ -106,12 +106,37 @@ def channel_sender(
     return send
 
 
+def _shards_of(client: discord.Client) -> str:
+    if not isinstance(client, discord.AutoShardedClient):
+        return ""
+    ids = ", ".join(str(shard) for shard in sorted(client.shards))
+    return f" (shards {ids} of {client.shard_count})"
+
+
 def _where(channel: object) -> str:
     name = getattr(channel, "name", None)
     return f"#{name} ({channel.id})" if name else f"channel {getattr(channel, 'id', '?')}"
 
 
 # --------------------------------------------------------------------------- the adapter
+def gateway_client(settings: PlatformSettings) -> discord.Client:
+    """One gateway connection, or the shards the settings give this process: discord.py's
+    `AutoShardedClient` runs them on one client (each guild's events arrive on its shard)."""
+    # The model's text must never ping @everyone, a role, or people.
+    options: dict[str, Any] = {
+        "intents": intents(),
+        "allowed_mentions": discord.AllowedMentions.none(),
+    }
+    shards = settings.discord_shards
+    if shards is None:
+        return discord.Client(**options)
+    if shards == "auto":  # as many as Discord recommends (GET /gateway/bot), all here
+        return discord.AutoShardedClient(**options)
+    return discord.AutoShardedClient(
+        shard_count=shards, shard_ids=settings.discord_shard_ids or None, **options
+    )
+
+
 class DiscordAdapter:
     name = PLATFORM
 
@@ -129,10 +154,7 @@ class DiscordAdapter:
         self.stop_grace = stop_grace
         # How long commands wait for the channel to learn from what was just said.
         self.learn_wait = learn_wait
-        # The model's text must never ping @everyone, a role, or people.
-        self.client = discord.Client(
-            intents=intents(), allowed_mentions=discord.AllowedMentions.none()
-        )
+        self.client = gateway_client(settings)
         self.tree = app_commands.CommandTree(self.client)
         self.tree.on_error = self._on_command_error
         self.slash = DiscordCommands(settings, lambda: self.commands)
@@ -219,7 +241,7 @@ class DiscordAdapter:
             {ready, gateway}, timeout=self.ready_timeout, return_when=asyncio.FIRST_COMPLETED
         )
         if ready in done:
-            log.info("discord: connected as %s", self.client.user)
+            log.info("discord: connected as %s%s", self.client.user, _shards_of(self.client))
             return
         ready.cancel()
         if gateway in done:
