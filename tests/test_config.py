@@ -99,6 +99,9 @@ CASES = [
     ("MNEMO_DISCORD_GLOBAL_SYNC", "1", ("platforms", "discord_global_sync"), True),
     ("MNEMO_MONGODB_TIMEOUT_SECONDS", "1.5", ("storage", "mongodb_timeout_seconds"), 1.5),
     ("MNEMO_JOURNAL_MAX_MB", "0.5", ("storage", "journal_max_mb"), 0.5),
+    ("MNEMO_DISCORD_SHARDS", "auto", ("platforms", "discord_shards"), "auto"),
+    # Alone it is refused (it needs MNEMO_DISCORD_SHARDS): tests/test_discord_shards.py.
+    ("MNEMO_DISCORD_SHARD_IDS", "", ("platforms", "discord_shard_ids"), []),
     ("MNEMO_RATE_LIMIT_PER_MINUTE", "0", ("platforms", "rate_limit_per_minute"), 0),
     (
         "MNEMO_CHARACTER",
