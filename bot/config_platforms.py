@@ -3,6 +3,7 @@ reply limit."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationInfo, field_validator
@@ -13,6 +14,8 @@ from bot.config_base import SettingsGroup, env, http_url, settings_config, split
 # Platforms an admin id may name; kept here (not imported from bot.models) so settings load
 # without the domain package.
 _ADMIN_PLATFORMS = ("discord", "telegram", "console", "test")
+# The secret_token alphabet Telegram's setWebhook accepts.
+_WEBHOOK_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
 
 
 class PlatformSettings(SettingsGroup):
@@ -42,6 +45,12 @@ class PlatformSettings(SettingsGroup):
     telegram_webhook_listen: str = Field(
         "0.0.0.0", validation_alias=env("MNEMO_TELEGRAM_WEBHOOK_LISTEN")
     )
+    # What Telegram sends back in a header with every update, so forged ones are refused
+    # (1-256 of A-Z, a-z, 0-9, _ and -). Unset: derived from the bot token, the same in every
+    # process; set it to rotate it or to share it with a proxy that checks it.
+    telegram_webhook_secret: SecretStr | None = Field(
+        None, validation_alias=env("MNEMO_TELEGRAM_WEBHOOK_SECRET")
+    )
     # Administrators of a Telegram group may use the admin commands in that group.
     telegram_group_admins: bool = Field(False, validation_alias=env("MNEMO_TELEGRAM_GROUP_ADMINS"))
     # Global slash-command sync takes up to an hour to reach every guild, so the default syncs
@@ -62,6 +71,13 @@ class PlatformSettings(SettingsGroup):
     )
 
     _split = field_validator("admin_ids", "discord_shard_ids", mode="before")(split_csv)
+
+    @field_validator("telegram_webhook_secret")
+    @classmethod
+    def _secret_alphabet(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not _WEBHOOK_SECRET.fullmatch(value.get_secret_value()):
+            raise ValueError("use 1 to 256 of the characters A-Z, a-z, 0-9, _ and -")
+        return value
 
     @field_validator("discord_shards", mode="before")
     @classmethod

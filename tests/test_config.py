@@ -100,6 +100,12 @@ CASES = [
     ("MNEMO_MONGODB_TIMEOUT_SECONDS", "1.5", ("storage", "mongodb_timeout_seconds"), 1.5),
     ("MNEMO_JOURNAL_MAX_MB", "0.5", ("storage", "journal_max_mb"), 0.5),
     ("MNEMO_DISCORD_SHARDS", "auto", ("platforms", "discord_shards"), "auto"),
+    (
+        "MNEMO_TELEGRAM_WEBHOOK_SECRET",
+        "s3cret_-X",
+        ("platforms", "telegram_webhook_secret"),
+        "s3cret_-X",
+    ),
     # Alone it is refused (it needs MNEMO_DISCORD_SHARDS): tests/test_discord_shards.py.
     ("MNEMO_DISCORD_SHARD_IDS", "", ("platforms", "discord_shard_ids"), []),
     ("MNEMO_RATE_LIMIT_PER_MINUTE", "0", ("platforms", "rate_limit_per_minute"), 0),
@@ -311,6 +317,7 @@ def test_env_example_documents_every_setting_and_changes_nothing(tmp_path: Path)
         ("MNEMO_RATE_LIMIT_PER_MINUTE", "-1", "greater than or equal to 0"),
         ("MNEMO_EVALUATION_IDLE_FLUSH_MINUTES", "0", "greater than 0"),
         ("MNEMO_ADMIN_IDS", "dicsord:1", "not an id like"),
+        ("MNEMO_TELEGRAM_WEBHOOK_SECRET", "not secret!", "A-Z, a-z, 0-9, _ and -"),
         ("OPENAI_BASE_URL", "localhost:8080", "http:// or https:// URL"),
     ],
 )

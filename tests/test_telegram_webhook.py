@@ -112,3 +112,37 @@ async def test_updates_posted_to_the_webhook_are_answered_and_forgeries_refused(
             ):
                 pass
         assert len(server.sent) == 1
+
+
+async def test_a_configured_secret_replaces_the_derived_one(app: App) -> None:
+    """MNEMO_TELEGRAM_WEBHOOK_SECRET: what Telegram is told to send, and the only one taken."""
+    async with FakeTelegramServer() as server:
+        port = free_port()
+        settings = PlatformSettings(
+            _env_file=None,
+            telegram_token=SecretStr(server.token),
+            telegram_webhook_url=WEBHOOK_URL,
+            telegram_webhook_port=port,
+            telegram_webhook_listen="127.0.0.1",
+            telegram_webhook_secret=SecretStr("rotated_secret-2"),
+        )
+        adapter = TelegramAdapter(settings, base_url=server.base_url, stop_grace=2)
+        endpoint = f"http://127.0.0.1:{port}{urlsplit(WEBHOOK_URL).path}"
+        person = server.user("Sarah")
+        chat = server.private_chat(person)
+        await adapter.start(app.runtime)
+        try:
+            (registered,) = server.calls_to("setWebhook")
+            assert registered.params["secret_token"] == "rotated_secret-2"
+            async with aiohttp.ClientSession() as http:
+                derived = webhook_secret(server.token)
+                for secret, status in ((derived, 403), ("rotated_secret-2", 200)):
+                    update = {"update_id": 910, "message": server.push_message(chat, person, "hi")}
+                    async with http.post(
+                        endpoint, json=update, headers={"X-Telegram-Bot-Api-Secret-Token": secret}
+                    ) as response:
+                        assert response.status == status
+            (reply,) = await server.wait_for_sent(1)
+            assert reply.text == "You said: hi"
+        finally:
+            await asyncio.wait_for(adapter.stop(), 15)

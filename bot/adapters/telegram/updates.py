@@ -48,17 +48,25 @@ async def start_updates(
             "telegram: MNEMO_TELEGRAM_WEBHOOK_URL needs python-telegram-bot[webhooks] "
             "(tornado); install it or unset the URL to poll instead"
         )
-    token = settings.telegram_token
-    assert token is not None
     await app.updater.start_webhook(
         listen=settings.telegram_webhook_listen,
         port=settings.telegram_webhook_port,
         url_path=urlsplit(url).path.lstrip("/"),
         webhook_url=url,
         # Telegram echoes it in a header, so forged updates from others are refused.
-        secret_token=webhook_secret(token.get_secret_value()),
+        secret_token=secret_of(settings),
         bootstrap_retries=3,
     )
+
+
+def secret_of(settings: PlatformSettings) -> str:
+    """The webhook's secret: MNEMO_TELEGRAM_WEBHOOK_SECRET, else derived from the token (the
+    same in every process behind the load balancer)."""
+    if settings.telegram_webhook_secret is not None:
+        return settings.telegram_webhook_secret.get_secret_value()
+    token = settings.telegram_token
+    assert token is not None
+    return webhook_secret(token.get_secret_value())
 
 
 def webhook_secret(token: str) -> str:
