@@ -74,7 +74,7 @@ async def stats_in(runtime: AgentRuntime, chat: TestChat) -> str:
         room_id=chat.room.id,
         is_admin=True,
     )
-    return await Commands(runtime).run("stats", request)
+    return (await Commands(runtime).run("stats", request)).text
 
 
 def usage_line(answer: str) -> str:
