@@ -16,6 +16,8 @@ async def test_an_opt_out_holds_in_its_world_only_and_is_told_once(store) -> Non
 
     assert await consent.opt_out(user_id=SAM, world_id=WORLD) is True
     assert await consent.opt_out(user_id=SAM, world_id=WORLD) is False  # already
+    assert isinstance(await consent.opted_out_since(user_id=SAM, world_id=WORLD), int)
+    assert await consent.opted_out_since(user_id=TOM, world_id=WORLD) is None
 
     assert await consent.check(user_id=SAM, room_id=OTHER_ROOM, world_id=WORLD) == NotLearning(
         "person", notify=True

@@ -92,6 +92,13 @@ class ConsentStore:
         result = await self._collection.delete_one({"_id": consent_id("person", world_id, user_id)})
         return result.deleted_count > 0
 
+    async def opted_out_since(self, *, user_id: str, world_id: str) -> int | None:
+        """When (ms) this person opted out in this world, or None: part of their /export."""
+        found = await self._collection.find_one(
+            {"_id": consent_id("person", world_id, user_id)}, {"changed_ms": 1}
+        )
+        return None if found is None else int(found["changed_ms"])
+
     async def claim_notice(self, *, user_id: str, world_id: str) -> bool:
         """True exactly once per opt-out: the caller tells the person. Conditional on the
         notice not being claimed yet, so two processes never both send it."""
