@@ -168,6 +168,11 @@ async def test_the_choice_survives_a_restart(
         assert "Northwind" not in await everything_stored(app)
         state = (await Commands(app.runtime).run("privacy", request(sarah))).text
         assert "you opted out, so I keep nothing you say here" in state
+        # Their export says so: the consent record is data about them too.
+        exported = await Commands(app.runtime).exporting.person(
+            sarah.account.id, sarah.room.world_id
+        )
+        assert isinstance(exported.opted_out_at, int) and exported.messages == []
 
 
 async def test_learning_off_in_a_room_or_a_server_stops_keeping_for_everyone_there(

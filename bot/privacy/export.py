@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, Field
 
 from bot.models import Account, Fact, Memory, Room, utcnow
+from bot.privacy.consent import ConsentStore
 
 if TYPE_CHECKING:
     from bot.plugin_host import PluginHost
@@ -117,6 +118,8 @@ class PersonalData(BaseModel):
     facts: list[ExportedFact] = Field(default_factory=list)
     # Evaluations of their messages not run yet (what may still be learned from them).
     pending_evaluations: int = 0
+    # When they opted out here (integer ms), if they did: the consent record keeps only that.
+    opted_out_at: int | None = None
     # Plugin name -> what its `export` hook returned.
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
@@ -169,6 +172,9 @@ class Exporting:
             ],
             pending_evaluations=await store.jobs.count_for_messages(ids, statuses=NOT_FINISHED),
             plugins=await self._plugins.export(person_id, world_id),
+            opted_out_at=await ConsentStore(store.db).opted_out_since(
+                user_id=person_id, world_id=world_id
+            ),
         )
 
 
