@@ -21,6 +21,16 @@ SHARED ?= $(abspath ../shared)
 # Tests and benchmarks use the embedding model and data beside the checkout when present.
 export MNEMO_TEST_MODEL_DIR ?= $(SHARED)/models/all-MiniLM-L6-v2/onnx
 export TIKTOKEN_CACHE_DIR ?= $(SHARED)/models/tiktoken
+# `make run` on a machine without internet: chromadb cannot download the embedding model, so use
+# the copy beside the checkout when there is one (elsewhere it is downloaded once into Chroma's
+# cache). An MNEMO_EMBEDDING_MODEL_DIR in the environment or in .env still wins.
+ifneq ($(wildcard $(MNEMO_TEST_MODEL_DIR)/model.onnx),)
+ifeq ($(MNEMO_EMBEDDING_MODEL_DIR),)
+ifeq ($(shell grep -s '^MNEMO_EMBEDDING_MODEL_DIR=' .env),)
+export MNEMO_EMBEDDING_MODEL_DIR := $(MNEMO_TEST_MODEL_DIR)
+endif
+endif
+endif
 
 .PHONY: run chat doctor test lint format bench clean
 
