@@ -186,7 +186,13 @@ async def _worker(folder: Path) -> None:
         "fault-probe", evaluators=[Evaluator("EFFECT", "records", effect, always_run=True)]
     )
     registry.add(plugin, plugin.name)
-    settings = test_settings(folder / "data", evaluator_selection="all")
+    # The attempt cap, if the caller sets one (the small suite in `make test` does).
+    cap = os.environ.get("MNEMO_EVALUATION_MAX_ATTEMPTS")
+    settings = test_settings(
+        folder / "data",
+        evaluator_selection="all",
+        **({"evaluation_max_attempts": int(cap)} if cap else {}),
+    )
     settings = replace(
         settings, storage=settings.storage.model_copy(update={"mongodb_database": DATABASE})
     )
