@@ -37,14 +37,7 @@ class ExportedAccount(BaseModel):
 
     @classmethod
     def of(cls, account: Account) -> ExportedAccount:
-        return cls(
-            id=account.id,
-            platform=account.platform,
-            platform_id=account.platform_id,
-            name=account.name,
-            username=account.username,
-            told_name=account.told_name,
-        )
+        return cls.model_validate(account, from_attributes=True)
 
 
 class ExportedRoom(BaseModel):
@@ -54,7 +47,7 @@ class ExportedRoom(BaseModel):
 
     @classmethod
     def of(cls, room: Room) -> ExportedRoom:
-        return cls(id=room.id, kind=room.kind, name=room.name)
+        return cls.model_validate(room, from_attributes=True)
 
 
 class ExportedMessage(BaseModel):
