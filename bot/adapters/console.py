@@ -105,6 +105,10 @@ def to_memory(
     return Incoming(memory, me.account, me.room)
 
 
+# Seconds a message being answered gets to finish when the person leaves.
+STOP_GRACE = 5.0
+
+
 class ConsoleChat:
     name = PLATFORM
 
@@ -180,13 +184,15 @@ class ConsoleChat:
             await asyncio.shield(self._conversation)
 
     async def stop(self) -> None:
-        """Leave now (Ctrl-C, SIGTERM): what was said is stored; learning resumes next time."""
+        """Leave now (Ctrl-C, SIGTERM): what was said is stored; learning resumes next time.
+        A message being answered gets a moment to finish: its reply, once shown, is stored
+        with the message (a reply shown but not stored would be given again next time)."""
         conversation = self._conversation
         if conversation is not None and not conversation.done():
             conversation.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await conversation
-        await self._lanes.close(grace=0)
+        await self._lanes.close(grace=STOP_GRACE)
 
     async def run(self, runtime: AgentRuntime) -> None:
         """Start, converse until the person leaves, stop."""
