@@ -106,6 +106,12 @@ def _scale_options(parser: argparse.ArgumentParser) -> None:
         "--variant-rooms", type=int, help="rooms for the other variants (default: the most)"
     )
     scale.add_argument(
+        "--processes",
+        help="also run the largest room count in a deployment's shape: this many Mnemo "
+        "processes (comma separated, e.g. 1,2) sharing a MongoDB-compatible server started "
+        "on its own and a `chroma run` server",
+    )
+    scale.add_argument(
         "--max-messages",
         type=int,
         help="cap on a run's messages: rooms × min(messages, cap // rooms) (default 1000)",
@@ -271,10 +277,11 @@ def run_scale_part(args: argparse.Namespace) -> dict[str, Any]:
         raise BenchError(f"--variants: choose from {', '.join(VARIANTS)} (got {args.variants!r})")
     if args.messages < 1:
         raise BenchError("--messages must be at least 1")
-    needs_model = "full" in variants
-    return asyncio.run(
+    needs_model = "full" in variants or bool(args.processes)
+    rooms = _ints(args.rooms, "--rooms")
+    result = asyncio.run(
         run_scale_series(
-            _ints(args.rooms, "--rooms"),
+            rooms,
             messages=args.messages,
             variants=variants,  # type: ignore[arg-type]
             model_dir=_model_dir(args) if needs_model else None,
@@ -284,6 +291,21 @@ def run_scale_part(args: argparse.Namespace) -> dict[str, Any]:
             max_messages=args.max_messages,
         )
     )
+    if args.processes:
+        from benchmarks.topology import run_topology
+
+        most = max(rooms)
+        per_room = min(args.messages, max(1, (args.max_messages or most) // most))
+        result["topology"] = asyncio.run(
+            run_topology(
+                rooms=most,
+                messages=per_room,
+                processes=_ints(args.processes, "--processes"),
+                model_dir=_model_dir(args),
+                plugins_dir=args.plugins_dir,
+            )
+        )
+    return result
 
 
 def run_recall_part(args: argparse.Namespace) -> dict[str, Any]:

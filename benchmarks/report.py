@@ -387,7 +387,50 @@ def scale_section(part: dict[str, Any], chart: str | None) -> list[str]:
     lines += _bottleneck(part["runs"])
     if chart:
         lines += [f"![Throughput and reply latency by number of rooms]({chart})", ""]
+    if part.get("topology"):
+        lines += _topology(part["topology"])
     return lines
+
+
+def _topology(topology: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            str(run["processes"]),
+            f"{run['rooms']:,} × {run['messages_per_room']}",
+            _num(run["replies_per_second"], 1),
+            _num(run["evaluations_per_second"], 1),
+            _ms(run["reply_overhead_ms"]["p50"]),
+            _ms(run["reply_overhead_ms"]["p95"]),
+            str(run["lost"]),
+            str(run["duplicated"]),
+            str(run["order_violations"]),
+            _num(run["mongodb_commands_per_message"], 1),
+        ]
+        for run in topology["runs"]
+    ]
+    return [
+        f"In a deployment's shape: {topology['mongodb']} and a {topology['chroma']} server, "
+        "shared by 1 and by 2 Mnemo processes, each driving its share of the rooms the same "
+        "way (ONNX embedder, instant model: a reply's latency is Mnemo's own overhead).",
+        "",
+        *_table(
+            [
+                "processes",
+                "rooms × messages",
+                "replies/s",
+                "evaluations/s",
+                "reply overhead p50",
+                "reply overhead p95",
+                "lost",
+                "duplicated",
+                "out of order",
+                "MongoDB commands / message",
+            ],
+            rows,
+            "rlrrrrrrrr",
+        ),
+        "",
+    ]
 
 
 def _bottleneck(runs: Sequence[dict[str, Any]]) -> list[str]:

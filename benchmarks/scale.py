@@ -162,6 +162,8 @@ class ScaleOptions:
     messages: int = 5
     variant: Variant = "full"
     timeout: float = 900.0
+    # Also report every reply's latency (a topology run pools its processes' latencies).
+    keep_latencies: bool = False
 
 
 @dataclass
@@ -408,7 +410,13 @@ async def _results(
             else None
         ),
         "event_loop_busy": _share(cpu.get("event_loop"), total_seconds),
-    }
+    } | _raw_latencies(options, tally)
+
+
+def _raw_latencies(options: ScaleOptions, tally: _Tally) -> dict[str, list[float]]:
+    if not options.keep_latencies:
+        return {}
+    return {"raw_latencies_ms": [seconds * 1000 for seconds in tally.latencies]}
 
 
 def _share(seconds: float | None, wall: float) -> float | None:

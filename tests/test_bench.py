@@ -337,3 +337,34 @@ def test_each_bench_part_has_its_own_help(capsys: pytest.CaptureFixture[str]) ->
         mnemo(["bench", "--help"])
     listing = capsys.readouterr().out
     assert all(part in listing for part in ("cost", "scale", "recall", "startup", "all"))
+
+
+def test_a_topology_run_adds_up_its_processes() -> None:
+    """`mnemo bench scale --processes`: the deployment's figures from each process's."""
+    from benchmarks.topology import _combined
+
+    def process(messages: int, lost: int, duplicated: int, seconds: float) -> dict:
+        return {
+            "messages": messages,
+            "evaluated": messages - lost,
+            "reply_seconds": seconds,
+            "backlog_drain_seconds": 1.0,
+            "latencies_ms": [10.0] * messages,
+            "mongodb_commands": messages * 15,
+            "replies_lost": 0,
+            "stored_replies_lost": 0,
+            "evaluations_lost": lost,
+            "replies_duplicated": duplicated,
+            "stored_replies_duplicated": 0,
+            "evaluations_duplicated": 0,
+            "reply_order_violations": 0,
+            "evaluation_order_violations": 0,
+            "jobs_left_pending": 0,
+        }
+
+    run = _combined(2, 10, 1, [process(5, 1, 0, 2.0), process(5, 0, 2, 1.0)], wall=4.0)
+    assert run["messages"] == 10
+    assert run["replies_per_second"] == 5.0  # 10 replies while the slower process replied
+    assert run["evaluations_per_second"] == round(9 / 3.0, 1)
+    assert (run["lost"], run["duplicated"]) == (1, 2)
+    assert run["mongodb_commands_per_message"] == 15.0
