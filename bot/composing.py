@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
 from typing import Any
 
 from bot.characters import Character
@@ -21,7 +20,9 @@ from bot.plugins import Registry
 from bot.prompts import BUILTIN_TEMPLATES, character_values, format_actions
 from bot.runtime_types import RuntimeOptions
 from bot.state import State
+from bot.storage.documents import millis
 from bot.storage.mongo import MongoStore
+from bot.storage.windows import Window, read_window
 
 log = logging.getLogger(__name__)
 
@@ -55,21 +56,22 @@ class StateComposer:
         data: dict[str, Any] | None = None,
         providers: bool = True,
         room: Room | None = None,
+        window: Window | None = None,
     ) -> State:
-        # The conversation up to and including this message, never what came after it: an
-        # evaluation that runs late (a slow model, a busy room) reads what was said then.
-        through = memory.created_at + timedelta(milliseconds=1)
-        window = self.store.memories.recent(
-            memory.room_id, self.options.recent_messages, before=through
-        )
-        if room is None:
-            recent, room = await asyncio.gather(window, self.store.rooms.get(memory.room_id))
-        else:
-            recent = await window
+        """The state for prompting about `memory`. `window` is what `window()` read for it,
+        when the caller has it already (an evaluation finds its message in it)."""
+        if window is None:
+            window = await self.window(memory, with_room=room is None)
+        room = room or window.room
+        recent = window.messages
         if not any(m.id == memory.id for m in recent):
             recent = [*recent, memory][-self.options.recent_messages :]
-        people = {m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)
-        actors = await self.store.accounts.get_many(sorted(people - {self.agent_id}))
+        people = ({m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)) - {
+            self.agent_id
+        }
+        actors = {i: a for i, a in window.accounts.items() if i in people}
+        if unread := sorted(people - set(window.accounts) - window.asked):
+            actors.update(await self.store.accounts.get_many(unread))
         state = State(
             message=memory,
             agent_id=self.agent_id,
@@ -94,6 +96,33 @@ class StateComposer:
             sections = await self._run_providers(memory, state)
             state.values["providers"] = "\n\n".join(s for s in sections if s)
         return state
+
+    async def window(
+        self, memory: Memory, *, with_room: bool = False, with_people: bool = True
+    ) -> Window:
+        """The conversation up to and including this message, never what came after it: an
+        evaluation that runs late (a slow model, a busy room) reads what was said then. With
+        the accounts of everyone in it (the sender and the people mentioned too, unless
+        `with_people` is False), and the room: one round trip (bot/storage/windows.py)."""
+        return await self.window_through(
+            memory.room_id,
+            millis(memory.created_at),
+            people=[memory.user_id, *memory.mentions] if with_people else [],
+            with_room=with_room,
+        )
+
+    async def window_through(
+        self, room_id: str, through_ms: int, *, people: list[str], with_room: bool
+    ) -> Window:
+        """The window up to and including `through_ms` (integer milliseconds)."""
+        return await read_window(
+            self.store.db,
+            room_id,
+            self.options.recent_messages,
+            before_ms=through_ms + 1,
+            people=[p for p in people if p != self.agent_id],
+            with_room=with_room,
+        )
 
     async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
         """Names for account ids: from the state's actors, else looked up."""

@@ -32,6 +32,7 @@ from bot.state import State
 from bot.storage.jobs import JobStore
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.windows import Window
 
 log = logging.getLogger(__name__)
 
@@ -73,16 +74,25 @@ class EvaluationRunner:
         """One attempt at a job. What an earlier attempt finished is not done again: the
         selection is reused and evaluators that completed are skipped; one interrupted midway
         runs again with the same `ctx.job_id`, its idempotency key."""
-        message = await self.store.memories.get(job.message_id)
+        message, window = await self._message_and_window(job)
         if message is None:
             log.info("evaluation %s: message was forgotten; nothing to learn", job.id)
             return []
+        if window is None:
+            return await self._run(job, message, None)
+        with self.plugins.conversations.marks_known(job.room_id, window.marks):
+            return await self._run(job, message, window)
+
+    async def _run(self, job: EvaluationJob, message: Memory, window: Window | None) -> list[str]:
         if message.user_id != self.agent_id and job.trigger == "message":
             await self.knowledge.index_message(message)
         # Evaluators build their own prompts (elizaOS's compose their own state too), so the
         # providers' retrieval, paid once for the reply, is not paid again here.
         state = await self.composer.compose_state(
-            message, data={"trigger": job.trigger, "position": job.position}, providers=False
+            message,
+            data={"trigger": job.trigger, "position": job.position},
+            providers=False,
+            window=window,
         )
         validated = await self._validated(message, state, job.did_respond, None, job.id)
         candidates = [evaluator for evaluator, _ in validated]
@@ -94,20 +104,37 @@ class EvaluationRunner:
         found = {id(evaluator): finding for evaluator, finding in validated}
         ran = list(job.ran)
         failures: list[str] = []
-        for evaluator in chosen:  # one after another, in registration order
-            if evaluator.name in ran:
-                continue
+        to_run = [e for e in chosen if e.name not in ran]
+        for number, evaluator in enumerate(to_run, 1):  # one after another, in order
             context = self._context(evaluator, message, state, None, job.id)
             problem = await self._run_handler(evaluator, context, found[id(evaluator)])
             if problem is not None:
                 failures.append(f"{evaluator.name}: {problem}")
                 continue
             ran.append(evaluator.name)
-            await self.jobs.record_ran(job.id, ran)
+            # After the last one the queue's `finish` records them all, in the same write.
+            if number < len(to_run) or failures:
+                await self.jobs.record_ran(job.id, ran)
             self._faults.reached("evaluation:handler-ran")
         if failures:
             raise EvaluationFailed("; ".join(failures))
         return ran
+
+    async def _message_and_window(self, job: EvaluationJob) -> tuple[Memory | None, Window | None]:
+        """The job's message, and the room's window up to it when that found it: one read
+        when the job knows its message's time (its message is in the window unless it was
+        forgotten), else the message by id and the window composed later."""
+        if job.message_ms is None:
+            return await self.store.memories.get(job.message_id), None
+        window = await self.composer.window_through(
+            job.room_id, job.message_ms, people=[], with_room=True
+        )
+        message = next((m for m in window.messages if m.id == job.message_id), None)
+        if message is None:
+            # Forgotten, or stored from a copy with another time (a platform that redelivered
+            # it differently): looked up by id, and the window read again around it.
+            return await self.store.memories.get(job.message_id), None
+        return message, window
 
     async def evaluate(
         self,

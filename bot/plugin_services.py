@@ -8,7 +8,8 @@ Part of the plugin API (re-exported by `bot`); kept apart from the types in
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -18,6 +19,7 @@ from pymongo.errors import DuplicateKeyError
 from bot.llm.base import JsonAnswer, ModelClass
 from bot.models import Account, Memory, Room
 from bot.state import State
+from bot.storage.rooms import check_mark_key
 from bot.templating import render
 
 if TYPE_CHECKING:
@@ -131,6 +133,9 @@ class Conversations:
         self._store = store
         self._agent = agent
         self._max_chars = max_message_chars
+        # Marks of the rooms being evaluated now, read with their window (one round trip less
+        # per mark); a room's evaluations run one at a time, so nobody else moves them.
+        self._marks: dict[str, dict[str, datetime | None]] = {}
 
     async def recent(self, room_id: str, limit: int) -> list[Memory]:
         """The room's last `limit` messages, oldest first."""
@@ -157,10 +162,27 @@ class Conversations:
 
     async def mark(self, room_id: str, name: str) -> datetime | None:
         """A per-room bookmark the plugin keeps (e.g. what it has read up to)."""
+        known = self._marks.get(room_id)
+        if known is not None:
+            check_mark_key(name)
+            return known.get(name)
         return await self._store.rooms.get_mark(room_id, name)
 
     async def set_mark(self, room_id: str, name: str, when: datetime) -> None:
         await self._store.rooms.set_mark(room_id, name, when)
+        known = self._marks.get(room_id)
+        if known is not None:
+            known[name] = when
+
+    @contextmanager
+    def marks_known(self, room_id: str, marks: Mapping[str, datetime | None]) -> Iterator[None]:
+        """While the block runs (the runtime evaluating the room), `mark()` answers from
+        these marks, read with the room's window, instead of a read of its own."""
+        self._marks[room_id] = dict(marks)
+        try:
+            yield
+        finally:
+            self._marks.pop(room_id, None)
 
     async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
         """Names for account ids: from the state's actors, else looked up."""

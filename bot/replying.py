@@ -11,8 +11,6 @@ import logging
 import time
 from datetime import timedelta
 
-from pymongo.errors import ConnectionFailure
-
 from bot.composing import StateComposer
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
@@ -124,7 +122,7 @@ class Replier:
             if not content.text.strip():
                 return
             await send(content)
-            sent = result.responded = True  # known even if storing it fails below
+            sent = result.responded = True  # known even if storing it fails later
             if not store or not keep:
                 return
             reply = Memory(
@@ -139,14 +137,9 @@ class Replier:
                     utcnow(), memory.created_at + timedelta(milliseconds=1 + len(replies))
                 ),
             )
-            replies.append(reply)  # before storing: a later part never reuses this id
-            try:
-                position = await self.store.memories.insert(reply)
-            except ConnectionFailure:
-                # Sent, not stored: the outage journal keeps it, stored when the database is back.
-                result.unstored.append(reply)
-                raise
-            result.position = max(result.position, position or 0)
+            replies.append(reply)  # a later part never reuses this id
+            # Stored with the message and the job's release, or before an action runs, below.
+            result.unstored.append(reply)
 
         action = await self._chosen_action(draft, memory, state, say) if keep else None
         if action is None or not action.suppress_initial_message:
@@ -157,6 +150,9 @@ class Replier:
             elif action is None:
                 await say(Content(text=EMPTY_REPLY), store=False)
         if action is not None:
+            # The message and what was sent so far are stored before the action, which may
+            # take a while: a crash during it must not send those replies again.
+            await self._store_unstored(memory, result)
             context = self.plugins.context(action, memory, state, callback=say)
             try:
                 await action.handler(context)
@@ -166,6 +162,18 @@ class Replier:
             result.action = action.name
         result.replies = replies
         result.responded = sent
+
+    async def _store_unstored(self, memory: Memory, result: HandleResult) -> None:
+        """Store the message (when new) and the replies sent so far, one by one, each left
+        in `result` until it is stored (MongoDB gone midway: the rest goes to the journal)."""
+        if result.message_unstored:
+            position = await self.store.memories.insert(memory)
+            result.message_unstored = False
+            result.position = max(result.position, position or 0)
+        while result.unstored:
+            position = await self.store.memories.insert(result.unstored[0])
+            result.unstored.pop(0)
+            result.position = max(result.position, position or 0)
 
     def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:
         """The model's reply as words to send: no JSON syntax, at most the reply cap; what

@@ -15,10 +15,11 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from bot.background import Background
 from bot.characters import Character
 from bot.composing import StateComposer
 from bot.evaluating import EvaluationRunner
@@ -41,6 +42,7 @@ from bot.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Re
 from bot.runtime_types import HandleResult, RuntimeOptions, Send, SenderFor, Typing
 from bot.runtime_types import no_typing as _no_typing
 from bot.state import State
+from bot.storage.intake import IntakeWrites
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 
@@ -149,7 +151,8 @@ class AgentRuntime:
         )
         self.profiles = KnownProfiles(store)
         self.kept = KeptIntake(self, outage)  # MongoDB unreachable: a journal (kept_intake.py)
-        self._prefetches: set[asyncio.Task[Any]] = set()
+        self.intake = IntakeWrites(store)
+        self._background = Background(knowledge)
 
     @property
     def options(self) -> RuntimeOptions:
@@ -212,14 +215,15 @@ class AgentRuntime:
                 if self.should_respond(memory, where) and not admission.repeat:
                     await self.replier.answer(memory, send, typing, result, where, keep=False)
                 return result
-            self._prefetch_embedding(memory)
+            self._background.prefetch_embedding(memory)
             await self.profiles.note([] if account is None else [account], room)
             job, created = await self.evaluations.open_intake(memory)
             if not created and (job.status != "intake" or memory.id in self._in_intake):
                 log.debug("message %s already handled", memory.id)
                 return result
             self._faults.reached("handle:job-written")
-            return await self._take_in(job, memory, send, typing, room, arrived, result)
+            # A new job holds the message, which is then stored with its replies.
+            return await self._take_in(job, memory, send, typing, room, arrived, result, created)
 
         return await self.kept.handle(memory, account, room, send, intake)
 
@@ -232,16 +236,23 @@ class AgentRuntime:
         room: Room | None,
         arrived: float | None = None,
         result: HandleResult | None = None,
+        fresh: bool = False,
     ) -> HandleResult:
         """Steps 2-4 of `handle()`, filling `result`; also finishes a job a crash left in intake.
-        `send` None: no way to reach the room (yet), so the message is only learned from."""
+        `send` None: no way to reach the room (yet), so the message is only learned from.
+        `fresh`: the job was written just now, so the message is new: it is stored with its
+        replies and the job's release (bot/storage/intake.py); otherwise it is stored here."""
         self._in_intake.add(memory.id)
         result = result or HandleResult(stored=False)
+        result.job = job
         try:
-            position = await self.store.memories.insert(memory)
+            if fresh:
+                result.stored = result.message_unstored = True
+            else:
+                position = await self.store.memories.insert(memory)
+                result.stored, result.position = position is not None, position or 0
             self._faults.reached("handle:message-stored")
-            result.stored, result.position, result.job = position is not None, position or 0, job
-            if position is None:
+            if not result.stored:
                 # Stored by an earlier attempt that died before releasing the job (or, before
                 # jobs were written first, a message whose job was never written).
                 answered = await self.answered(memory)
@@ -250,14 +261,18 @@ class AgentRuntime:
                     await self.evaluations.release(job, did_respond=answered, position=None)
                     return result
                 log.info("message %s: stored earlier but never answered; answering", memory.id)
-            if position is not None:
+            if result.stored:
                 self.events.message_received()
             room = room or await self.store.rooms.get(memory.room_id)
             if send is not None and self.should_respond(memory, room):
                 await self.replier.answer(memory, send, typing, result, room, arrived=arrived)
-            await self.evaluations.release(
-                job, did_respond=result.responded, position=result.position or None
+            # What is not stored yet (the message, the replies) goes with the job's release.
+            unstored = [memory] * result.message_unstored + result.unstored
+            settled = await self.intake.settle(
+                job, unstored, did_respond=result.responded, position=result.position or None
             )
+            result.message_unstored, result.unstored, result.position = False, [], settled or 0
+            self.evaluations.wake(job.room_id)
             self._faults.reached("handle:released")
             return result
         finally:
@@ -291,7 +306,8 @@ class AgentRuntime:
             loop = asyncio.get_running_loop()
             self._timers.append(
                 loop.call_later(
-                    self.options.answer_window, lambda: self._spawn(self._give_up_answering())
+                    self.options.answer_window,
+                    lambda: self._background.spawn(self._give_up_answering()),
                 )
             )
 
@@ -313,26 +329,6 @@ class AgentRuntime:
         for job_id, (job, memory) in list(self._orphans.items()):
             del self._orphans[job_id]
             await self._take_in(job, memory, None, _no_typing, None)
-
-    def _spawn(self, work: Awaitable[Any]) -> None:
-        task = asyncio.ensure_future(work)
-        self._prefetches.add(task)
-        task.add_done_callback(self._prefetches.discard)
-
-    def _prefetch_embedding(self, memory: Memory) -> None:
-        """Start embedding the message now, in the embedder's thread, so it overlaps the
-        database round trips; the providers and the indexing then share the cached result."""
-        if not memory.content.text.strip():
-            return
-        task = asyncio.create_task(self.knowledge.embedder.embed([memory.content.text]))
-        self._prefetches.add(task)
-        task.add_done_callback(self._prefetch_done)
-
-    def _prefetch_done(self, task: asyncio.Task[Any]) -> None:
-        self._prefetches.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # Whoever needs the vector embeds again and handles the error where it matters.
-            log.debug("embedding prefetch failed: %s", task.exception())
 
     async def note_profiles(
         self, accounts: Iterable[Account] = (), room: Room | None = None

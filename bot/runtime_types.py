@@ -45,7 +45,11 @@ class HandleResult:
     position: int = 0
     # MongoDB was unreachable: the message waits in the outage journal (bot/outage.py).
     journaled: bool = False
-    # Replies sent whose storing failed because MongoDB went away (journaled with the message).
+    # The message is not stored yet (its new job holds a copy): stored with its replies.
+    message_unstored: bool = False
+    # Replies sent, not stored yet: stored with the message and the job's release in one
+    # batch (bot/storage/intake.py), or before an action runs; journaled with the message
+    # when MongoDB went away first.
     unstored: list[Memory] = field(default_factory=list)
 
 

@@ -1,15 +1,21 @@
-"""Writes to several collections in one round trip.
+"""Writes to several collections in as few round trips as the server allows.
 
-A message's intake (its evaluation job, the message, the room's count) and its settling (the
-replies, the job's release) touch three collections each. MongoDB 8.0's client-level
-`bulkWrite` (PyMongo's `AsyncMongoClient.bulk_write`, which the bundled nx-27017 server
-speaks too) sends them as one command. An older server refuses it before anything is sent;
-the writes then go one command each, in the same order, with the same error semantics.
-Either way the writes are not a transaction: ordered, a failed write stops the ones after it.
+A message's settling (the message and its replies, the job's release) touches two
+collections. MongoDB 8.0's client-level `bulkWrite` (PyMongo's `AsyncMongoClient.bulk_write`)
+sends them as one command. Elsewhere consecutive inserts into one collection go as one
+`insert` command and every other write as its own, in the same order, with the same error
+semantics. Either way the writes are not a transaction: ordered, a failed write stops the
+ones after it.
+
+Whether the server is 8.0 is asked once (`buildInfo`), not read from the wire version: the
+bundled nx-27017 server advertises 8.0's wire version and accepts `bulkWrite`, but reports
+7.0 and runs the command outside its database's lock, so under load a write is lost
+(`mnemo bench scale` lost evaluation jobs that way).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +23,12 @@ from typing import Any
 
 from pymongo import AsyncMongoClient, InsertOne, UpdateOne
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import ClientBulkWriteException, DuplicateKeyError, InvalidOperation
+from pymongo.errors import (
+    BulkWriteError,
+    ClientBulkWriteException,
+    DuplicateKeyError,
+    InvalidOperation,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,17 +76,19 @@ class Batches:
         self._db = db
         # Whether the server takes a client-level bulkWrite; None until it has said so.
         self._client_bulk = client_bulk
+        self._asking: asyncio.Lock = asyncio.Lock()
 
     async def write(self, writes: Sequence[Write], *, ordered: bool = True) -> None:
         """Apply the writes; raises BatchWriteError naming the ones that failed."""
         if not writes:
             return
-        if self._client_bulk is not False:
+        if self._client_bulk is None:
+            await self._ask_server()
+        if self._client_bulk:
             try:
                 await self._client.bulk_write(
                     [self._model(w) for w in writes], ordered=ordered, verbose_results=False
                 )
-                self._client_bulk = True
                 return
             except ClientBulkWriteException as error:
                 failed = {int(e["idx"]): int(e.get("code", 0)) for e in error.write_errors or []}
@@ -83,26 +96,54 @@ class Batches:
                     raise
                 raise BatchWriteError(failed) from None
             except InvalidOperation:
-                # Refused by the client before anything was sent: the server is older than 8.0.
-                log.info("MongoDB is older than 8.0: batched writes go one command each")
+                # Refused by the client before anything was sent (a server downgraded since).
                 self._client_bulk = False
-        await self._one_by_one(writes, ordered=ordered)
+        await self._by_collection(writes, ordered=ordered)
 
-    async def _one_by_one(self, writes: Sequence[Write], *, ordered: bool) -> None:
+    async def _ask_server(self) -> None:
+        async with self._asking:
+            if self._client_bulk is not None:
+                return
+            info = await self._client.admin.command("buildInfo")
+            major = int(str(info.get("version", "0")).split(".")[0] or 0)
+            self._client_bulk = major >= 8
+            if not self._client_bulk:
+                log.info("MongoDB %s: batched writes go one command per collection", major)
+
+    async def _by_collection(self, writes: Sequence[Write], *, ordered: bool) -> None:
+        """One `insert` per run of inserts into one collection, one command per update."""
         failed: dict[int, int] = {}
-        for index, write in enumerate(writes):
+        index = 0
+        while index < len(writes):
+            write = writes[index]
             collection = self._db[write.collection]
-            try:
-                if isinstance(write, Insert):
-                    await collection.insert_one(dict(write.document))
-                else:
+            if isinstance(write, Insert):
+                run = [index]
+                while (
+                    run[-1] + 1 < len(writes)
+                    and isinstance(writes[run[-1] + 1], Insert)
+                    and writes[run[-1] + 1].collection == write.collection
+                ):
+                    run.append(run[-1] + 1)
+                documents = [dict(writes[i].document) for i in run]  # type: ignore[union-attr]
+                try:
+                    await collection.insert_many(documents, ordered=ordered)
+                except BulkWriteError as error:
+                    for problem in error.details.get("writeErrors", []):
+                        failed[run[int(problem["index"])]] = int(problem.get("code", 0))
+                    if failed and not all(c == DUPLICATE_KEY for c in failed.values()):
+                        raise BatchWriteError(failed) from None
+                index = run[-1] + 1
+            else:
+                try:
                     await collection.update_one(
                         dict(write.filter), dict(write.update), upsert=write.upsert
                     )
-            except DuplicateKeyError:
-                failed[index] = DUPLICATE_KEY
-                if ordered:
-                    break
+                except DuplicateKeyError:
+                    failed[index] = DUPLICATE_KEY
+                index += 1
+            if failed and ordered:
+                break
         if failed:
             raise BatchWriteError(failed)
 

@@ -23,6 +23,7 @@ choices in every collection module:
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC
@@ -30,7 +31,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from pymongo import AsyncMongoClient, IndexModel, monitoring
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import PyMongoError
+from pymongo.errors import CollectionInvalid, OperationFailure, PyMongoError
 
 from bot.storage.accounts import Accounts
 from bot.storage.facts import Facts
@@ -44,6 +45,12 @@ _COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage)
 CORE_COLLECTIONS = frozenset(
     {"memories", "accounts", "rooms", "facts", "evaluations", "model_usage"}
 )
+
+
+# Collections a window read joins (`$lookup`, `$unionWith`: bot/storage/windows.py) before
+# anything may have been written to them: nx-27017 fails such a read on a collection that
+# does not exist, where MongoDB returns nothing.
+JOINED_COLLECTIONS = ("accounts", "rooms")
 
 
 def _indexes() -> dict[str, list[IndexModel]]:
@@ -111,9 +118,15 @@ class MongoStore:
         await self.client.close()
 
     async def ensure_indexes(self) -> None:
-        """Create every index the queries below need; safe to call on every start-up."""
+        """Create every index the queries below need, and the collections a window read
+        joins; safe to call on every start-up."""
         for collection, indexes in _indexes().items():
             await self.db[collection].create_indexes(indexes)
+        existing = set(await self.db.list_collection_names())
+        for name in JOINED_COLLECTIONS:
+            if name not in existing:
+                with contextlib.suppress(CollectionInvalid, OperationFailure):  # another process
+                    await self.db.create_collection(name)
 
     async def ping(self) -> None:
         """Round-trip to the server; raises StorageUnavailable (within the client's server

@@ -20,7 +20,7 @@ from pymongo import DESCENDING
 from pymongo.asynchronous.database import AsyncDatabase
 
 from bot.models import Account, Memory, Room
-from bot.storage.documents import as_utc, load, millis
+from bot.storage.documents import as_utc, load
 
 _KIND = "_mnemo_kind"
 _AUTHOR = "_mnemo_author"
@@ -35,6 +35,9 @@ class Window:
     accounts: dict[str, Account]
     room: Room | None = None
     marks: dict[str, datetime | None] = field(default_factory=dict)
+    # Everyone whose account was looked for (the authors and the people asked for): one
+    # missing from `accounts` has none.
+    asked: frozenset[str] = frozenset()
 
 
 async def read_window(
@@ -42,15 +45,16 @@ async def read_window(
     room_id: str,
     limit: int,
     *,
-    before: datetime | None = None,
+    before_ms: int | None = None,
     people: Iterable[str] = (),
     with_room: bool = False,
 ) -> Window:
-    """The room's last `limit` messages (created before `before` if given) with their
-    authors' accounts, the accounts of `people`, and the room when `with_room`."""
+    """The room's last `limit` messages (created before `before_ms`, integer milliseconds,
+    if given) with their authors' accounts, the accounts of `people`, and the room when
+    `with_room`."""
     match: dict[str, Any] = {"room_id": room_id}
-    if before is not None:
-        match["created_ms"] = {"$lt": millis(before)}
+    if before_ms is not None:
+        match["created_ms"] = {"$lt": before_ms}
     pipeline: list[dict[str, Any]] = [
         {"$match": match},
         {"$sort": {"created_ms": DESCENDING}},
@@ -89,7 +93,8 @@ async def read_window(
         messages = []
     messages.reverse()
     room, marks = _room(room_document)
-    return Window(messages=messages, accounts=accounts, room=room, marks=marks)
+    asked = frozenset(wanted) | {m.user_id for m in messages}
+    return Window(messages=messages, accounts=accounts, room=room, marks=marks, asked=asked)
 
 
 def _union(collection: str, match: dict[str, Any], kind: str) -> dict[str, Any]:
