@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from bot.characters import Character
@@ -98,7 +99,12 @@ class StateComposer:
         return state
 
     async def window(
-        self, memory: Memory, *, with_room: bool = False, with_people: bool = True
+        self,
+        memory: Memory,
+        *,
+        with_room: bool = False,
+        with_people: bool = True,
+        extra: Mapping[str, Iterable[str]] | None = None,
     ) -> Window:
         """The conversation up to and including this message, never what came after it: an
         evaluation that runs late (a slow model, a busy room) reads what was said then. With
@@ -109,10 +115,17 @@ class StateComposer:
             millis(memory.created_at),
             people=[memory.user_id, *memory.mentions] if with_people else [],
             with_room=with_room,
+            extra=extra,
         )
 
     async def window_through(
-        self, room_id: str, through_ms: int, *, people: list[str], with_room: bool
+        self,
+        room_id: str,
+        through_ms: int,
+        *,
+        people: list[str],
+        with_room: bool,
+        extra: Mapping[str, Iterable[str]] | None = None,
     ) -> Window:
         """The window up to and including `through_ms` (integer milliseconds)."""
         return await read_window(
@@ -122,6 +135,7 @@ class StateComposer:
             before_ms=through_ms + 1,
             people=[p for p in people if p != self.agent_id],
             with_room=with_room,
+            extra=extra,
         )
 
     async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:

@@ -25,6 +25,7 @@ from bot.ratelimit import RateLimiter
 from bot.runtime_types import HandleResult, RuntimeOptions, Send, Typing
 from bot.state import State
 from bot.storage.mongo import MongoStore
+from bot.storage.windows import Window
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +75,16 @@ class Replier:
         *,
         arrived: float | None = None,
         keep: bool = True,
+        window: Window | None = None,
     ) -> None:
         """Reply while showing "typing…", unless the author is over the rate limit (then a
-        polite line, no model call); `arrived` (perf_counter) times the reply."""
+        polite line, no model call); `arrived` (perf_counter) times the reply. `window`: the
+        room's window, when the caller read it already."""
         if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
             await send(Content(text=RATE_LIMITED_REPLY))
             return
         async with typing():
-            await self.respond(memory, send, result, room, keep=keep)
+            await self.respond(memory, send, result, room, keep=keep, window=window)
         if result.replies and arrived is not None:
             self.events.replied(len(result.replies), time.perf_counter() - arrived)
 
@@ -93,10 +96,11 @@ class Replier:
         room: Room | None,
         *,
         keep: bool = True,
+        window: Window | None = None,
     ) -> None:
         """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
         may quote the message) and no action runs (actions may keep what they were given)."""
-        state = await self.composer.compose_state(memory, room=room)
+        state = await self.composer.compose_state(memory, room=room, window=window)
         system = render(self.composer.template("systemTemplate"), state.values)
         prompt = render(self.composer.template("messageHandlerTemplate"), state.values)
         try:

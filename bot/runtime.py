@@ -34,6 +34,7 @@ from bot.outage import Outage
 from bot.plugin_api import Agent
 from bot.plugin_host import PluginHost
 from bot.plugins import Registry
+from bot.privacy.consent import COLLECTION as CONSENT
 from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
 from bot.profiles import KnownProfiles
@@ -45,6 +46,7 @@ from bot.state import State
 from bot.storage.intake import IntakeWrites
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.windows import Window
 
 log = logging.getLogger(__name__)
 
@@ -180,9 +182,6 @@ class AgentRuntime:
         await self.evaluations.stop()
         await self.plugins.teardown()
 
-    def template(self, name: str, default: str | None = None) -> str:
-        return self.composer.template(name, default)
-
     # ------------------------------------------------------------------ handle
     async def handle(
         self,
@@ -195,35 +194,44 @@ class AgentRuntime:
     ) -> HandleResult:
         """Process one incoming message. Safe to call twice with the same message.
 
-        Intake order, so that a crash at any step loses nothing: (1) the message's evaluation
-        job is written, holding a copy of the message; (2) the message is stored; (3) the
-        reply is sent and stored; (4) the job is released to the evaluation worker, recording
-        whether a reply was sent. A job still in intake after a crash is finished by
+        Intake order, so that a crash at any step loses nothing: (0) consent is checked; (1) the
+        message's evaluation job is written, holding a copy of the message; (2) the reply is
+        sent; (3) the message and its replies are stored with the job's release to the
+        evaluation worker, recording whether a reply was sent. A job still in intake is finished by
         `start()` / `answer_unanswered()`, or by the platform redelivering the message.
         """
 
         async def intake(result: HandleResult) -> HandleResult:
             arrived = time.perf_counter()
+            # One read (bot/storage/windows.py): the consent documents for this message, the
+            # room's recent messages with their people and, unless the adapter said, the room.
+            where = dict(user_id=memory.user_id, room_id=memory.room_id, world_id=memory.world_id)
+            consent = {CONSENT: self.privacy.consent.ids(**where)}
+            window = await self.composer.window(memory, with_room=room is None, extra=consent)
+            here = room or window.room
             # Consent first, before anything of the message is kept (the job holds a copy, the
             # prefetch caches its text). Not kept: the notice when due, a reply when addressed
             # (as anyone gets; neither stored, no action), no evaluation.
-            admission = await self.privacy.admit(memory)
+            admission = await self.privacy.admit(memory, consent=window.extra[CONSENT])
             if not admission.learn:
                 if admission.notice is not None:
                     await send(Content(text=admission.notice))
-                where = room or await self.store.rooms.get(memory.room_id)
-                if self.should_respond(memory, where) and not admission.repeat:
-                    await self.replier.answer(memory, send, typing, result, where, keep=False)
+                if self.should_respond(memory, here) and not admission.repeat:
+                    await self.replier.answer(
+                        memory, send, typing, result, here, keep=False, window=window
+                    )
                 return result
             self._background.prefetch_embedding(memory)
             await self.profiles.note([] if account is None else [account], room)
+            if account is not None:  # read before a first message wrote it: as written now
+                window.accounts.setdefault(account.id, account)
             job, created = await self.evaluations.open_intake(memory)
             if not created and (job.status != "intake" or memory.id in self._in_intake):
                 log.debug("message %s already handled", memory.id)
                 return result
             self._faults.reached("handle:job-written")
-            # A new job holds the message, which is then stored with its replies.
-            return await self._take_in(job, memory, send, typing, room, arrived, result, created)
+            fresh = window if created else None  # new: stored with its replies, below
+            return await self._take_in(job, memory, send, typing, here, arrived, result, fresh)
 
         return await self.kept.handle(memory, account, room, send, intake)
 
@@ -236,17 +244,18 @@ class AgentRuntime:
         room: Room | None,
         arrived: float | None = None,
         result: HandleResult | None = None,
-        fresh: bool = False,
+        fresh: Window | None = None,
     ) -> HandleResult:
         """Steps 2-4 of `handle()`, filling `result`; also finishes a job a crash left in intake.
         `send` None: no way to reach the room (yet), so the message is only learned from.
         `fresh`: the job was written just now, so the message is new: it is stored with its
-        replies and the job's release (bot/storage/intake.py); otherwise it is stored here."""
+        replies and the job's release (bot/storage/intake.py); otherwise it is stored here.
+        It is the room's window read at intake, which the reply then composes from."""
         self._in_intake.add(memory.id)
         result = result or HandleResult(stored=False)
         result.job = job
         try:
-            if fresh:
+            if fresh is not None:
                 result.stored = result.message_unstored = True
             else:
                 position = await self.store.memories.insert(memory)
@@ -265,7 +274,9 @@ class AgentRuntime:
                 self.events.message_received()
             room = room or await self.store.rooms.get(memory.room_id)
             if send is not None and self.should_respond(memory, room):
-                await self.replier.answer(memory, send, typing, result, room, arrived=arrived)
+                await self.replier.answer(
+                    memory, send, typing, result, room, arrived=arrived, window=fresh
+                )
             # What is not stored yet (the message, the replies) goes with the job's release.
             unstored = [memory] * result.message_unstored + result.unstored
             settled = await self.intake.settle(
@@ -359,13 +370,6 @@ class AgentRuntime:
         room: Room | None = None,
     ) -> State:
         return await self.composer.compose_state(memory, data=data, providers=providers, room=room)
-
-    async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
-        """Names for account ids: from the state's actors, else looked up."""
-        return await self.composer.display_names(state, ids)
-
-    def format_messages(self, state: State, messages: list[Memory]) -> str:
-        return self.composer.format_messages(state, messages)
 
     async def _run_job(self, job: EvaluationJob) -> list[str]:
         return await self.evaluator.run_job(job)

@@ -137,6 +137,27 @@ class ConsentStore:
     async def check(self, *, user_id: str, room_id: str, world_id: str) -> NotLearning | None:
         """None when this person's message here may be stored and learned from."""
         found = await self._found(user_id=user_id, room_id=room_id, world_id=world_id)
+        return self._refusal(found)
+
+    @staticmethod
+    def ids(*, user_id: str, room_id: str, world_id: str) -> dict[str, ScopeKind]:
+        """The documents `check` reads, by id: for a caller that reads them with other
+        things in one round trip (the runtime's intake reads them with the room's window)."""
+        return {
+            consent_id("person", world_id, user_id): "person",
+            consent_id("room", world_id, room_id): "room",
+            consent_id("world", world_id): "world",
+        }
+
+    def check_found(
+        self, documents: list[dict[str, Any]], *, user_id: str, room_id: str, world_id: str
+    ) -> NotLearning | None:
+        """`check` on the documents of `ids` a caller read itself."""
+        ids = self.ids(user_id=user_id, room_id=room_id, world_id=world_id)
+        return self._refusal({ids[d["_id"]]: d for d in documents if d.get("_id") in ids})
+
+    @staticmethod
+    def _refusal(found: dict[str, Any]) -> NotLearning | None:
         person = found.get("person")
         if person is not None:
             return NotLearning("person", notify=person.get("notified_ms") is None)
@@ -152,11 +173,7 @@ class ConsentStore:
         )
 
     async def _found(self, *, user_id: str, room_id: str, world_id: str) -> dict[str, Any]:
-        ids = {
-            consent_id("person", world_id, user_id): "person",
-            consent_id("room", world_id, room_id): "room",
-            consent_id("world", world_id): "world",
-        }
+        ids = self.ids(user_id=user_id, room_id=room_id, world_id=world_id)
         found: dict[str, Any] = {}
         async for document in self._collection.find({"_id": {"$in": list(ids)}}):
             found[ids[document["_id"]]] = document

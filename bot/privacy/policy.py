@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 from bot.models import Memory
 from bot.privacy.consent import ConsentStore
@@ -43,11 +44,16 @@ class PrivacyPolicy:
     operator_text: str | None = None
     _unkept: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False, repr=False)
 
-    async def admit(self, memory: Memory) -> Admission:
-        """Checked for every message before anything of it is stored."""
-        refusal = await self.consent.check(
-            user_id=memory.user_id, room_id=memory.room_id, world_id=memory.world_id
-        )
+    async def admit(
+        self, memory: Memory, *, consent: list[dict[str, Any]] | None = None
+    ) -> Admission:
+        """Checked for every message before anything of it is stored. `consent`: the
+        documents of `ConsentStore.ids` for it, when the caller read them already."""
+        where = {"user_id": memory.user_id, "room_id": memory.room_id, "world_id": memory.world_id}
+        if consent is None:
+            refusal = await self.consent.check(**where)
+        else:
+            refusal = self.consent.check_found(consent, **where)
         if refusal is None:
             return LEARN
         if memory.id in self._unkept:

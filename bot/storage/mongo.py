@@ -50,7 +50,7 @@ CORE_COLLECTIONS = frozenset(
 # Collections a window read joins (`$lookup`, `$unionWith`: bot/storage/windows.py) before
 # anything may have been written to them: nx-27017 fails such a read on a collection that
 # does not exist, where MongoDB returns nothing.
-JOINED_COLLECTIONS = ("accounts", "rooms")
+JOINED_COLLECTIONS = ("accounts", "rooms", "consent")
 
 
 def _indexes() -> dict[str, list[IndexModel]]:

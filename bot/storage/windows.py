@@ -11,7 +11,7 @@ and on the bundled nx-27017 server (whose `$lookup` results carry no `_id`: the 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -38,6 +38,8 @@ class Window:
     # Everyone whose account was looked for (the authors and the people asked for): one
     # missing from `accounts` has none.
     asked: frozenset[str] = frozenset()
+    # Documents of other collections asked for by id, read in the same round trip.
+    extra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
 
 async def read_window(
@@ -48,6 +50,7 @@ async def read_window(
     before_ms: int | None = None,
     people: Iterable[str] = (),
     with_room: bool = False,
+    extra: Mapping[str, Iterable[str]] | None = None,
 ) -> Window:
     """The room's last `limit` messages (created before `before_ms`, integer milliseconds,
     if given) with their authors' accounts, the accounts of `people`, and the room when
@@ -74,12 +77,17 @@ async def read_window(
         pipeline.append(_union("accounts", {"_id": {"$in": wanted}}, "account"))
     if with_room:
         pipeline.append(_union("rooms", {"_id": room_id}, "room"))
+    for collection, ids in (extra or {}).items():
+        pipeline.append(_union(collection, {"_id": {"$in": sorted(ids)}}, f"extra:{collection}"))
     messages: list[Memory] = []
     accounts: dict[str, Account] = {}
     room_document: dict[str, Any] | None = None
+    found: dict[str, list[dict[str, Any]]] = {collection: [] for collection in extra or {}}
     async for document in await db.memories.aggregate(pipeline):
         kind = document.pop(_KIND, None)
-        if kind == "account":
+        if isinstance(kind, str) and kind.startswith("extra:"):
+            found[kind.removeprefix("extra:")].append(document)
+        elif kind == "account":
             account = load(Account, document)
             accounts[account.id] = account
         elif kind == "room":
@@ -94,7 +102,9 @@ async def read_window(
     messages.reverse()
     room, marks = _room(room_document)
     asked = frozenset(wanted) | {m.user_id for m in messages}
-    return Window(messages=messages, accounts=accounts, room=room, marks=marks, asked=asked)
+    return Window(
+        messages=messages, accounts=accounts, room=room, marks=marks, asked=asked, extra=found
+    )
 
 
 def _union(collection: str, match: dict[str, Any], kind: str) -> dict[str, Any]:
