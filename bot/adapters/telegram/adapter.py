@@ -349,6 +349,9 @@ class TelegramAdapter:
         task = asyncio.create_task(
             keep_typing(self, chat_id, thread, self.typing_interval, until=replied)
         )
+        # Let it ask for the indicator now: a reply ready at once would otherwise be sent
+        # before the task first runs, and the person would never see "typing…".
+        await asyncio.sleep(0)
         try:
             yield
         finally:
