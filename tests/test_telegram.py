@@ -165,6 +165,7 @@ async def test_a_direct_message_is_answered_with_typing_shown(
         assert reply.reply_to_message_id is None  # a DM needs no quote
         typing = [c for c in server.calls_to("sendChatAction") if c.params["chat_id"] == dm.id]
         assert typing and typing[0].params["action"] == "typing"
+        await bot.settle(dm)  # the message is stored with its reply, once that is sent
         stored = await bot.app.store.memories.get(message_id("telegram", dm.id, 1))
         assert stored is not None and stored.content.text == "hello there"
         account = (await bot.app.store.accounts.get_many([account_id("telegram", sarah.id)]))[
