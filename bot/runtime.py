@@ -223,8 +223,8 @@ class AgentRuntime:
                 return result
             self._background.prefetch_embedding(memory)
             await self.profiles.note([] if account is None else [account], room)
-            if account is not None:  # read before a first message wrote it: as written now
-                window.accounts.setdefault(account.id, account)
+            if account is not None:  # read before the sender's profile was written
+                window.written_since(account)
             job, created = await self.evaluations.open_intake(memory)
             if not created and (job.status != "intake" or memory.id in self._in_intake):
                 log.debug("message %s already handled", memory.id)

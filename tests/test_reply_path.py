@@ -171,3 +171,28 @@ async def test_request_shape_against_an_openai_compatible_server(
     formats = [r.get("response_format", {}).get("type") for r in requests]
     assert formats == ["json_schema"] * 3 + ["json_object"] * 4
     assert all(r.get("temperature") is not None for r in selections)
+
+
+async def test_the_reply_knows_the_sender_as_the_platform_shows_them_now(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    """The room's window is read before the sender's profile is written: a new display name
+    is used at once, and a name the person told the bot still wins over it."""
+    senders: list[str] = []
+
+    def answer(prompt: str, task: str, state: object) -> str:
+        if task == Task.REPLY:
+            senders.append(state.values["senderName"])  # type: ignore[attr-defined]
+        return '{"text": "Hi."}'
+
+    async with open_test_app(
+        tmp_path, model=ScriptedModel(answer), model_dir=model_dir, mongodb_uri=mongo_uri
+    ) as app:
+        chat = TestChat(app.runtime, name="sam")
+        await chat.say("hello")
+        chat.account = chat.account.model_copy(update={"name": "Sam Rivera"})
+        await chat.say("I changed my name")
+        await app.store.accounts.set_told_name(chat.account.id, "Sammy")
+        chat.account = chat.account.model_copy(update={"name": "S. Rivera"})
+        await chat.say("and again")
+    assert senders == ["sam", "Sam Rivera", "Sammy"]

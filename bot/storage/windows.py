@@ -41,6 +41,14 @@ class Window:
     # Documents of other collections asked for by id, read in the same round trip.
     extra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
+    def written_since(self, account: Account) -> None:
+        """An account the adapter wrote after this read (the sender's profile): as written,
+        with the name the person told the bot kept (a profile refresh never overwrites it)."""
+        known = self.accounts.get(account.id)
+        if known is not None and known.told_name:
+            account = Account.model_validate({**account.model_dump(), "told_name": known.told_name})
+        self.accounts[account.id] = account
+
 
 async def read_window(
     db: AsyncDatabase,
