@@ -56,6 +56,13 @@ FORGET_FAILED = (
     "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
     "as forgotten. Please try again in a moment."
 )
+# While MongoDB is unreachable, or messages kept meanwhile are not yet back in it: a command
+# would fail after time-outs, or (a /forgetme) run before a kept message is stored after it.
+DATABASE_AWAY = (
+    "I can't reach my memory right now; please try again in a few minutes. Nothing was changed."
+)
+# Commands that need no database, answered during an outage too.
+WITHOUT_DATABASE = frozenset({"help"})
 # A built-in command's handler; plain text is an answer everyone may see.
 Handler = Callable[[Request], Awaitable[str | Answer]]
 
@@ -87,10 +94,15 @@ BUILT_IN: tuple[CommandInfo, ...] = (
 class Commands:
     """Every command a person can use, and what each one answers."""
 
-    def __init__(self, runtime: AgentRuntime, *, learn_wait: float = 30.0) -> None:
+    def __init__(
+        self, runtime: AgentRuntime, *, learn_wait: float = 30.0, outage_wait: float = 2.0
+    ) -> None:
         self.runtime = runtime
         # How long an answer about what was learned waits for the room's learning.
         self.learn_wait = learn_wait
+        # How long a command waits for the database to come back and the journal to be
+        # replayed before it answers DATABASE_AWAY.
+        self.outage_wait = outage_wait
         self.forgetting = forgetting_of(runtime, wait_for_learning=learn_wait)
         self.exporting = Exporting(
             store=runtime.store, plugins=runtime.plugins, agent_id=runtime.agent_id
@@ -138,6 +150,9 @@ class Commands:
         if info.admin_only and not request.is_admin and not open_to_all(info.name, request.args):
             log.info("%s: refused /%s to %s", request.platform, info.name, request.account_id)
             return Answer(f"Sorry, /{info.name} is only for admins.")
+        if info.name not in WITHOUT_DATABASE and not await self.database_ready():
+            log.info("%s: /%s answered: the database is unreachable", request.platform, info.name)
+            return Answer(DATABASE_AWAY)
         try:
             handler = self._built_in.get(info.name)
             if handler is not None:
@@ -157,6 +172,11 @@ class Commands:
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ the shared rules
+    async def database_ready(self) -> bool:
+        """MongoDB answers and holds every message kept during an outage (bot/outage.py)."""
+        outage = self.runtime.kept.outage
+        return outage is None or await outage.ready(self.outage_wait)
+
     async def learned(self, room_id: str) -> bool:
         """Learn now from what the room said and was not yet learned from, and wait for it
         (at most `learn_wait` seconds). False when learning is still going on."""
@@ -175,6 +195,8 @@ class Commands:
 
     async def forget_me(self, request: Request) -> str:
         """Forget the person who asked, in the world they asked in (they confirmed)."""
+        if not await self.database_ready():  # a button pressed during an outage
+            return DATABASE_AWAY
         try:
             forgotten = await self.forgetting.person(request.account_id, request.world_id)
         except Exception:
@@ -196,6 +218,8 @@ class Commands:
 
     async def forget_person(self, person_id: str, request: Request) -> str:
         """Forget someone in the world of the request (an admin confirmed)."""
+        if not await self.database_ready():
+            return DATABASE_AWAY
         try:
             forgotten = await self.forgetting.person(person_id, request.world_id)
         except Exception:

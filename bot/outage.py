@@ -81,6 +81,8 @@ class Outage:
         # How to reach the person behind a kept message, while this process lives.
         self._sends: dict[str, Send] = {}
         self._task: asyncio.Task[None] | None = None
+        # Cuts the replay's back-off short: someone is waiting for the database (ready()).
+        self._wake = asyncio.Event()
 
     def bind(self, replay_one: ReplayOne, resume: Resume | None = None) -> None:
         self._replay_one = replay_one
@@ -172,6 +174,19 @@ class Outage:
         )
         return True
 
+    async def ready(self, wait: float) -> bool:
+        """Whether the database answers and every kept message is in it, waiting up to `wait`
+        seconds (the replay is woken from its back-off to find out at once). What changes
+        or reads a person's data (a command) must wait for this: run before the replay, a
+        /forgetme would be followed by the storing of a message it should have forgotten."""
+        if not self.waiting:
+            return True
+        self._wake.set()
+        self._ensure_replaying()
+        if self._task is not None:  # it ends once the database answers and the journal is empty
+            await asyncio.wait([self._task], timeout=wait)
+        return not self.waiting
+
     def replay_later(self) -> None:
         """Replay in the background (start-up could not: a record failed, or the database)."""
         self._ensure_replaying()
@@ -195,7 +210,9 @@ class Outage:
                     self.down = True
                 else:
                     log.exception("replaying the journal failed; trying again in %.1fs", delay)
-                await asyncio.sleep(delay)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), delay)
+                self._wake.clear()
                 delay = min(delay * 2, self._max_delay)
                 continue
             if self._told or replayed:
