@@ -30,7 +30,7 @@ from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer
 from bot.ops.usage import FLUSH_SECONDS, flush_usage
-from bot.outage import Outage
+from bot.outage import Outage, wait_for_database
 from bot.plugins import Registry, discover
 from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
@@ -138,7 +138,8 @@ async def open_app(
         stack.push_async_callback(store.close)
         # After everything that may call the model has stopped: the last model spend is kept.
         stack.push_async_callback(flush_usage, ledger, store)
-        await store.ping()
+        # Unreachable (an external MONGODB_URI down): wait for it, saying so, rather than exit.
+        await wait_for_database(store.ping)
         await store.ensure_indexes()
         await migrate(store.db)
 

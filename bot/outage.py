@@ -48,6 +48,38 @@ Resume = Callable[[], Awaitable[object]]
 MAX_REPLAY_FAILURES = 3
 
 
+async def wait_for_database(
+    ping: Ping, *, first_delay: float = 1.0, max_delay: float = 30.0
+) -> None:
+    """At start-up: return once MongoDB answers, retrying with back-off (one log line per
+    attempt) while it cannot be reached, instead of exiting.
+
+    Nothing that takes messages in starts before this returns (the platforms connect after
+    the app is open), so nothing is received that could not be kept: Telegram holds updates
+    no one has fetched or accepted; Discord delivers nothing to a bot not connected (as when it
+    is stopped). Credentials the server refuses are not waited for: a setting to fix."""
+    delay, attempt = first_delay, 0
+    while True:
+        attempt += 1
+        try:
+            await ping()
+        except StorageUnavailable as error:
+            if not isinstance(error.__context__, ConnectionFailure):
+                raise
+            log.error(
+                "%s; waiting for it before starting (attempt %d, next in %.0f s)",
+                error,
+                attempt,
+                delay,
+            )
+        else:
+            if attempt > 1:
+                log.info("MongoDB answers after %d attempts: starting", attempt)
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, max_delay)
+
+
 def unreachable(error: BaseException) -> bool:
     """Whether an error means the database cannot be reached (not that it refused a write)."""
     return isinstance(error, ConnectionFailure | StorageUnavailable)
