@@ -35,6 +35,7 @@ from bot.evaluation import describe_queue
 from bot.fact_history import asks_history, history_of, open_to_all
 from bot.models import Memory, account_id
 from bot.ops.usage import describe_usage, usage_in_world
+from bot.outage import DATABASE_AWAY
 from bot.privacy import commands as privacy_commands
 from bot.privacy.export import Exporting
 from bot.privacy.forgetting import Forgetting
@@ -56,13 +57,6 @@ FORGET_FAILED = (
     "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
     "as forgotten. Please try again in a moment."
 )
-# While MongoDB is unreachable, or messages kept meanwhile are not yet back in it: a command
-# would fail after time-outs, or (a /forgetme) run before a kept message is stored after it.
-DATABASE_AWAY = (
-    "I can't reach my memory right now; please try again in a few minutes. Nothing was changed."
-)
-# Commands that need no database, answered during an outage too.
-WITHOUT_DATABASE = frozenset({"help"})
 # A built-in command's handler; plain text is an answer everyone may see.
 Handler = Callable[[Request], Awaitable[str | Answer]]
 
@@ -100,8 +94,7 @@ class Commands:
         self.runtime = runtime
         # How long an answer about what was learned waits for the room's learning.
         self.learn_wait = learn_wait
-        # How long a command waits for the database to come back and the journal to be
-        # replayed before it answers DATABASE_AWAY.
+        # How long a command waits for the database and the journal's replay (bot/outage.py).
         self.outage_wait = outage_wait
         self.forgetting = forgetting_of(runtime, wait_for_learning=learn_wait)
         self.exporting = Exporting(
@@ -150,7 +143,7 @@ class Commands:
         if info.admin_only and not request.is_admin and not open_to_all(info.name, request.args):
             log.info("%s: refused /%s to %s", request.platform, info.name, request.account_id)
             return Answer(f"Sorry, /{info.name} is only for admins.")
-        if info.name not in WITHOUT_DATABASE and not await self.database_ready():
+        if info.name != "help" and not await self.database_ready():  # all but /help need it
             log.info("%s: /%s answered: the database is unreachable", request.platform, info.name)
             return Answer(DATABASE_AWAY)
         try:

@@ -35,6 +35,11 @@ TROUBLE_REPLY = (
     "I'm having trouble remembering right now. I've kept your message and will come back to it."
 )
 FULL_REPLY = "I can't take more messages right now, please try again later."
+# A command while MongoDB is unreachable, or while what was kept meanwhile is not yet back in
+# it: it would fail after time-outs, or (a /forgetme) run before a kept message is stored.
+DATABASE_AWAY = (
+    "I can't reach my memory right now; please try again in a few minutes. Nothing was changed."
+)
 
 Send = Callable[[Content], Awaitable[None]]
 # Takes one kept message in for real (the runtime's intake); raises ConnectionFailure when the
