@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pymongo.errors import ConnectionFailure
 
@@ -27,6 +27,10 @@ from bot.storage.mongo import MongoStore
 log = logging.getLogger(__name__)
 
 Handle = Callable[[HandleResult], Awaitable[HandleResult]]
+# What `keep_first` did with a message: its job now holds it ("job": `handle()` takes it on
+# from there), it waits in the journal ("journaled": the replay answers it), the journal was
+# full ("refused"), or consent keeps nothing of it ("not kept": `handle()` still answers).
+AtDoor = Literal["job", "journaled", "refused", "not kept"]
 
 
 class IntakeOwner(Protocol):
@@ -88,6 +92,50 @@ class KeptIntake:
                 responded=result.responded,
             )
             return await self._keep(entry, send)
+
+    async def keep_first(
+        self,
+        memory: Memory,
+        account: Account | None,
+        room: Room | None,
+        send: Send,
+        *,
+        platform_retries: bool = False,
+    ) -> AtDoor:
+        """Make a message safe before its platform is told it arrived (a Telegram update
+        acknowledged is never sent again): its evaluation job is written, holding a copy of it,
+        as `handle()`'s first step does, or it is journaled when the database is away. Then a
+        crash loses nothing: start-up answers a job left in intake, and replays the journal.
+
+        `platform_retries`: the platform sends the message again if it is not acknowledged (a
+        webhook), so a full journal says nothing to the person and leaves it to the platform.
+        """
+        owner = self.owner
+        if self.outage is not None and self.outage.waiting:
+            return await self._keep_first(
+                JournalEntry(memory=memory, account=account, room=room), send, platform_retries
+            )
+        try:
+            # Read only: `handle()`'s own consent check tells the person (once) and answers.
+            refusal = await owner.privacy.consent.check(
+                user_id=memory.user_id, room_id=memory.room_id, world_id=memory.world_id
+            )
+            if refusal is not None:
+                return "not kept"
+            await owner.profiles.note([] if account is None else [account], room)
+            await owner.evaluations.open_intake(memory)
+            return "job"
+        except ConnectionFailure as error:
+            if self.outage is None:
+                raise
+            self.outage.went_down(error)
+            entry = JournalEntry(memory=memory, account=account, room=room)
+            return await self._keep_first(entry, send, platform_retries)
+
+    async def _keep_first(self, entry: JournalEntry, send: Send, platform_retries: bool) -> AtDoor:
+        assert self.outage is not None
+        kept = await self.outage.keep(entry, send, tell_full=not platform_retries)
+        return "journaled" if kept else "refused"
 
     async def _keep(self, entry: JournalEntry, send: Send) -> HandleResult:
         assert self.outage is not None

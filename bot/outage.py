@@ -142,9 +142,9 @@ class Outage:
         self.down = True
         self._ensure_replaying()
 
-    async def keep(self, entry: JournalEntry, send: Send | None) -> bool:
+    async def keep(self, entry: JournalEntry, send: Send | None, *, tell_full: bool = True) -> bool:
         """Journal one message (fsynced); tell its room once per outage, or that the journal is
-        full. Returns whether it was kept."""
+        full (unless not `tell_full`: the platform sends it again). Returns whether it was kept."""
         try:
             await asyncio.to_thread(self.journal.append, entry)
         except JournalFull as full:
@@ -152,7 +152,7 @@ class Outage:
             if not self._full_logged:
                 self._full_logged = True
                 log.error("%s: refusing incoming messages until it is replayed", full)
-            if send is not None:
+            if send is not None and tell_full:
                 await send(Content(text=FULL_REPLY))
             return False
         self._full_logged = False

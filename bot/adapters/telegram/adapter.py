@@ -43,10 +43,13 @@ from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import TELEGRAM_LIMIT, split_message
 from bot.adapters.telegram.commands import FORGET_DATA, TelegramCommands
 from bot.adapters.telegram.convert import PLATFORM, BotIdentity, to_memory
+from bot.adapters.telegram.keeping import KeptFirst, proceed
 from bot.adapters.telegram.send import keep_typing, send_part
 from bot.adapters.telegram.updates import PollingRequest, start_updates
+from bot.adapters.telegram.webhook import WebhookServer
 from bot.commands import Commands
 from bot.config import PlatformSettings
+from bot.kept_intake import AtDoor
 from bot.models import Content, Memory, Room, utcnow
 from bot.runtime import AgentRuntime, Send
 
@@ -91,6 +94,9 @@ class TelegramAdapter:
         self._closed = asyncio.Event()
         self._failure: str | None = None
         self._last_received = utcnow()
+        # Webhook mode: the server Telegram POSTs to; what it may acknowledge (keeping.py).
+        self._webhook: WebhookServer | None = None
+        self._kept = KeptFirst(self.send)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -121,7 +127,9 @@ class TelegramAdapter:
             # Known before the first update arrives: every message is judged against it.
             self._identity = BotIdentity(me.id, me.username or "", self._usernames)
             await app.start()
-            await start_updates(app, self.settings, poll_timeout=self.poll_timeout)
+            self._webhook = await start_updates(
+                app, self.settings, poll_timeout=self.poll_timeout, kept=self._kept.acknowledged
+            )
         except BaseException:
             await self._shutdown(app)
             self._app = None
@@ -167,8 +175,12 @@ class TelegramAdapter:
             .token(token.get_secret_value())
             # Mnemo schedules with its own APScheduler; PTB's job queue would be a second one.
             .job_queue(None)
-            .get_updates_request(PollingRequest(self._token_rejected, connection_pool_size=1))
+            .get_updates_request(
+                PollingRequest(self._token_rejected, self._fetched_kept, connection_pool_size=1)
+            )
         )
+        if self.settings.telegram_webhook_url is not None:
+            builder = builder.updater(None)  # our own webhook server (webhook.py)
         if self.base_url is not None:
             base = self.base_url.rstrip("/")
             builder = builder.base_url(base).base_file_url(base.replace("/bot", "/file/bot"))
@@ -203,11 +215,14 @@ class TelegramAdapter:
     async def _shutdown(self, app: Application) -> None:
         """Stop in reverse: no new updates, finish the chats in progress, then disconnect."""
         steps: list[tuple[str, Callable[[], Awaitable[Any]]]] = []
+        webhook, self._webhook = self._webhook, None
+        if webhook is not None:
+            steps.append(("webhook", webhook.stop))
         if app.updater is not None and app.updater.running:
+            # Its last getUpdates confirms what was fetched, once it is kept (updates.py).
             steps.append(("updater", app.updater.stop))
         if app.running:
-            # Fetched updates are already confirmed to Telegram: hand them to their chats
-            # now, or they would be lost (PTB drops what is still queued when it stops).
+            # Hand what was fetched to the chats (PTB drops what is still queued when it stops).
             steps.append(("pending updates", lambda: asyncio.wait_for(app.update_queue.join(), 5)))
         steps.append(("chats", lambda: self._lanes.close(self.stop_grace)))
         if app.running:
@@ -239,9 +254,22 @@ class TelegramAdapter:
         )
         if incoming is None:
             return
-        self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming))
+        # Kept before Telegram is told it arrived (keeping.py), in its lane's order.
+        webhook = self.settings.telegram_webhook_url is not None  # Telegram retries a 503
+        runtime = self._require_runtime()
+        kept = self._kept.start(runtime, message, incoming, platform_retries=webhook)
+        self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming, kept))
+        await self._kept.settle(update.update_id, kept)
 
-    async def _handle(self, message: Message, incoming: Incoming) -> None:
+    async def _fetched_kept(self) -> None:
+        """Before a getUpdates call confirms what was fetched: every fetched update handled."""
+        app = self._app
+        if app is not None and app.running:
+            await app.update_queue.join()
+
+    async def _handle(self, message: Message, incoming: Incoming, kept: Awaitable[AtDoor]) -> None:
+        if not await proceed(kept):
+            return  # journaled (the replay answers it), refused, or not kept (sent again)
         runtime = self._require_runtime()
         reply_to = message.message_id if incoming.room.kind == "group" else None
         thread = message.message_thread_id if message.is_topic_message else None

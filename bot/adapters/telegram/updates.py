@@ -1,31 +1,60 @@
-"""How updates reach the Telegram adapter: long polling (the default) or a webhook."""
+"""How updates reach the Telegram adapter: long polling (the default) or a webhook.
+
+Either way Telegram is told an update arrived only once the adapter has kept its message
+(written its job, or journaled it): polling confirms an update with the next getUpdates call's
+offset, which waits until every update fetched before has been handled; the webhook
+(webhook.py) answers each POST once its update has been handled.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-import importlib.util
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlsplit
 
+from telegram.error import NetworkError, TelegramError
 from telegram.ext import Application
 from telegram.request import HTTPXRequest
 
 from bot.adapters.errors import PlatformStartupError
+from bot.adapters.telegram.webhook import WebhookServer
 from bot.config import PlatformSettings
+
+# How long a getUpdates call waits for the updates fetched before it to be kept. Past it the
+# call fails (PTB's loop retries it) rather than confirm what is not kept yet.
+KEEP_WAIT = 30.0
 
 
 class PollingRequest(HTTPXRequest):
     """The getUpdates connection. PTB's polling loop gives up silently when the token stops
-    working (revoked in @BotFather); this tells the adapter so the failure is reported."""
+    working (revoked in @BotFather); this tells the adapter so the failure is reported.
 
-    def __init__(self, on_rejected: Callable[[], None], **kwargs: Any) -> None:
+    Each getUpdates call confirms to Telegram every update below its offset, and PTB raises
+    the offset as soon as it has queued the updates fetched. So each call first waits for
+    `before_fetch` (every update fetched so far handled, i.e. kept): a process killed in
+    between has confirmed nothing it had not kept, and gets the rest again when it restarts.
+    """
+
+    def __init__(
+        self,
+        on_rejected: Callable[[], None],
+        before_fetch: Callable[[], Awaitable[object]] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._on_rejected = on_rejected
+        self._before_fetch = before_fetch
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        if self._before_fetch is not None:
+            try:
+                await asyncio.wait_for(self._before_fetch(), KEEP_WAIT)
+            except TimeoutError:
+                raise NetworkError("updates fetched earlier are not kept yet") from None
         code, payload = await super().do_request(*args, **kwargs)
         if code == HTTPStatus.UNAUTHORIZED:
             self._on_rejected()
@@ -33,30 +62,51 @@ class PollingRequest(HTTPXRequest):
 
 
 async def start_updates(
-    app: Application, settings: PlatformSettings, *, poll_timeout: float
-) -> None:
-    assert app.updater is not None
+    app: Application,
+    settings: PlatformSettings,
+    *,
+    poll_timeout: float,
+    kept: Callable[[int], bool],
+) -> WebhookServer | None:
+    """Start receiving: polling (returns None), or the webhook server (returned, to stop)."""
     url = settings.telegram_webhook_url
     if url is None:
+        assert app.updater is not None
         # Network errors while polling are logged and retried by PTB's loop, forever.
         await app.updater.start_polling(
             timeout=timedelta(seconds=poll_timeout), bootstrap_retries=3
         )
-        return
-    if importlib.util.find_spec("tornado") is None:
-        raise PlatformStartupError(
-            "telegram: MNEMO_TELEGRAM_WEBHOOK_URL needs python-telegram-bot[webhooks] "
-            "(tornado); install it or unset the URL to poll instead"
-        )
-    await app.updater.start_webhook(
+        return None
+    secret = secret_of(settings)
+    server = WebhookServer(
+        app,
         listen=settings.telegram_webhook_listen,
         port=settings.telegram_webhook_port,
-        url_path=urlsplit(url).path.lstrip("/"),
-        webhook_url=url,
-        # Telegram echoes it in a header, so forged updates from others are refused.
-        secret_token=secret_of(settings),
-        bootstrap_retries=3,
+        path=urlsplit(url).path,
+        secret=secret,
+        kept=kept,
     )
+    await server.start()  # listening before Telegram is told where to send
+    try:
+        # Telegram echoes the secret in a header, so forged updates from others are refused.
+        await _set_webhook(app, url, secret)
+    except BaseException:
+        await server.stop()
+        raise
+    return server
+
+
+async def _set_webhook(app: Application, url: str, secret: str, attempts: int = 3) -> None:
+    for attempt in range(1, attempts + 1):
+        try:
+            await app.bot.set_webhook(url=url, secret_token=secret)
+            return
+        except TelegramError as error:  # its message never holds the token
+            if attempt == attempts or not isinstance(error, NetworkError):
+                raise PlatformStartupError(
+                    f"telegram: setting the webhook failed ({type(error).__name__}: {error})"
+                ) from None
+            await asyncio.sleep(attempt)
 
 
 def secret_of(settings: PlatformSettings) -> str:
