@@ -30,7 +30,7 @@ from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer
 from bot.ops.usage import FLUSH_SECONDS, flush_usage
-from bot.outage import Outage, wait_for_database
+from bot.outage import Outage, wait_until_reachable
 from bot.plugins import Registry, discover
 from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
@@ -101,12 +101,14 @@ async def open_app(
     faults: FaultHook | None = None,
     mongo_listeners: Sequence[monitoring.CommandListener] = (),
     usage_flush_seconds: float = FLUSH_SECONDS,
+    wait_for_database: bool = False,
 ) -> AsyncIterator[App]:
     """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches).
     `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.faults).
     `mongo_listeners` watch every command the app's MongoDB client sends (round trips).
     `usage_flush_seconds`: how often per-world model usage is written (a benchmark counting
-    round trips per message sets it beyond its run)."""
+    round trips per message sets it beyond its run). `wait_for_database`: MongoDB unreachable
+    is waited for, logged per attempt (`mnemo run`), instead of failing at once."""
     character = load_character(settings.runtime.character)
     if registry is None:
         registry = discover(
@@ -138,8 +140,10 @@ async def open_app(
         stack.push_async_callback(store.close)
         # After everything that may call the model has stopped: the last model spend is kept.
         stack.push_async_callback(flush_usage, ledger, store)
-        # Unreachable (an external MONGODB_URI down): wait for it, saying so, rather than exit.
-        await wait_for_database(store.ping)
+        if wait_for_database:  # `mnemo run`: an external MONGODB_URI down is waited for
+            await wait_until_reachable(store.ping)
+        else:
+            await store.ping()
         await store.ensure_indexes()
         await migrate(store.db)
 

@@ -122,7 +122,8 @@ async def _run(settings: Settings, name: str | None = None) -> None:
         return
     from bot.adapters.startup import run_platforms
 
-    async with open_app(settings) as app:
+    # The platforms connect once the database answers: waited for, not a reason to exit.
+    async with open_app(settings, wait_for_database=True) as app:
         await run_platforms(app)
 
 

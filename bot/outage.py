@@ -53,7 +53,7 @@ Resume = Callable[[], Awaitable[object]]
 MAX_REPLAY_FAILURES = 3
 
 
-async def wait_for_database(
+async def wait_until_reachable(
     ping: Ping, *, first_delay: float = 1.0, max_delay: float = 30.0
 ) -> None:
     """At start-up: return once MongoDB answers, retrying with back-off (one log line per

@@ -61,7 +61,9 @@ async def test_start_up_waits_for_an_unreachable_database_and_loses_no_message(
         )
 
         async def run() -> None:  # what `mnemo run` does
-            async with open_app(settings, model=ScriptedModel(echo), registry=Registry()) as app:
+            async with open_app(
+                settings, model=ScriptedModel(echo), registry=Registry(), wait_for_database=True
+            ) as app:
                 await run_platforms(app, adapters=[adapter], stop=stop, handle_signals=False)
 
         with caplog.at_level(logging.INFO):
