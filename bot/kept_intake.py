@@ -31,6 +31,7 @@ Handle = Callable[[HandleResult], Awaitable[HandleResult]]
 # from there), it waits in the journal ("journaled": the replay answers it), the journal was
 # full ("refused"), or consent keeps nothing of it ("not kept": `handle()` still answers).
 AtDoor = Literal["job", "journaled", "refused", "not kept"]
+OPENED_KEPT = 10_000  # bound of what `fresh` remembers
 
 
 class IntakeOwner(Protocol):
@@ -64,6 +65,8 @@ class KeptIntake:
         # While the runtime starts, a kept message is only written as an intake job: start-up's
         # recovery then answers it if young (through its platform's adapter) and learns from it.
         self.starting = False
+        # Messages whose job `keep_first` wrote (so not stored yet), until `handle()` takes them.
+        self._opened: dict[str, None] = {}
 
     async def handle(
         self,
@@ -123,7 +126,11 @@ class KeptIntake:
             if refusal is not None:
                 return "not kept"
             await owner.profiles.note([] if account is None else [account], room)
-            await owner.evaluations.open_intake(memory)
+            _, created = await owner.evaluations.open_intake(memory)
+            if created:
+                self._opened[memory.id] = None
+                while len(self._opened) > OPENED_KEPT:  # those `handle()` never took (outage)
+                    del self._opened[next(iter(self._opened))]
             return "job"
         except ConnectionFailure as error:
             if self.outage is None:
@@ -131,6 +138,14 @@ class KeptIntake:
             self.outage.went_down(error)
             entry = JournalEntry(memory=memory, account=account, room=room)
             return await self._keep_first(entry, send, platform_retries)
+
+    def fresh(self, message_id: str) -> bool:
+        """Whether `keep_first` wrote this message's job (once): `handle()` then finds the job
+        already there, yet the message is new, stored with its replies as for a job it wrote."""
+        if message_id not in self._opened:
+            return False
+        del self._opened[message_id]
+        return True
 
     async def _keep_first(self, entry: JournalEntry, send: Send, platform_retries: bool) -> AtDoor:
         assert self.outage is not None

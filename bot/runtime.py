@@ -230,7 +230,7 @@ class AgentRuntime:
                 log.debug("message %s already handled", memory.id)
                 return result
             self._faults.reached("handle:job-written")
-            fresh = window if created else None  # new: stored with its replies, below
+            fresh = window if created or self.kept.fresh(memory.id) else None  # stored below
             return await self._take_in(job, memory, send, typing, here, arrived, result, fresh)
 
         return await self.kept.handle(memory, account, room, send, intake)
