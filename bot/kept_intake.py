@@ -65,8 +65,8 @@ class KeptIntake:
         # While the runtime starts, a kept message is only written as an intake job: start-up's
         # recovery then answers it if young (through its platform's adapter) and learns from it.
         self.starting = False
-        # Messages whose job `keep_first` wrote (so not stored yet), until `handle()` takes them.
-        self._opened: dict[str, None] = {}
+        # Jobs `keep_first` wrote (their message not stored yet), until `handle()` takes them.
+        self._opened: dict[str, EvaluationJob] = {}
 
     async def handle(
         self,
@@ -126,9 +126,9 @@ class KeptIntake:
             if refusal is not None:
                 return "not kept"
             await owner.profiles.note([] if account is None else [account], room)
-            _, created = await owner.evaluations.open_intake(memory)
+            job, created = await owner.evaluations.open_intake(memory)
             if created:
-                self._opened[memory.id] = None
+                self._opened[memory.id] = job
                 while len(self._opened) > OPENED_KEPT:  # those `handle()` never took (outage)
                     del self._opened[next(iter(self._opened))]
             return "job"
@@ -139,13 +139,11 @@ class KeptIntake:
             entry = JournalEntry(memory=memory, account=account, room=room)
             return await self._keep_first(entry, send, platform_retries)
 
-    def fresh(self, message_id: str) -> bool:
-        """Whether `keep_first` wrote this message's job (once): `handle()` then finds the job
-        already there, yet the message is new, stored with its replies as for a job it wrote."""
-        if message_id not in self._opened:
-            return False
-        del self._opened[message_id]
-        return True
+    def opened(self, memory: Memory) -> tuple[EvaluationJob, bool] | None:
+        """The job `keep_first` wrote for this message, as new (once), or None: `handle()` then
+        neither writes it again nor takes the message for one handled already."""
+        job = self._opened.pop(memory.id, None)
+        return None if job is None else (job, True)
 
     async def _keep_first(self, entry: JournalEntry, send: Send, platform_retries: bool) -> AtDoor:
         assert self.outage is not None

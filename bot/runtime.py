@@ -225,12 +225,12 @@ class AgentRuntime:
             await self.profiles.note([] if account is None else [account], room)
             if account is not None:  # read before the sender's profile was written
                 window.written_since(account)
-            job, created = await self.evaluations.open_intake(memory)
+            job, created = self.kept.opened(memory) or await self.evaluations.open_intake(memory)
             if not created and (job.status != "intake" or memory.id in self._in_intake):
                 log.debug("message %s already handled", memory.id)
                 return result
             self._faults.reached("handle:job-written")
-            fresh = window if created or self.kept.fresh(memory.id) else None  # stored below
+            fresh = window if created else None  # new: stored with its replies, below
             return await self._take_in(job, memory, send, typing, here, arrived, result, fresh)
 
         return await self.kept.handle(memory, account, room, send, intake)
