@@ -78,13 +78,13 @@ class KeptIntake:
     ) -> HandleResult:
         """`handle(result)`, unless the database is away: then the message is journaled."""
         if self.outage is None:
-            return await handle(HandleResult(stored=False))
+            return await self._not_kept_drops_its_job(memory, handle(HandleResult(stored=False)))
         if self.outage.waiting:
             # The database is away, or kept messages wait for it: this one goes behind them.
             return await self._keep(JournalEntry(memory=memory, account=account, room=room), send)
         result = HandleResult(stored=False)
         try:
-            return await handle(result)
+            return await self._not_kept_drops_its_job(memory, handle(result))
         except ConnectionFailure as error:
             self.outage.went_down(error)
             entry = JournalEntry(
@@ -138,6 +138,22 @@ class KeptIntake:
             self.outage.went_down(error)
             entry = JournalEntry(memory=memory, account=account, room=room)
             return await self._keep_first(entry, send, platform_retries)
+
+    async def _not_kept_drops_its_job(
+        self, memory: Memory, handled: Awaitable[HandleResult]
+    ) -> HandleResult:
+        """A job `keep_first` wrote that `handle()` did not take: consent refused the message
+        by then (an /optout or /learning off ahead of it in its chat ran after it arrived). Its
+        copy of the message goes, or start-up's recovery would learn from it."""
+        result = await handled
+        job = self._opened.pop(memory.id, None)
+        if job is not None:
+            # The narrowest delete the job store offers: it also takes the person's other
+            # intake copies in this world (their messages still in flight elsewhere there).
+            await self.owner.evaluations.jobs.delete_for_messages(
+                [memory.id], user_id=memory.user_id, world_id=memory.world_id, statuses=["intake"]
+            )
+        return result
 
     def opened(self, memory: Memory) -> tuple[EvaluationJob, bool] | None:
         """The job `keep_first` wrote for this message, as new (once), or None: `handle()` then

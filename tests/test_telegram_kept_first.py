@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from bot.adapters.telegram import TelegramAdapter, webhook_secret
 from bot.app import App
 from bot.config import PlatformSettings
+from bot.models import room_id
 from bot.outage import FULL_REPLY, TROUBLE_REPLY
 from bot.state import State
 from bot.testing.harness import open_test_app
@@ -123,6 +124,44 @@ async def test_the_webhook_acknowledges_a_message_once_its_job_is_written(
         assert await telegram.post(second) == 200
         await adapter.wait_idle()
         assert [m.text for m in telegram.server.sent] == ["You said: first", "You said: second"]
+
+
+async def test_a_message_kept_before_an_optout_ahead_of_it_ran_is_not_kept_after_it(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """The chat is busy; /optout then a message arrive. The message is kept as it arrives,
+    before the /optout ahead of it has run: once it has, nothing of the message stays (no
+    job a restart would learn from)."""
+    answering, go_on = asyncio.Event(), asyncio.Event()
+
+    async def reply(prompt: str, task: str, state: State | None) -> str:
+        if said(state) == "first":
+            answering.set()
+            await go_on.wait()
+        return f"You said: {said(state)}"
+
+    async with (
+        open_test_app(
+            tmp_path, model=ScriptedModel(reply), mongodb_uri=mongo_uri, model_dir=model_dir
+        ) as app,
+        webhook_bot(app) as (adapter, telegram),
+    ):
+        assert await telegram.post(telegram.update("first")) == 200
+        await asyncio.wait_for(answering.wait(), 30)
+        assert await telegram.post(telegram.update("/optout")) == 200
+        assert await telegram.post(telegram.update("my secret is that I hate Mondays")) == 200
+        kept = [job.message.content.text for job in await app.store.jobs.in_intake() if job.message]
+        assert "my secret is that I hate Mondays" in kept  # kept first, as it arrived
+
+        go_on.set()
+        await telegram.server.wait_for_sent(2, timeout=30)
+        await adapter.wait_idle()
+        waiting = await app.store.jobs.in_intake()
+        assert [job.message.content.text for job in waiting if job.message] == []
+        room = room_id("telegram", telegram.chat.id)
+        stored = [m.content.text for m in await app.store.memories.recent(room, 20)]
+        assert "my secret is that I hate Mondays" not in stored
+        assert "first" in stored
 
 
 @needs_bundled
