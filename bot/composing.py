@@ -10,22 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from bot.characters import Character
-from bot.models import Memory, Room, utcnow
+from bot.models import Fact, Memory, Room, utcnow
 from bot.plugin_api import Provided, Provider
 from bot.plugin_host import PluginHost
 from bot.plugins import Registry
 from bot.prompts import BUILTIN_TEMPLATES, character_values, format_actions
 from bot.runtime_types import RuntimeOptions
 from bot.state import State
-from bot.storage.documents import millis
+from bot.storage.documents import load_all, millis
+from bot.storage.knowledge import Knowledge
+from bot.storage.known_facts import PREFETCHED_FACTS
 from bot.storage.mongo import MongoStore
-from bot.storage.windows import Window, read_window
+from bot.storage.windows import Read, Window, read_window
 
 log = logging.getLogger(__name__)
+
+# Under this name a reply's window holds the current facts about its people (known_facts.py).
+FACTS_AT_HAND = "facts_at_hand"
 
 
 class StateComposer:
@@ -35,6 +40,7 @@ class StateComposer:
         agent_id: str,
         character: Character,
         store: MongoStore,
+        knowledge: Knowledge,
         registry: Registry,
         plugins: PluginHost,
         options: RuntimeOptions,
@@ -42,6 +48,7 @@ class StateComposer:
         self.agent_id = agent_id
         self.character = character
         self.store = store
+        self.knowledge = knowledge
         self.registry = registry
         self.plugins = plugins
         # Replaced by the runtime when its options change.
@@ -94,9 +101,26 @@ class StateComposer:
             currentTime=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
         )
         if providers:
-            sections = await self._run_providers(memory, state)
+            facts = window.extra.get(FACTS_AT_HAND)
+            if facts is None:
+                sections = await self._run_providers(memory, state)
+            else:
+                with self.knowledge.at_hand.holding(
+                    memory.world_id, _about_whom(memory), load_all(Fact, facts)
+                ):
+                    sections = await self._run_providers(memory, state)
             state.values["providers"] = "\n\n".join(s for s in sections if s)
         return state
+
+    async def reply_window(
+        self, memory: Memory, *, with_room: bool, extra: Mapping[str, Read]
+    ) -> Window:
+        """`window()` for a reply, read at intake with the `extra` reads and the current facts
+        about the sender and the people mentioned (the facts provider's read, done here)."""
+        facts = self.store.facts.about_read(
+            _about_whom(memory), memory.world_id, limit=PREFETCHED_FACTS
+        )
+        return await self.window(memory, with_room=with_room, extra={**extra, FACTS_AT_HAND: facts})
 
     async def window(
         self,
@@ -104,7 +128,7 @@ class StateComposer:
         *,
         with_room: bool = False,
         with_people: bool = True,
-        extra: Mapping[str, Iterable[str]] | None = None,
+        extra: Mapping[str, Read] | None = None,
     ) -> Window:
         """The conversation up to and including this message, never what came after it: an
         evaluation that runs late (a slow model, a busy room) reads what was said then. With
@@ -125,7 +149,7 @@ class StateComposer:
         *,
         people: list[str],
         with_room: bool,
-        extra: Mapping[str, Iterable[str]] | None = None,
+        extra: Mapping[str, Read] | None = None,
     ) -> Window:
         """The window up to and including `through_ms` (integer milliseconds)."""
         return await read_window(
@@ -165,3 +189,9 @@ class StateComposer:
 
     def format_messages(self, state: State, messages: list[Memory]) -> str:
         return self.plugins.conversations.format(state, messages)
+
+
+def _about_whom(memory: Memory) -> list[str]:
+    """The people a message's facts are about: its sender and whoever it mentions (as the
+    facts provider asks for them)."""
+    return list(dict.fromkeys([memory.user_id, *memory.mentions]))

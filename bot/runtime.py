@@ -46,7 +46,7 @@ from bot.state import State
 from bot.storage.intake import IntakeWrites
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
-from bot.storage.windows import Window
+from bot.storage.windows import Read, Window
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +122,7 @@ class AgentRuntime:
             agent_id=agent_id,
             character=character,
             store=store,
+            knowledge=knowledge,
             registry=registry,
             plugins=self.plugins,
             options=self._options,
@@ -203,11 +204,10 @@ class AgentRuntime:
 
         async def intake(result: HandleResult) -> HandleResult:
             arrived = time.perf_counter()
-            # One read (bot/storage/windows.py): the consent documents for this message, the
-            # room's recent messages with their people and, unless the adapter said, the room.
+            # One read: consent, the room's recent messages, their people and facts, the room.
             where = dict(user_id=memory.user_id, room_id=memory.room_id, world_id=memory.world_id)
-            consent = {CONSENT: self.privacy.consent.ids(**where)}
-            window = await self.composer.window(memory, with_room=room is None, extra=consent)
+            consent = {CONSENT: Read.by_ids(CONSENT, self.privacy.consent.ids(**where))}
+            window = await self.composer.reply_window(memory, with_room=room is None, extra=consent)
             here = room or window.room
             # Consent first, before anything of the message is kept (the job holds a copy, the
             # prefetch caches its text). Not kept: the notice when due, a reply when addressed

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, ClassVar
 
@@ -23,6 +23,7 @@ from bot.storage.documents import (
     load_all,
     load_one,
 )
+from bot.storage.windows import Read
 
 # The filter for facts that still hold. `$in: [None]`, not `None`: nx-27017 counts
 # (`count_documents`, an aggregation) miss documents on a plain None, and both servers match
@@ -97,14 +98,24 @@ class Facts:
         """Most recent current facts about these subjects in this world, newest first."""
         if not subject_ids or limit <= 0:
             return []
-        cursor = self._collection.find(
+        read = self.about_read(subject_ids, world_id, limit=limit)
+        cursor = self._collection.find(dict(read.match)).sort(list((read.sort or {}).items()))
+        return load_all(Fact, await cursor.limit(limit).to_list())
+
+    @staticmethod
+    def about_read(subject_ids: Sequence[str], world_id: str, *, limit: int) -> Read:
+        """`about` as a read to do with a room's window (bot/storage/windows.py)."""
+        return Read(
+            "facts",
             {
                 "subject_id": {"$in": list(dict.fromkeys(subject_ids))},
                 "world_id": world_id,
                 **_CURRENT,
-            }
-        ).sort("created_at", DESCENDING)
-        return load_all(Fact, await cursor.limit(limit).to_list())
+            },
+            # Facts learned together share a time: the id orders them the same on every read.
+            sort={"created_at": DESCENDING, "_id": DESCENDING},
+            limit=limit,
+        )
 
     async def page(
         self,

@@ -19,6 +19,7 @@ from pymongo.errors import DuplicateKeyError
 from bot.models import Fact, Memory, utcnow
 from bot.storage.embeddings import Embedder
 from bot.storage.fact_values import state_different_values
+from bot.storage.known_facts import FactsAtHand
 from bot.storage.mongo import MongoStore
 from bot.storage.vector_metadata import fact_metadata, message_metadata
 from bot.storage.vectors import VectorHit, VectorIndex
@@ -77,6 +78,8 @@ class Knowledge:
         self.store = store
         self.vectors = vectors
         self.embedder = embedder
+        # Facts read with a room's window for the reply being composed (known_facts.py).
+        self.at_hand = FactsAtHand()
         # Message vectors waiting for the next batched write, with who waits for each.
         self._unwritten: dict[str, tuple[list[float], dict[str, Any], asyncio.Future[None]]] = {}
         self._writer: asyncio.Task[None] | None = None
@@ -301,10 +304,12 @@ class Knowledge:
         limit: int = 10,
         max_distance: float = 0.8,
     ) -> list[Fact]:
-        """Facts about these people most relevant to `query`; recent facts when none is."""
+        """Facts about these people most relevant to `query`; recent facts when none is.
+        Answered from the facts read with the room's window when it has them (known_facts.py)."""
         if not subject_ids:
             return []
-        found: list[Fact] = []
+        known = self.at_hand.get(world_id, subject_ids)
+        found: list[Fact] | None = []
         if query.strip():
             [vector] = await self.embedder.embed([query])
             hits = await self._nearest_facts_or_nothing(
@@ -312,9 +317,13 @@ class Knowledge:
             )
             relevant = [hit.id for hit in hits if hit.distance <= max_distance]
             # A vector can outlive its fact's lifetime (a failed delete): check in MongoDB.
-            found = [f for f in await self.store.facts.get_many(relevant) if f.is_current]
+            found = known.named(relevant) if known is not None else None
+            if found is None:
+                found = [f for f in await self.store.facts.get_many(relevant) if f.is_current]
         if not found:
-            found = await self.store.facts.about(list(subject_ids), world_id, limit=limit)
+            found = known.newest(limit) if known is not None else None
+            if found is None:
+                found = await self.store.facts.about(list(subject_ids), world_id, limit=limit)
         return found
 
     async def _nearest_facts_or_nothing(

@@ -38,7 +38,7 @@ class Window:
     # Everyone whose account was looked for (the authors and the people asked for): one
     # missing from `accounts` has none.
     asked: frozenset[str] = frozenset()
-    # Documents of other collections asked for by id, read in the same round trip.
+    # Documents of other collections asked for (`Read`), by name, read in the same round trip.
     extra: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def written_since(self, account: Account) -> None:
@@ -50,6 +50,29 @@ class Window:
         self.accounts[account.id] = account
 
 
+@dataclass(frozen=True)
+class Read:
+    """Documents of another collection to read with the window: those matching `match`,
+    sorted and limited if asked."""
+
+    collection: str
+    match: Mapping[str, Any]
+    sort: Mapping[str, int] | None = None
+    limit: int | None = None
+
+    @classmethod
+    def by_ids(cls, collection: str, ids: Iterable[str]) -> Read:
+        return cls(collection, {"_id": {"$in": sorted(ids)}})
+
+    def stages(self) -> list[dict[str, Any]]:
+        stages: list[dict[str, Any]] = [{"$match": dict(self.match)}]
+        if self.sort:
+            stages.append({"$sort": dict(self.sort)})
+        if self.limit is not None:
+            stages.append({"$limit": max(self.limit, 1)})
+        return stages
+
+
 async def read_window(
     db: AsyncDatabase,
     room_id: str,
@@ -58,11 +81,11 @@ async def read_window(
     before_ms: int | None = None,
     people: Iterable[str] = (),
     with_room: bool = False,
-    extra: Mapping[str, Iterable[str]] | None = None,
+    extra: Mapping[str, Read] | None = None,
 ) -> Window:
     """The room's last `limit` messages (created before `before_ms`, integer milliseconds,
-    if given) with their authors' accounts, the accounts of `people`, and the room when
-    `with_room`."""
+    if given) with their authors' accounts, the accounts of `people`, the room when
+    `with_room`, and the documents of each `extra` read under its name."""
     match: dict[str, Any] = {"room_id": room_id}
     if before_ms is not None:
         match["created_ms"] = {"$lt": before_ms}
@@ -82,15 +105,15 @@ async def read_window(
     ]
     wanted = sorted(set(people))
     if wanted:
-        pipeline.append(_union("accounts", {"_id": {"$in": wanted}}, "account"))
+        pipeline.append(_union("accounts", [{"$match": {"_id": {"$in": wanted}}}], "account"))
     if with_room:
-        pipeline.append(_union("rooms", {"_id": room_id}, "room"))
-    for collection, ids in (extra or {}).items():
-        pipeline.append(_union(collection, {"_id": {"$in": sorted(ids)}}, f"extra:{collection}"))
+        pipeline.append(_union("rooms", [{"$match": {"_id": room_id}}], "room"))
+    for name, read in (extra or {}).items():
+        pipeline.append(_union(read.collection, read.stages(), f"extra:{name}"))
     messages: list[Memory] = []
     accounts: dict[str, Account] = {}
     room_document: dict[str, Any] | None = None
-    found: dict[str, list[dict[str, Any]]] = {collection: [] for collection in extra or {}}
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in extra or {}}
     async for document in await db.memories.aggregate(pipeline):
         kind = document.pop(_KIND, None)
         if isinstance(kind, str) and kind.startswith("extra:"):
@@ -115,11 +138,11 @@ async def read_window(
     )
 
 
-def _union(collection: str, match: dict[str, Any], kind: str) -> dict[str, Any]:
+def _union(collection: str, stages: list[dict[str, Any]], kind: str) -> dict[str, Any]:
     return {
         "$unionWith": {
             "coll": collection,
-            "pipeline": [{"$match": match}, {"$addFields": {_KIND: kind}}],
+            "pipeline": [*stages, {"$addFields": {_KIND: kind}}],
         }
     }
 
