@@ -134,7 +134,14 @@ async def _one(
         )
         for share in shares
     ]
-    outputs = await asyncio.gather(*(worker.communicate() for worker in workers))
+    try:
+        outputs = await asyncio.gather(*(worker.communicate() for worker in workers))
+    finally:
+        # Interrupted (Ctrl-C, a failed sibling): no process of the run outlives it.
+        for worker in workers:
+            if worker.returncode is None:
+                worker.kill()
+                await worker.wait()
     wall = time.perf_counter() - started
     results = []
     for worker, (out, err) in zip(workers, outputs, strict=True):
