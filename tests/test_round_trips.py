@@ -334,3 +334,46 @@ def test_facts_read_in_part_answer_only_what_they_hold() -> None:
     assert [f.id for f in partial.named(["fact-2", "fact-1"]) or []] == ["fact-2", "fact-1"]
     assert [f.id for f in whole.named(["fact-2", "fact-70"]) or []] == ["fact-2"]
     assert partial.newest(PREFETCHED_FACTS + 1) is None and len(whole.newest(10) or []) == 3
+
+
+async def test_a_telegram_message_is_kept_once_and_stored_with_its_reply(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    """Telegram keeps a message (its job written) before the update is acknowledged; the
+    reply path then takes that job on: the job is written once, and the message and its
+    reply are stored together with the job's release, as on every other surface."""
+    from bot.adapters.telegram import TelegramAdapter
+    from bot.testing.harness import open_test_app
+    from bot.testing.scripted import ScriptedModel
+    from tests.fakes.telegram_server import FakeTelegramServer
+    from tests.test_telegram import echo, settings_for
+
+    trips = RoundTrips()
+    async with (
+        FakeTelegramServer() as server,
+        open_test_app(
+            tmp_path,
+            model=ScriptedModel(echo),
+            mongodb_uri=mongo_uri,
+            model_dir=model_dir,
+            mongo_listeners=[trips],
+        ) as app,
+    ):
+        adapter = TelegramAdapter(settings_for(server), base_url=server.base_url, poll_timeout=1)
+        await adapter.start(app.runtime)
+        try:
+            sarah = server.user("Sarah")
+            dm = server.private_chat(sarah)
+            for number, text in enumerate(["hello", "how are you?"], 1):
+                with trips.measure() as one:
+                    server.push_message(dm, sarah, text)
+                    await server.wait_for_sent(number, chat_id=dm.id)
+                    await server.drained()
+                    await adapter.wait_idle()
+                    assert await app.runtime.evaluations.join(timeout=30)
+        finally:
+            await adapter.stop()
+    # The second message (the first also writes the person's and the room's profiles).
+    assert one.commands["insert evaluations"] == 1, one.commands
+    assert one.commands["insert memories"] == 1, one.commands  # the message and its reply
+    assert one.commands["findAndModify rooms"] == 1, one.commands

@@ -19,6 +19,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from pydantic import BaseModel
+from pymongo import monitoring
 
 from bot.app import App, open_app
 from bot.config import (
@@ -139,10 +140,12 @@ async def open_test_app(
     settings: Settings | None = None,
     plugin_settings: Mapping[str, BaseModel] | None = None,
     keep_database: bool = False,
+    mongo_listeners: Sequence[monitoring.CommandListener] = (),
     **setting_overrides: object,
 ) -> AsyncIterator[App]:
     """A running app with exactly `plugins`; the database is dropped afterwards unless
     `keep_database` (a later app on the same `data_dir` then starts where this one stopped).
+    `mongo_listeners` watch every command the app's MongoDB client sends.
 
     `plugin_settings` maps a plugin's name to its settings, instead of reading them from the
     environment (e.g. `{"questions": QuestionSettings(min_chars=20)}`)."""
@@ -152,7 +155,9 @@ async def open_test_app(
     for name, chosen in (plugin_settings or {}).items():
         registry.use_settings(name, chosen)
     settings = settings or test_settings(data_dir, **setting_overrides)  # type: ignore[arg-type]
-    async with open_app(settings, model=model, registry=registry) as app:
+    async with open_app(
+        settings, model=model, registry=registry, mongo_listeners=mongo_listeners
+    ) as app:
         try:
             yield app
         finally:
