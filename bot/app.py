@@ -35,7 +35,7 @@ from bot.plugins import Registry, discover
 from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
 from bot.privacy.retention import Retention
-from bot.ratelimit import RateLimiter
+from bot.ratelimit import RateLimiter, ReplyLimit, SharedRateLimiter
 from bot.runtime import AgentRuntime, RuntimeOptions
 from bot.scheduler import build_scheduler
 from bot.storage.embedded import EmbeddedMongo
@@ -85,6 +85,14 @@ async def _cancel(task: asyncio.Task[object]) -> None:
     task.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await task
+
+
+def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> ReplyLimit:
+    """The per-person reply limit: in MongoDB, shared by every process, when the database is
+    one several processes may share (MONGODB_URI); in this process with the bundled server,
+    which belongs to one process (and saves a round trip per message)."""
+    per_minute = settings.platforms.rate_limit_per_minute
+    return RateLimiter(per_minute) if bundled else SharedRateLimiter(store.db, per_minute)
 
 
 def agent_id_for(character: Character) -> str:
@@ -146,6 +154,11 @@ async def open_app(
             await store.ping()
         await store.ensure_indexes()
         await migrate(store.db)
+        if bundled:
+            # The bundled server belongs to this one process (its data folder is locked), so
+            # leases left in it are a dead process's: the evaluations they held resume now
+            # rather than when the leases expire.
+            await store.leases.clear()
 
         if settings.storage.chroma_host:
             vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)
@@ -187,7 +200,7 @@ async def open_app(
                 max_reply_chars=settings.runtime.reply_max_chars,
                 answer_window=settings.runtime.answer_window_minutes * 60,
             ),
-            rate_limiter=RateLimiter(settings.platforms.rate_limit_per_minute),
+            rate_limiter=reply_limit(settings, store, bundled=bundled),
             events=metrics or NO_EVENTS,
             retry=RetryPolicy(
                 max_attempts=settings.runtime.evaluation_max_attempts,
@@ -196,6 +209,7 @@ async def open_app(
             faults=faults,
             privacy=privacy,
             outage=outage,
+            lease_seconds=settings.runtime.evaluation_lease_seconds,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

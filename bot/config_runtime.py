@@ -38,6 +38,10 @@ class RuntimeSettings(SettingsGroup):
     # until it has had this many attempts, then left `dead` for the operator.
     evaluation_max_attempts: int = Field(5, ge=1, le=100)
     evaluation_retry_seconds: float = Field(5.0, gt=0)
+    # Several processes on one database: a room's evaluations belong to the process holding
+    # its lease, renewed every third of this; a process that dies leaves its rooms to the
+    # others after at most this long.
+    evaluation_lease_seconds: float = Field(30.0, ge=1, le=3600)
     # After a crash, a message stored but never answered is answered if younger than this.
     answer_window_minutes: float = Field(5.0, ge=0)
     # The plugin folder (default: the built-in plugins shipped with Mnemo), and plugin names

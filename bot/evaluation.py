@@ -3,25 +3,37 @@
 The reply never waits for evaluators. `open_intake()` writes a message's job (holding the
 message) before anything else happens to it, and `release()` makes it runnable once the
 reply is settled. One asyncio task per busy room drains that room's jobs in creation order;
-rooms run concurrently up to a limit. Jobs are claimed with an atomic find-and-modify, so
-several Mnemo processes can share the queue.
+rooms run concurrently up to a limit.
+
+Several Mnemo processes share the queue: a room is drained by the one process holding its
+lease in MongoDB (bot/storage/leases.py; `lease_seconds`, renewed while the room's worker
+runs, released when the room is drained), so a room's jobs run in order and once, whichever
+process took its messages in. A process that finds a room leased leaves it to the holder,
+which looks for new jobs after releasing. A keeper task renews this process's leases and
+sweeps: jobs left `running` by a process whose leases expired (it died) run again, and rooms
+with runnable jobs and no live lease are drained here, so a survivor finishes a dead process's
+rooms within about `lease_seconds`.
 
 A failed attempt (selection or a handler) is retried with exponential back-off up to
-`max_attempts`, then left `dead` for the operator; a crash leaves the job `running` for
-`recover()`, which counts that as an attempt too, so a job that kills the process cannot do
-so forever.
+`max_attempts`, then left `dead` for the operator. A crash is charged as an attempt only to
+a job that was running alone in the process that died; jobs interrupted together are
+`suspect` and run one at a time afterwards, so a job that kills the process is found and
+ends `dead`, and its innocent neighbours are never charged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from bot.faults import FaultHook
 from bot.models import EvaluationJob, Memory, Trigger, stable_id
-from bot.storage.jobs import now_ms
+from bot.storage.jobs import Running, now_ms
+from bot.storage.leases import process_key, room_key
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -57,6 +69,75 @@ def job_id_for(trigger: Trigger, message_id: str) -> str:
     return stable_id("evaluation", trigger, message_id)
 
 
+class RunSlots:
+    """At most `limit` jobs at once; an exclusive holder runs with no other job of this process.
+
+    Exclusive holders go first once they wait (new shared holders queue behind them), so a
+    suspect job is not starved by a busy queue.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._running = 0
+        self._exclusive = False
+        self._exclusive_waiting = 0
+        self._changed = asyncio.Condition()
+
+    @contextlib.asynccontextmanager
+    async def hold(self, *, exclusive: bool) -> AsyncIterator[None]:
+        async with self._changed:
+            if exclusive:
+                self._exclusive_waiting += 1
+                try:
+                    await self._changed.wait_for(lambda: self._running == 0)
+                finally:
+                    self._exclusive_waiting -= 1
+                self._exclusive = True
+            else:
+                await self._changed.wait_for(
+                    lambda: (
+                        not self._exclusive
+                        and not self._exclusive_waiting
+                        and self._running < self._limit
+                    )
+                )
+            self._running += 1
+        try:
+            yield
+        finally:
+            async with self._changed:
+                self._running -= 1
+                self._exclusive = False if exclusive else self._exclusive
+                self._changed.notify_all()
+
+
+def blame(
+    running: list[Running], alive: Collection[str], me: str, active: Collection[str]
+) -> tuple[list[Running], set[str]]:
+    """Which `running` jobs were interrupted, and which of those a crash is charged to.
+
+    A job of another process is interrupted once that process is gone (its process lease
+    expired; `alive` are the owners whose lease is live). A job of this process is
+    interrupted when this process is not running it (a write that failed left it `running`).
+    A crash is charged to a job that was the only one its process was running.
+    """
+    by_owner: dict[str, list[Running]] = {}
+    for job in running:
+        by_owner.setdefault(job.owner, []).append(job)
+    interrupted: list[Running] = []
+    charged: set[str] = set()
+    for owner, jobs in by_owner.items():
+        if owner == me:
+            interrupted.extend(job for job in jobs if job.id not in active)
+            continue
+        if owner in alive:
+            continue
+        interrupted.extend(jobs)
+        if len(jobs) == 1:
+            charged.add(jobs[0].id)
+    return interrupted, charged
+
+
 class EvaluationQueue:
     def __init__(
         self,
@@ -66,18 +147,34 @@ class EvaluationQueue:
         concurrency: int = 8,
         retry: RetryPolicy | None = None,
         faults: FaultHook | None = None,
+        lease_seconds: float = 30.0,
+        owner: str | None = None,
     ) -> None:
         self._store = store
         self.jobs = store.jobs
+        self._leases = store.leases
         self._run = run
         self.retry = retry or RetryPolicy()
         self._faults = faults or FaultHook()
-        self._limit = asyncio.Semaphore(concurrency)
+        self._slots = RunSlots(concurrency)
+        # This process, as the owner of its leases and claims (a new one at every start).
+        self.owner = owner or uuid.uuid4().hex
+        self.lease_seconds = lease_seconds
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         # Rooms that got a job while their worker was already looking: look again.
         self._dirty: set[str] = set()
+        # Rooms whose lease this process holds, and those it found taken over at renewal.
+        self._held: set[str] = set()
+        self._lost: set[str] = set()
+        # Ids of the jobs this process is running right now.
+        self._active: set[str] = set()
+        self._keeper: asyncio.Task[None] | None = None
         self._stopping = False
+
+    @property
+    def _ttl_ms(self) -> int:
+        return int(self.lease_seconds * 1000)
 
     async def open_intake(self, message: Memory) -> tuple[EvaluationJob, bool]:
         """The message's job, written before the message itself and holding a copy of it;
@@ -90,7 +187,10 @@ class EvaluationQueue:
             status="intake",
             message=message,
         )
-        return await self.jobs.open_intake(job)
+        # Owned, so that other processes wait for this one's reply instead of taking the
+        # message over, unless this process dies (its process lease expires).
+        self._start_keeper()
+        return await self.jobs.open_intake(job, owner=self.owner)
 
     async def release(self, job: EvaluationJob, *, did_respond: bool, position: int | None) -> None:
         await self.jobs.release(job.id, did_respond=did_respond, position=position)
@@ -119,6 +219,7 @@ class EvaluationQueue:
     def wake(self, room_id: str) -> None:
         if self._stopping:
             return
+        self._start_keeper()
         self._dirty.add(room_id)
         worker = self._workers.get(room_id)
         if worker is None or worker.done():
@@ -127,23 +228,68 @@ class EvaluationQueue:
             )
 
     async def _drain(self, room_id: str) -> None:
+        key = room_key(room_id)
         try:
             while not self._stopping:
-                self._dirty.discard(room_id)
-                job = await self.jobs.claim_next(room_id)
-                if isinstance(job, int):  # the room's next job is backing off
-                    self._wake_at(room_id, job)
-                    break
-                if job is None:
-                    if room_id in self._dirty:
-                        continue
-                    break
-                async with self._limit:
-                    await self._run_one(job)
+                if not await self._leases.take(key, self.owner, self._ttl_ms):
+                    # Another live process drains the room; it looks for new jobs after it
+                    # releases the lease, and the keeper's sweep covers its death.
+                    return
+                self._held.add(room_id)
+                self._lost.discard(room_id)
+                try:
+                    again = await self._drain_held(room_id)
+                finally:
+                    self._held.discard(room_id)
+                    if room_id not in self._lost:
+                        await self._leases.release(key, self.owner)
+                # A job written by another process while the lease was held here found the
+                # room taken and left it to this worker: look once more after releasing.
+                if not again or self._stopping or room_id in self._lost:
+                    return
+                if not await self.jobs.has_due(room_id):
+                    return
         finally:
             # Even when the task dies: join() waits for the workers listed here.
             if self._workers.get(room_id) is asyncio.current_task():
                 del self._workers[room_id]
+
+    async def _drain_held(self, room_id: str) -> bool:
+        """Run the room's jobs in order while holding its lease. False: the room must wait
+        (a job backing off, or one still running elsewhere), a timer will look again."""
+        while not self._stopping and room_id not in self._lost:
+            self._dirty.discard(room_id)
+            head = await self.jobs.head(room_id)
+            if isinstance(head, int):  # the room's next job is backing off
+                self._wake_at(room_id, head)
+                return False
+            if head is None:
+                if room_id in self._dirty:
+                    continue
+                return True
+            if head.status == "intake":
+                # Its message is still being answered (here or in another process): the
+                # evaluation waits, in order. `release()` wakes the room; the timer is the
+                # fallback for a process that dies answering (then start-up recovery, or a
+                # redelivery, finishes the intake).
+                self._wake_at(room_id, now_ms() + self._ttl_ms // 3)
+                return False
+            if head.status == "running":
+                # Its process died or lost the lease while stalled.
+                if await self.reclaim() == 0:
+                    self._wake_at(room_id, now_ms() + self._ttl_ms // 3)
+                    return False
+                continue
+            async with self._slots.hold(exclusive=head.suspect):
+                job = await self.jobs.claim(head, owner=self.owner)
+                if job is None:
+                    continue
+                self._active.add(job.id)
+                try:
+                    await self._run_one(job)
+                finally:
+                    self._active.discard(job.id)
+        return False
 
     def _wake_at(self, room_id: str, due_ms: int) -> None:
         if room_id in self._timers:
@@ -189,16 +335,92 @@ class EvaluationQueue:
         await self.jobs.finish(job.id, ran=ran)
 
     async def recover(self) -> int:
-        """Hand out again the jobs a crash or restart left runnable or running."""
-        requeued, dead = await self.jobs.recover_running(max_attempts=self.retry.max_attempts)
-        if dead:
-            log.error("%d evaluation job(s) were interrupted on every attempt: left dead", dead)
+        """At start-up: announce this process (its process lease), hand out again the jobs
+        a dead process left running, wake every room with runnable jobs, start the keeper."""
+        await self._leases.take(process_key(self.owner), self.owner, self._ttl_ms)
+        requeued = await self.reclaim()
         rooms = await self.jobs.rooms_with_runnable()
         for room_id in rooms:
             self.wake(room_id)
+        self._start_keeper()
         if requeued or rooms:
             log.info("resuming evaluations: %d interrupted, %d rooms pending", requeued, len(rooms))
         return requeued
+
+    async def reclaim(self) -> int:
+        """Requeue the jobs left `running` by a process that is gone (see `blame`); returns
+        how many will run again."""
+        running = await self.jobs.running()
+        if not running:
+            return 0
+        alive = await self.alive({job.owner for job in running})
+        interrupted, charged = blame(running, alive, self.owner, self._active)
+        if not interrupted:
+            return 0
+        requeued, dead = await self.jobs.recover_interrupted(
+            interrupted, charged=charged, max_attempts=self.retry.max_attempts
+        )
+        if dead:
+            log.error("%d evaluation job(s) were interrupted on every attempt: left dead", dead)
+        for room_id in {job.room_id for job in interrupted}:
+            self.wake(room_id)
+        return requeued
+
+    async def alive(self, owners: Collection[str]) -> set[str]:
+        """The processes of `owners` that are running (this one always is)."""
+        others = {owner for owner in owners if owner and owner != self.owner}
+        live = await self._leases.live([process_key(owner) for owner in others])
+        return {self.owner} | {owner for owner in others if process_key(owner) in live}
+
+    async def orphaned_intake(self) -> list[EvaluationJob]:
+        """Messages taken in by a process that died before releasing them, oldest first (not
+        those of live processes, which are still answering theirs)."""
+        alive = await self.alive(await self.jobs.intake_owners())
+        return await self.jobs.in_intake(not_owned_by=alive)
+
+    async def sweep(self) -> None:
+        """Renew this process's leases, then take over what dead processes left: their
+        interrupted jobs, and rooms with runnable jobs that nobody holds."""
+        keys = [process_key(self.owner), *(room_key(room) for room in self._held)]
+        lost = await self._leases.renew(keys, self.owner, self._ttl_ms)
+        if process_key(self.owner) in lost:
+            # Expired (the loop stalled past the lease, or the database was away): take it
+            # again, so others stop thinking this process is gone.
+            lost.discard(process_key(self.owner))
+            await self._leases.take(process_key(self.owner), self.owner, self._ttl_ms)
+        for key in lost:
+            room_id = key.removeprefix("room:")
+            self._lost.add(room_id)
+            log.warning("lost the lease of room %s (renewed too late) to another process", room_id)
+        requeued = await self.reclaim()
+        if requeued:
+            log.info("took over %d evaluation(s) interrupted in another process", requeued)
+        runnable = await self.jobs.rooms_with_runnable()
+        rooms = [room for room in runnable if room not in self._workers]
+        if rooms:
+            live = await self._leases.live([room_key(room) for room in rooms])
+            for room_id in rooms:
+                if room_key(room_id) not in live:
+                    self.wake(room_id)
+
+    def _start_keeper(self) -> None:
+        if self._keeper is None or self._keeper.done():
+            self._keeper = asyncio.create_task(self._keep(), name="evaluations:keeper")
+
+    async def _keep(self) -> None:
+        # A third of the lease: two renewals may fail (a slow database) before one expires.
+        interval = self.lease_seconds / 3
+        try:
+            await self._leases.take(process_key(self.owner), self.owner, self._ttl_ms)
+        except Exception as error:
+            log.warning("evaluation leases: could not announce this process: %s", error)
+        while not self._stopping:
+            await asyncio.sleep(interval)
+            try:
+                await self.sweep()
+            except Exception as error:
+                # The database may be briefly away; the next round tries again.
+                log.warning("evaluation leases: renewal or sweep failed: %s", error)
 
     async def join(self, room_id: str | None = None, timeout: float | None = None) -> bool:
         """Wait until the room's (or every room's) queue is drained; False on time-out.
@@ -242,3 +464,7 @@ class EvaluationQueue:
                 task.cancel()
             await asyncio.gather(*self._workers.values(), return_exceptions=True)
         self._workers.clear()
+        if self._keeper is not None:
+            self._keeper.cancel()
+            await asyncio.gather(self._keeper, return_exceptions=True)
+            self._keeper = None

@@ -21,7 +21,7 @@ from bot.plugin_api import Action
 from bot.plugin_host import PluginHost
 from bot.plugins import Registry
 from bot.prompts import render, reply_answer
-from bot.ratelimit import RateLimiter
+from bot.ratelimit import ReplyLimit
 from bot.runtime_types import HandleResult, RuntimeOptions, Send, Typing
 from bot.state import State
 from bot.storage.mongo import MongoStore
@@ -50,7 +50,7 @@ class Replier:
         ledger: UsageLedger,
         composer: StateComposer,
         options: RuntimeOptions,
-        rate_limiter: RateLimiter | None = None,
+        rate_limiter: ReplyLimit | None = None,
         events: RuntimeEvents = NO_EVENTS,
     ) -> None:
         self.agent_id = agent_id
@@ -80,7 +80,7 @@ class Replier:
         """Reply while showing "typing…", unless the author is over the rate limit (then a
         polite line, no model call); `arrived` (perf_counter) times the reply. `window`: the
         room's window, when the caller read it already."""
-        if self.rate_limiter is not None and not self.rate_limiter.allow(memory.user_id):
+        if self.rate_limiter is not None and not await self.rate_limiter.allow(memory.user_id):
             await send(Content(text=RATE_LIMITED_REPLY))
             return
         async with typing():

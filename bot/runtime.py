@@ -38,7 +38,7 @@ from bot.privacy.consent import COLLECTION as CONSENT
 from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
 from bot.profiles import KnownProfiles
-from bot.ratelimit import RateLimiter
+from bot.ratelimit import ReplyLimit
 from bot.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Replier
 from bot.runtime_types import HandleResult, RuntimeOptions, Send, SenderFor, Typing
 from bot.runtime_types import no_typing as _no_typing
@@ -76,12 +76,13 @@ class AgentRuntime:
         registry: Registry,
         ledger: UsageLedger,
         options: RuntimeOptions | None = None,
-        rate_limiter: RateLimiter | None = None,
+        rate_limiter: ReplyLimit | None = None,
         events: RuntimeEvents = NO_EVENTS,
         retry: RetryPolicy | None = None,
         faults: FaultHook | None = None,
         privacy: PrivacyPolicy | None = None,
         outage: Outage | None = None,
+        lease_seconds: float = 30.0,
     ) -> None:
         self.agent_id = agent_id
         self.character = character
@@ -97,7 +98,9 @@ class AgentRuntime:
         # Whose messages may be kept (consent), for how long, and the /privacy text.
         self.privacy = privacy or PrivacyPolicy(consent=ConsentStore(store.db))
         # The queue calls back into the runtime, which hands the job to the runner below.
-        self.evaluations = EvaluationQueue(store, self._run_job, retry=retry, faults=self._faults)
+        self.evaluations = EvaluationQueue(
+            store, self._run_job, retry=retry, faults=self._faults, lease_seconds=lease_seconds
+        )
         # Messages between intake and release in this process (a redelivery meanwhile waits).
         self._in_intake: set[str] = set()
         # Jobs a crash left in intake whose message is young enough to answer, by job id.
@@ -300,9 +303,10 @@ class AgentRuntime:
     async def _recover_intake(self) -> None:
         """At start-up: messages a crash left between intake and release. Old ones are only
         learned from now; young ones wait for their platform's adapter to call
-        `answer_unanswered()`, and are learned from unanswered once too old to answer."""
+        `answer_unanswered()`, and are learned from unanswered once too old to answer.
+        Messages other live processes of the deployment are answering are theirs."""
         waiting = 0
-        for job in await self.evaluations.jobs.in_intake():
+        for job in await self.evaluations.orphaned_intake():
             memory = job.message or await self.store.memories.get(job.message_id)
             if memory is None:
                 await self.evaluations.release(job, did_respond=False, position=None)

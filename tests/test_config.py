@@ -90,6 +90,12 @@ CASES = [
     ),
     ("MNEMO_TELEGRAM_WEBHOOK_PORT", "88", ("platforms", "telegram_webhook_port"), 88),
     (
+        "MNEMO_TELEGRAM_API_URL",
+        "http://127.0.0.1:8081/bot",
+        ("platforms", "telegram_api_url"),
+        "http://127.0.0.1:8081/bot",
+    ),
+    (
         "MNEMO_TELEGRAM_WEBHOOK_LISTEN",
         "127.0.0.1",
         ("platforms", "telegram_webhook_listen"),
@@ -126,6 +132,7 @@ CASES = [
     ),
     ("MNEMO_EVALUATION_MAX_ATTEMPTS", "3", ("runtime", "evaluation_max_attempts"), 3),
     ("MNEMO_EVALUATION_RETRY_SECONDS", "0.5", ("runtime", "evaluation_retry_seconds"), 0.5),
+    ("MNEMO_EVALUATION_LEASE_SECONDS", "5", ("runtime", "evaluation_lease_seconds"), 5.0),
     ("MNEMO_ANSWER_WINDOW_MINUTES", "1", ("runtime", "answer_window_minutes"), 1.0),
     ("MNEMO_PLUGINS_DIR", "/opt/plugins", ("runtime", "plugins_dir"), Path("/opt/plugins")),
     (

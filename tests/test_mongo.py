@@ -383,18 +383,101 @@ async def test_jobs_left_running_by_a_crash_run_again_until_out_of_attempts(
 ) -> None:
     for n in range(3):
         await store.jobs.insert(job(n))
-    await store.jobs.claim_next(ROOM)
-    await store.jobs.claim_next(ROOM)
+    await store.jobs.claim_next(ROOM, owner="dead")
+    await store.jobs.claim_next(ROOM, owner="dead")
     await store.jobs.finish(job(0).id, ran=[])
 
-    assert await store.jobs.recover_running(max_attempts=3) == (1, 0)
-    again = await store.jobs.claim_next(ROOM)
+    [interrupted] = await store.jobs.running()
+    assert (interrupted.id, interrupted.owner, interrupted.attempts) == (job(1).id, "dead", 1)
+    # Charged (it ran alone when its process died): the attempt stays counted.
+    assert await store.jobs.recover_interrupted(
+        [interrupted], charged={job(1).id}, max_attempts=3
+    ) == (1, 0)
+    again = await store.jobs.claim_next(ROOM, owner="dead")
     assert isinstance(again, EvaluationJob) and again.id == job(1).id and again.attempts == 2
 
     # A job that was interrupted on every attempt is not run again.
-    assert await store.jobs.recover_running(max_attempts=2) == (0, 1)
+    [interrupted] = await store.jobs.running()
+    assert await store.jobs.recover_interrupted(
+        [interrupted], charged={job(1).id}, max_attempts=2
+    ) == (0, 1)
     assert (await store.jobs.get(job(1).id)).status == "dead"  # type: ignore[union-attr]
     assert await store.jobs.count(status="pending") == 1
+
+
+async def test_a_crash_is_not_charged_to_jobs_that_were_running_together(
+    store: MongoStore,
+) -> None:
+    for n in range(2):
+        await store.jobs.insert(job(n))
+        await store.jobs.insert(job(n, room=OTHER_ROOM))
+    await store.jobs.claim_next(ROOM, owner="dead")
+    await store.jobs.claim_next(OTHER_ROOM, owner="dead")
+    interrupted = await store.jobs.running()
+    assert len(interrupted) == 2
+    assert await store.jobs.recover_interrupted(interrupted, charged=set(), max_attempts=1) == (
+        2,
+        0,
+    )
+    for room in (ROOM, OTHER_ROOM):
+        head = await store.jobs.head(room)
+        # Back first in its room, its attempt given back, and marked to run alone.
+        assert head is not None and not isinstance(head, int) and head.suspect
+        claimed = await store.jobs.claim(head, owner="me")
+        assert claimed is not None and claimed.attempts == 1
+
+
+async def test_a_room_whose_oldest_job_is_running_waits_for_it(store: MongoStore) -> None:
+    for n in range(2):
+        await store.jobs.insert(job(n))
+    await store.jobs.claim_next(ROOM, owner="elsewhere")
+    head = await store.jobs.head(ROOM)
+    assert head is not None and not isinstance(head, int)
+    assert (head.id, head.status, head.owner) == (job(0).id, "running", "elsewhere")
+    assert not await store.jobs.has_due(OTHER_ROOM)
+    assert await store.jobs.has_due(ROOM)  # job 1 is due, behind job 0
+
+
+# leases -------------------------------------------------------------------------------------
+async def test_a_lease_has_one_holder_until_it_expires(store: MongoStore, mongo_uri: str) -> None:
+    leases = store.leases
+    assert await leases.take("room:a", "p1", 60_000)
+    assert not await leases.take("room:a", "p2", 60_000)  # held by a live process
+    assert await leases.take("room:a", "p1", 60_000)  # renewing is taking again
+    assert await leases.renew(["room:a"], "p1", 60_000) == set()
+    assert await leases.live(["room:a", "room:b"]) == {"room:a": "p1"}
+    await leases.release("room:a", "p2")  # not the holder: nothing happens
+    assert await leases.live(["room:a"]) == {"room:a": "p1"}
+    await leases.release("room:a", "p1")
+    assert await leases.live(["room:a"]) == {}
+
+    # Expired: anyone may take it over, and the old holder finds out at its next renewal.
+    assert await leases.take("room:b", "p1", 1)
+    await asyncio.sleep(0.01)
+    assert await leases.live(["room:b"]) == {}
+    assert await leases.take("room:b", "p2", 60_000)
+    assert await leases.renew(["room:b"], "p1", 60_000) == {"room:b"}
+    assert not await leases.take("room:b", "p1", 60_000)
+
+    # Taking one lease never touches another, even an expired one (nx-27017 once did).
+    assert await leases.take("room:old", "p3", 1)
+    await asyncio.sleep(0.01)
+    assert await leases.take("room:new", "p4", 60_000)
+    assert await store.db.leases.find_one({"_id": "room:old"}) is not None
+    assert (await store.db.leases.find_one({"_id": "room:old"}))["owner"] == "p3"
+    assert await leases.drop_expired() == 1
+    assert await leases.live(["room:old", "room:new"]) == {"room:new": "p4"}
+
+    # Many takers at once, on separate clients as separate processes would be: one wins.
+    others = [MongoStore.from_uri(mongo_uri, store.db.name) for _ in range(4)]
+    try:
+        taken = await asyncio.gather(
+            *(other.leases.take("room:c", f"q{n}", 60_000) for n, other in enumerate(others))
+        )
+    finally:
+        for other in others:
+            await other.close()
+    assert taken.count(True) == 1
 
 
 # indexes and availability -------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The scheduler's jobs (idle flush, re-index) and crash recovery of the evaluation queue."""
+"""The scheduler's jobs (idle flush, re-index), run once per deployment, and crash recovery of
+the evaluation queue."""
 
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from bot.models import (
 from bot.scheduler import (
     IDLE_FLUSH_JOB,
     REINDEX_JOB,
+    OncePerDeployment,
+    _timed,
     build_scheduler,
     run_idle_flush,
 )
@@ -265,3 +268,39 @@ async def test_jobs_interrupted_by_a_crash_run_exactly_once_after_restart(
     assert calls == texts  # each exactly once, in order
     assert done == 2
     assert pending_or_running == 0
+
+
+async def test_each_timed_run_happens_in_one_process_of_the_deployment(
+    store: MongoStore, mongo_uri: str
+) -> None:
+    # Three processes' schedulers, each firing every job once per period at the same moment.
+    now = [1_000_000.0]
+    others = [MongoStore.from_uri(mongo_uri, store.db.name) for _ in range(2)]
+    runs: dict[str, list[str]] = {IDLE_FLUSH_JOB: [], REINDEX_JOB: []}
+    try:
+        processes = [
+            OncePerDeployment(db.leases, f"process-{n}", clock=lambda: now[0])
+            for n, db in enumerate([store, *others])
+        ]
+
+        def job(name: str, process: int) -> Callable[[], Awaitable[None]]:
+            async def run() -> None:
+                runs[name].append(f"process-{process}")
+
+            return run
+
+        for _period in range(3):
+            await asyncio.gather(
+                *(
+                    _timed(once, name, 60, job(name, n), "the next run tries again")
+                    for n, once in enumerate(processes)
+                    for name in runs
+                )
+            )
+            now[0] += 60
+    finally:
+        for other in others:
+            await other.close()
+    assert {name: len(done) for name, done in runs.items()} == {IDLE_FLUSH_JOB: 3, REINDEX_JOB: 3}
+    # Old periods' leases are dropped as new ones are taken, so they do not pile up.
+    assert await store.db.leases.count_documents({}) <= 2 * len(runs)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pymongo import ASCENDING, IndexModel, ReturnDocument
@@ -35,6 +36,28 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True)
+class Head:
+    """A room's next runnable job, as much of it as claiming needs."""
+
+    id: str
+    status: str
+    # Interrupted by a crash together with other jobs: runs alone (see recover_interrupted).
+    suspect: bool
+    # The process that claimed it (`running`) or is answering its message (`intake`).
+    owner: str
+
+
+@dataclass(frozen=True)
+class Running:
+    """A job in `running`: the process that claimed it (`owner`) may be gone."""
+
+    id: str
+    room_id: str
+    owner: str
+    attempts: int
+
+
 class JobStore:
     """The evaluation queue: intake, release, claim, finish or fail, recover after a crash."""
 
@@ -52,11 +75,14 @@ class JobStore:
     def __init__(self, db: AsyncDatabase) -> None:
         self._jobs = db.evaluations
 
-    async def open_intake(self, job: EvaluationJob) -> tuple[EvaluationJob, bool]:
-        """Write a job in `intake` holding its message; returns the stored job and whether
-        it was created now (False: a job with this id existed, returned as stored)."""
+    async def open_intake(
+        self, job: EvaluationJob, *, owner: str = ""
+    ) -> tuple[EvaluationJob, bool]:
+        """Write a job in `intake` holding its message, for the process `owner` that answers
+        it; returns the stored job and whether it was created now (False: a job with this id
+        existed, returned as stored)."""
         try:
-            await self._jobs.insert_one(dict(self.intake_write(job).document))
+            await self._jobs.insert_one(dict(self.intake_write(job, owner=owner).document))
         except DuplicateKeyError:
             existing = await self.get(job.id)
             if existing is not None:
@@ -65,10 +91,12 @@ class JobStore:
         return job, True
 
     @staticmethod
-    def intake_write(job: EvaluationJob) -> Insert:
-        """The write of a job in `intake`, for a batch (bot.storage.batch)."""
+    def intake_write(job: EvaluationJob, *, owner: str = "") -> Insert:
+        """The write of a job in `intake` for the process `owner` that answers it, for a batch
+        (bot.storage.batch)."""
         document = dump(job)
         document["created_ms"] = millis(job.created_at)
+        document["owner"] = owner
         if job.message is not None and job.message_ms is None:
             document["message_ms"] = millis(job.message.created_at)
         return Insert("evaluations", document)
@@ -108,37 +136,78 @@ class JobStore:
     async def get(self, job_id: str) -> EvaluationJob | None:
         return load_one(EvaluationJob, await self._jobs.find_one({"_id": job_id}))
 
-    async def in_intake(self) -> list[EvaluationJob]:
-        """Jobs whose message was taken in but never released (a crash mid-reply), oldest first."""
+    async def intake_owners(self) -> set[str]:
+        """The processes answering messages right now (or that died doing so)."""
+        owners = await self._jobs.distinct("owner", {"status": "intake"})
+        return {str(owner or "") for owner in owners}
+
+    async def in_intake(self, *, not_owned_by: Collection[str] = ()) -> list[EvaluationJob]:
+        """Jobs whose message was taken in but never released (a crash mid-reply), oldest
+        first; those of the processes `not_owned_by` (alive, still answering) left out."""
         cursor = self._jobs.find({"status": "intake"}).sort("created_ms", ASCENDING)
-        return [job for doc in await cursor.to_list() if (job := load_one(EvaluationJob, doc))]
+        return [
+            job
+            for doc in await cursor.to_list()
+            if str(doc.get("owner") or "") not in not_owned_by
+            and (job := load_one(EvaluationJob, doc))
+        ]
 
-    async def claim_next(self, room_id: str) -> EvaluationJob | int | None:
-        """Claim the room's oldest runnable job: the job, or the time (ms) it becomes due when
-        it is backing off (the room waits, so its evaluations stay in order), or None.
+    async def head(self, room_id: str, *, running_blocks: bool = True) -> Head | int | None:
+        """The room's oldest unfinished job: a runnable one, or one the room waits for (still
+        `running`, or in `intake`: its message is being answered, maybe by another process),
+        the time (ms) it becomes due when it is backing off (the room waits, so its
+        evaluations stay in order), or None. `running_blocks=False` skips the last two."""
+        statuses = [*RUNNABLE, "running", "intake"] if running_blocks else RUNNABLE
+        document = await self._jobs.find_one(
+            {"room_id": room_id, "status": {"$in": statuses}},
+            {"due_ms": 1, "status": 1, "suspect": 1, "owner": 1},
+            sort=[("created_ms", ASCENDING)],
+        )
+        if document is None:
+            return None
+        due = int(document.get("due_ms") or 0)
+        if document["status"] in RUNNABLE and due > now_ms():
+            return due
+        return Head(
+            document["_id"],
+            document["status"],
+            bool(document.get("suspect")),
+            str(document.get("owner") or ""),
+        )
 
-        The claim itself is one `find_one_and_update` on the job's id and status, so any number
-        of processes can share the queue and a job is handed to exactly one claimer.
+    async def claim(self, head: Head, *, owner: str) -> EvaluationJob | None:
+        """Claim the job `head` names for the process `owner`: one `find_one_and_update` on its
+        id and status, so a job is handed to exactly one claimer (None: someone else was first).
         """
+        document = await self._jobs.find_one_and_update(
+            {"_id": head.id, "status": head.status},
+            {
+                "$set": {"status": "running", "claimed_at": utcnow(), "owner": owner, "suspect": 0},
+                "$inc": {"attempts": 1},
+            },
+            return_document=ReturnDocument.AFTER,
+        )
+        return load_one(EvaluationJob, document)
+
+    async def claim_next(self, room_id: str, *, owner: str = "") -> EvaluationJob | int | None:
+        """The room's oldest runnable job claimed (`head` then `claim`, again while someone else
+        claims first), the time it becomes due, or None. For tests and tools: the worker holds
+        the room's lease and a run slot between the two, and waits for a running job."""
         while True:
-            head = await self._jobs.find_one(
-                {"room_id": room_id, "status": {"$in": RUNNABLE}},
-                {"due_ms": 1, "status": 1},
-                sort=[("created_ms", ASCENDING)],
-            )
-            if head is None:
-                return None
-            due = int(head.get("due_ms") or 0)
-            if due > now_ms():
-                return due
-            document = await self._jobs.find_one_and_update(
-                {"_id": head["_id"], "status": head["status"]},
-                {"$set": {"status": "running", "claimed_at": utcnow()}, "$inc": {"attempts": 1}},
-                return_document=ReturnDocument.AFTER,
-            )
-            if document is not None:
-                return load_one(EvaluationJob, document)
-            # Another worker claimed it between the two calls: look again.
+            head = await self.head(room_id, running_blocks=False)
+            if not isinstance(head, Head):
+                return head
+            job = await self.claim(head, owner=owner)
+            if job is not None:
+                return job
+
+    async def has_due(self, room_id: str) -> bool:
+        """Whether the room has a job that may run now."""
+        found = await self._jobs.find_one(
+            {"room_id": room_id, "status": {"$in": RUNNABLE}, "due_ms": {"$lte": now_ms()}},
+            {"_id": 1},
+        )
+        return found is not None
 
     async def record_selection(self, job_id: str, names: list[str]) -> None:
         await self._jobs.update_one({"_id": job_id}, {"$set": {"selected": list(names)}})
@@ -162,19 +231,43 @@ class JobStore:
             fields.update(status="retrying", due_ms=retry_at_ms)
         await self._jobs.update_one({"_id": job_id}, {"$set": fields})
 
-    async def recover_running(self, *, max_attempts: int) -> tuple[int, int]:
-        """At start-up: jobs left running by a crash run again, unless they have used every
-        attempt (a job that kills the process would otherwise do so on every start).
-        Returns (requeued, dead)."""
+    async def running(self) -> list[Running]:
+        """Every job in `running`, with its room and the process that claimed it."""
+        cursor = self._jobs.find({"status": "running"}, {"room_id": 1, "owner": 1, "attempts": 1})
+        return [
+            Running(d["_id"], d["room_id"], str(d.get("owner") or ""), int(d.get("attempts") or 0))
+            async for d in cursor
+        ]
+
+    async def recover_interrupted(
+        self, interrupted: list[Running], *, charged: Collection[str], max_attempts: int
+    ) -> tuple[int, int]:
+        """Jobs a dead process left `running` run again. Returns (requeued, dead).
+
+        A crash is charged as an attempt only to the jobs in `charged` (the caller's blame: a
+        job that was running alone in the process that died); the others get their attempt
+        back and are marked `suspect`, and the worker runs suspects one at a time
+        (bot/evaluation.py), so that a job that kills the process is charged on its next run
+        and ends `dead` after `max_attempts`, while its innocent neighbours never do.
+        Each write names the job's owner: a job another process has meanwhile reclaimed and
+        claimed again is left alone.
+        """
         dead = requeued = 0
-        async for doc in self._jobs.find({"status": "running"}, {"attempts": 1}):
-            if int(doc.get("attempts") or 0) >= max_attempts:
-                update = {"status": "dead", "error": "interrupted on every attempt"}
-                dead += 1
-            else:
-                update = {"status": "retrying", "due_ms": 0}
-                requeued += 1
-            await self._jobs.update_one({"_id": doc["_id"], "status": "running"}, {"$set": update})
+        for job in interrupted:
+            update: dict[str, Any] = {"$set": {"status": "retrying", "due_ms": 0, "suspect": 1}}
+            gone = job.id in charged and job.attempts >= max_attempts
+            if gone:
+                update = {"$set": {"status": "dead", "error": "interrupted on every attempt"}}
+            elif job.id not in charged:
+                update["$inc"] = {"attempts": -1}
+            # A job claimed before owners were recorded has none (None matches a missing field).
+            owner = job.owner or {"$in": ["", None]}
+            result = await self._jobs.update_one(
+                {"_id": job.id, "status": "running", "owner": owner}, update
+            )
+            if result.modified_count:
+                dead += gone
+                requeued += not gone
         return requeued, dead
 
     async def rooms_with_runnable(self) -> list[str]:

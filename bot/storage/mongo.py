@@ -2,8 +2,9 @@
 
 `MongoStore` holds the client and one small class per collection: `store.memories`,
 `store.accounts`, `store.rooms`, `store.facts`, `store.jobs` (the evaluation queue) and
-`store.usage` (model use per world), each in its own module beside this one; documents become
-models in `documents.py`. Plugins keep their own data in their own collections
+`store.usage` (model use per world) and `store.leases` (which process holds what), each in its
+own module beside this one; documents become models in `documents.py`. Plugins keep their own
+data in their own collections
 (`bot.plugin_services.Collections`).
 
 Works against a real MongoDB and against the bundled nx-27017 server, whose gaps shape a few
@@ -36,14 +37,24 @@ from pymongo.errors import CollectionInvalid, OperationFailure, PyMongoError
 from bot.storage.accounts import Accounts
 from bot.storage.facts import Facts
 from bot.storage.jobs import JobStore
+from bot.storage.leases import Leases
 from bot.storage.memories import Memories
 from bot.storage.rooms import Rooms
 from bot.storage.usage import ModelUsage
 
-_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage)
+_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage, Leases)
 # The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
 CORE_COLLECTIONS = frozenset(
-    {"memories", "accounts", "rooms", "facts", "evaluations", "model_usage"}
+    {
+        "memories",
+        "accounts",
+        "rooms",
+        "facts",
+        "evaluations",
+        "model_usage",
+        "leases",
+        "rate_limits",
+    }
 )
 
 
@@ -85,6 +96,7 @@ class MongoStore:
         self.facts = Facts(self.db)
         self.jobs = JobStore(self.db)
         self.usage = ModelUsage(self.db)
+        self.leases = Leases(self.db)
         # Strings that must never reach an error message (the URI's password).
         self._secrets = tuple(secret for secret in secrets if secret)
 

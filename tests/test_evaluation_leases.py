@@ -1,0 +1,191 @@
+"""Two evaluation queues on one database, as two Mnemo processes would run them: a room's
+jobs run in order and once, whichever queue takes them, and a queue whose process died has
+its rooms finished by the other once its leases expire. Real MongoDB wire protocol (the
+bundled server), each queue on its own client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+
+from bot.evaluation import EvaluationQueue, RetryPolicy
+from bot.models import EvaluationJob, stable_id, utcnow
+from bot.storage.mongo import MongoStore
+
+T0 = utcnow()
+
+
+def job(room: int, n: int) -> EvaluationJob:
+    return EvaluationJob(
+        id=stable_id("job", str(room), str(n)),
+        room_id=stable_id("room", str(room)),
+        message_id=stable_id("message", str(room), str(n)),
+        did_respond=True,
+        # Created in order within a room; rooms interleave.
+        created_at=T0 + timedelta(milliseconds=10 * n + room),
+    )
+
+
+class Recorder:
+    """Runs jobs for several queues: what ran where, in which order, and any overlap."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, list[str]] = defaultdict(list)  # room -> job ids in run order
+        self.by_queue: dict[str, int] = defaultdict(int)
+        self.in_flight: dict[str, int] = defaultdict(int)
+        self.overlaps = 0
+
+    def runner(self, name: str, delay: float = 0.01):
+        async def run(job: EvaluationJob) -> list[str]:
+            self.in_flight[job.room_id] += 1
+            self.overlaps += self.in_flight[job.room_id] > 1
+            try:
+                await asyncio.sleep(delay)  # a model call: lets the other queue interleave
+                self.runs[job.room_id].append(job.id)
+                self.by_queue[name] += 1
+            finally:
+                self.in_flight[job.room_id] -= 1
+            return ["RECORD"]
+
+        return run
+
+
+@contextlib.asynccontextmanager
+async def second_client(store: MongoStore, mongo_uri: str) -> AsyncIterator[MongoStore]:
+    other = MongoStore.from_uri(mongo_uri, store.db.name)
+    try:
+        yield other
+    finally:
+        await other.close()
+
+
+async def test_two_queues_run_each_rooms_jobs_in_order_and_once(
+    store: MongoStore, mongo_uri: str
+) -> None:
+    rooms, per_room = 6, 5
+    recorder = Recorder()
+    async with second_client(store, mongo_uri) as other:
+        first = EvaluationQueue(store, recorder.runner("first"), lease_seconds=5)
+        second = EvaluationQueue(other, recorder.runner("second"), lease_seconds=5)
+        try:
+            # A burst: each message's job is written by whichever process took the message
+            # in, and that process wakes the room, so both wake every room.
+            for n in range(per_room):
+                for room in range(rooms):
+                    await (first if (n + room) % 2 else second).jobs.insert(job(room, n))
+            for room in range(rooms):
+                first.wake(job(room, 0).room_id)
+                second.wake(job(room, 0).room_id)
+            for queue in (first, second):
+                assert await queue.join(timeout=30)
+            # A job written just as its room's lease was released is picked up by the holder.
+            assert await store.jobs.count(status="pending") == 0
+        finally:
+            await first.stop()
+            await second.stop()
+    for room in range(rooms):
+        expected = [job(room, n).id for n in range(per_room)]
+        assert recorder.runs[job(room, 0).room_id] == expected  # in order, each once
+    assert recorder.overlaps == 0  # never two jobs of one room at once
+    assert await store.jobs.count(status="done") == rooms * per_room
+    # Every room's lease released; what is left is each process's own.
+    left = [d["_id"] async for d in store.db.leases.find({})]
+    assert sorted(left) == sorted(f"process:{q.owner}" for q in (first, second))
+
+
+async def test_a_dead_queues_rooms_are_finished_by_the_other_after_its_lease_expires(
+    store: MongoStore, mongo_uri: str
+) -> None:
+    recorder = Recorder()
+    stuck = asyncio.Event()
+
+    async def dies_mid_job(job: EvaluationJob) -> list[str]:
+        stuck.set()
+        await asyncio.Event().wait()  # never returns: the process is killed here
+        return []
+
+    room = job(0, 0).room_id
+    for n in range(3):
+        await store.jobs.insert(job(0, n))
+    async with second_client(store, mongo_uri) as doomed_store:
+        doomed = EvaluationQueue(doomed_store, dies_mid_job, lease_seconds=1)
+        doomed.wake(room)
+        await asyncio.wait_for(stuck.wait(), 10)
+        # kill -9: the client goes first, so nothing is released or finished on the way out.
+        await doomed_store.close()
+        await doomed.stop(grace=0)
+    assert (await store.jobs.get(job(0, 0).id)).status == "running"  # type: ignore[union-attr]
+    # Still held by the dead process: its room's lease and its own.
+    assert await store.db.leases.count_documents({}) == 2
+
+    survivor = EvaluationQueue(store, recorder.runner("survivor"), lease_seconds=1)
+    started = time.monotonic()
+    try:
+        await survivor.recover()  # the lease is still live: nothing is taken yet
+        assert recorder.runs[room] == []
+        while len(recorder.runs[room]) < 3:
+            assert time.monotonic() - started < 10, "the survivor did not take the room over"
+            await asyncio.sleep(0.05)
+    finally:
+        await survivor.stop()
+    assert recorder.runs[room] == [job(0, n).id for n in range(3)]
+    taken_over = await store.jobs.get(job(0, 0).id)
+    # It was running alone when its process died: that crash counts as one attempt.
+    assert taken_over is not None and (taken_over.status, taken_over.attempts) == ("done", 2)
+
+
+async def test_jobs_interrupted_together_are_not_charged_and_rerun_one_at_a_time(
+    store: MongoStore,
+) -> None:
+    recorder = Recorder()
+    for room in range(3):
+        await store.jobs.insert(job(room, 0))
+        # Claimed together by a process that then died (no lease left behind).
+        await store.jobs.claim_next(job(room, 0).room_id, owner="dead-process")
+    queue = EvaluationQueue(
+        store, recorder.runner("after"), lease_seconds=5, retry=RetryPolicy(max_attempts=1)
+    )
+    try:
+        assert await queue.recover() == 3
+        assert await queue.join(timeout=10)
+    finally:
+        await queue.stop()
+    assert await store.jobs.count(status="done") == 3  # with 1 attempt allowed, none died
+    assert recorder.overlaps == 0
+    for room in range(3):
+        done = await store.jobs.get(job(room, 0).id)
+        assert done is not None and done.attempts == 1
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+async def test_a_suspect_job_runs_with_no_other_job_of_its_process(
+    store: MongoStore, concurrency: int
+) -> None:
+    running: list[str] = []
+    alone: dict[str, bool] = {}
+
+    async def run(job: EvaluationJob) -> list[str]:
+        running.append(job.id)
+        await asyncio.sleep(0.02)
+        alone[job.id] = running == [job.id]
+        running.remove(job.id)
+        return []
+
+    for room in range(4):
+        await store.jobs.insert(job(room, 0))
+    await store.jobs.claim_next(job(0, 0).room_id, owner="dead-a")
+    await store.jobs.claim_next(job(1, 0).room_id, owner="dead-a")
+    queue = EvaluationQueue(store, run, concurrency=concurrency, lease_seconds=5)
+    try:
+        await queue.recover()
+        assert await queue.join(timeout=10)
+    finally:
+        await queue.stop()
+    assert alone[job(0, 0).id] and alone[job(1, 0).id]
+    assert await store.jobs.count(status="done") == 4
