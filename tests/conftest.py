@@ -21,6 +21,11 @@ from bot.storage.vectors import VectorIndex
 REPO = Path(__file__).resolve().parent.parent
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    # Scale tests run small in `make test`; `--large` runs them at the issue's sizes.
+    parser.addoption("--large", action="store_true", help="run scale tests at full size")
+
+
 @pytest.fixture(scope="session")
 def model_dir() -> Path:
     """The all-MiniLM-L6-v2 ONNX folder; tests that need it skip with a reason when absent."""

@@ -1,0 +1,40 @@
+"""The multi-process test's probe (tests/test_multiprocess.py): an evaluator that records every
+run it makes, and its effect once per job (keyed by the job id, the idempotency key), with the
+process that ran it. MNEMO_TEST_PROBE_SECONDS makes each run take that long, as a model call
+would, so a process's rooms have evaluations queued when it is killed."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import time
+
+from pymongo.errors import DuplicateKeyError
+
+from bot.plugin_api import Context, Evaluator, Plugin
+
+SECONDS = float(os.environ.get("MNEMO_TEST_PROBE_SECONDS", "0") or 0)
+
+
+async def record(ctx: Context) -> None:
+    await asyncio.sleep(SECONDS)
+    run = {
+        "job": ctx.job_id,
+        "room": ctx.message.room_id,
+        "message": ctx.message.id,
+        "pid": os.getpid(),
+        "at_ns": time.time_ns(),
+    }
+    # Copies: insert_one adds an `_id` to the document it is given.
+    await ctx.collections["runs"].insert_one(dict(run))
+    # Keyed by the job: a re-run of a job whose effect is there already changes nothing.
+    with contextlib.suppress(DuplicateKeyError):
+        await ctx.collections["effects"].insert_one({"_id": ctx.job_id, **run})
+
+
+plugin = Plugin(
+    "probe",
+    description="records each evaluation (multi-process test)",
+    evaluators=[Evaluator("PROBE", "records each evaluation", record, always_run=True)],
+)
