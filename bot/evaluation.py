@@ -15,24 +15,23 @@ with runnable jobs and no live lease are drained here, so a survivor finishes a 
 rooms within about `lease_seconds`.
 
 A failed attempt (selection or a handler) is retried with exponential back-off up to
-`max_attempts`, then left `dead` for the operator. A crash is charged as an attempt only to
-a job that was running alone in the process that died; jobs interrupted together are
-`suspect` and run one at a time afterwards, so a job that kills the process is found and
-ends `dead`, and its innocent neighbours are never charged.
+`max_attempts`, then left `dead` for the operator. A crash is charged only to a job that was
+running alone (bot/crash_blame.py); jobs interrupted together then run one at a time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 
+from bot.crash_blame import blame
 from bot.faults import FaultHook
 from bot.models import EvaluationJob, Memory, Trigger, stable_id
-from bot.storage.jobs import Running, now_ms
+from bot.run_slots import RunSlots
+from bot.storage.jobs import now_ms
 from bot.storage.leases import process_key, room_key
 from bot.storage.mongo import MongoStore
 
@@ -67,75 +66,6 @@ def describe_queue(counts: Mapping[str, int]) -> str:
 
 def job_id_for(trigger: Trigger, message_id: str) -> str:
     return stable_id("evaluation", trigger, message_id)
-
-
-class RunSlots:
-    """At most `limit` jobs at once; an exclusive holder runs with no other job of this process.
-
-    Exclusive holders go first once they wait (new shared holders queue behind them), so a
-    suspect job is not starved by a busy queue.
-    """
-
-    def __init__(self, limit: int) -> None:
-        self._limit = limit
-        self._running = 0
-        self._exclusive = False
-        self._exclusive_waiting = 0
-        self._changed = asyncio.Condition()
-
-    @contextlib.asynccontextmanager
-    async def hold(self, *, exclusive: bool) -> AsyncIterator[None]:
-        async with self._changed:
-            if exclusive:
-                self._exclusive_waiting += 1
-                try:
-                    await self._changed.wait_for(lambda: self._running == 0)
-                finally:
-                    self._exclusive_waiting -= 1
-                self._exclusive = True
-            else:
-                await self._changed.wait_for(
-                    lambda: (
-                        not self._exclusive
-                        and not self._exclusive_waiting
-                        and self._running < self._limit
-                    )
-                )
-            self._running += 1
-        try:
-            yield
-        finally:
-            async with self._changed:
-                self._running -= 1
-                self._exclusive = False if exclusive else self._exclusive
-                self._changed.notify_all()
-
-
-def blame(
-    running: list[Running], alive: Collection[str], me: str, active: Collection[str]
-) -> tuple[list[Running], set[str]]:
-    """Which `running` jobs were interrupted, and which of those a crash is charged to.
-
-    A job of another process is interrupted once that process is gone (its process lease
-    expired; `alive` are the owners whose lease is live). A job of this process is
-    interrupted when this process is not running it (a write that failed left it `running`).
-    A crash is charged to a job that was the only one its process was running.
-    """
-    by_owner: dict[str, list[Running]] = {}
-    for job in running:
-        by_owner.setdefault(job.owner, []).append(job)
-    interrupted: list[Running] = []
-    charged: set[str] = set()
-    for owner, jobs in by_owner.items():
-        if owner == me:
-            interrupted.extend(job for job in jobs if job.id not in active)
-            continue
-        if owner in alive:
-            continue
-        interrupted.extend(jobs)
-        if len(jobs) == 1:
-            charged.add(jobs[0].id)
-    return interrupted, charged
 
 
 class EvaluationQueue:
