@@ -5,14 +5,12 @@ message) before anything else happens to it, and `release()` makes it runnable o
 reply is settled. One asyncio task per busy room drains that room's jobs in creation order;
 rooms run concurrently up to a limit.
 
-Several Mnemo processes share the queue: a room is drained by the one process holding its
-lease in MongoDB (bot/storage/leases.py; `lease_seconds`, renewed while the room's worker
-runs, released when the room is drained), so a room's jobs run in order and once, whichever
-process took its messages in. A process that finds a room leased leaves it to the holder,
-which looks for new jobs after releasing. A keeper task renews this process's leases and
-sweeps: jobs left `running` by a process whose leases expired (it died) run again, and rooms
-with runnable jobs and no live lease are drained here, so a survivor finishes a dead process's
-rooms within about `lease_seconds`.
+Several processes share the queue: a room is drained by the one process holding its lease
+(bot/storage/leases.py; renewed while it has work, released when drained), so its jobs run in
+order and once, whichever process took its messages in; a process finding a room leased
+leaves it to the holder, which looks again after releasing. A keeper renews this process's
+leases (its own too) and sweeps: jobs left `running` by a dead process (its lease expired) run
+again and unleased rooms with jobs are drained here, within about `lease_seconds`.
 
 A failed attempt (selection or a handler) is retried with exponential back-off up to
 `max_attempts`, then left `dead` for the operator. A crash is charged only to a job that was
@@ -22,6 +20,7 @@ running alone (bot/crash_blame.py); jobs interrupted together then run one at a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -90,6 +89,7 @@ class EvaluationQueue:
         # This process, as the owner of its leases and claims (a new one at every start).
         self.owner = owner or uuid.uuid4().hex
         self.lease_seconds = lease_seconds
+        self._ttl_ms = int(lease_seconds * 1000)
         self._workers: dict[str, asyncio.Task[None]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         # Rooms that got a job while their worker was already looking: look again.
@@ -101,10 +101,6 @@ class EvaluationQueue:
         self._active: set[str] = set()
         self._keeper: asyncio.Task[None] | None = None
         self._stopping = False
-
-    @property
-    def _ttl_ms(self) -> int:
-        return int(self.lease_seconds * 1000)
 
     async def open_intake(self, message: Memory) -> tuple[EvaluationJob, bool]:
         """The message's job, written before the message itself and holding a copy of it;
@@ -398,3 +394,6 @@ class EvaluationQueue:
             self._keeper.cancel()
             await asyncio.gather(self._keeper, return_exceptions=True)
             self._keeper = None
+            # Gone: what this process left (intake, interrupted jobs) is anyone's now.
+            with contextlib.suppress(Exception):
+                await self._leases.release(process_key(self.owner), self.owner)
