@@ -37,6 +37,9 @@ class PlatformSettings(SettingsGroup):
     telegram_webhook_url: str | None = Field(
         None, validation_alias=env("MNEMO_TELEGRAM_WEBHOOK_URL")
     )
+    # The Bot API server: Telegram's by default, or a self-hosted `telegram-bot-api` server
+    # (its URL up to the `/bot` part, e.g. http://127.0.0.1:8081/bot).
+    telegram_api_url: str | None = Field(None, validation_alias=env("MNEMO_TELEGRAM_API_URL"))
     telegram_webhook_port: int = Field(
         8443, ge=1, le=65535, validation_alias=env("MNEMO_TELEGRAM_WEBHOOK_PORT")
     )
@@ -106,7 +109,7 @@ class PlatformSettings(SettingsGroup):
             raise ValueError(f"shard ids run from 0 to {total - 1}; got {wrong[0]}")
         return sorted(set(ids))
 
-    _url = field_validator("telegram_webhook_url")(http_url)
+    _url = field_validator("telegram_webhook_url", "telegram_api_url")(http_url)
 
     @field_validator("admin_ids")
     @classmethod
