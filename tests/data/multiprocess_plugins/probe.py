@@ -12,7 +12,7 @@ import time
 
 from pymongo.errors import DuplicateKeyError
 
-from bot.plugin_api import Context, Evaluator, Plugin
+from bot.plugin_api import Context, Evaluator, Plugin, PluginContext
 
 SECONDS = float(os.environ.get("MNEMO_TEST_PROBE_SECONDS", "0") or 0)
 
@@ -21,6 +21,8 @@ async def record(ctx: Context) -> None:
     await asyncio.sleep(SECONDS)
     run = {
         "job": ctx.job_id,
+        "user_id": ctx.message.user_id,
+        "world_id": ctx.message.world_id,
         "room": ctx.message.room_id,
         "message": ctx.message.id,
         "pid": os.getpid(),
@@ -33,8 +35,25 @@ async def record(ctx: Context) -> None:
         await ctx.collections["effects"].insert_one({"_id": ctx.job_id, **run})
 
 
+async def forget(ctx: PluginContext, person_id: str, world_id: str) -> int:
+    mine = {"user_id": person_id, "world_id": world_id}
+    removed = 0
+    for name in STORES:
+        removed += (await ctx.collections[name].delete_many(mine)).deleted_count
+    return removed
+
+
+async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict[str, int]:
+    mine = {"user_id": person_id, "world_id": world_id}
+    return {name: await ctx.collections[name].count_documents(mine) for name in STORES}
+
+
+STORES = ["runs", "effects"]
 plugin = Plugin(
     "probe",
     description="records each evaluation (multi-process test)",
     evaluators=[Evaluator("PROBE", "records each evaluation", record, always_run=True)],
+    stores=STORES,
+    forget=forget,
+    export=export,
 )
