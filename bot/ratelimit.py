@@ -5,14 +5,16 @@ Two kinds, one interface (`await limiter.allow(key)`):
 - `RateLimiter`: in this process, a sliding window. Enough when one process serves the
   deployment (the bundled server: it belongs to one process);
 - `SharedRateLimiter`: in MongoDB, so every process of a deployment counts against the same
-  limit. One counter document per person and fixed window (`<key>:<window start ms>`), bumped
-  by one atomic `$inc` upsert: one round trip per message, no read-modify-write race between
-  processes. Fixed windows let a person reach twice the limit across a window boundary (a
-  sliding estimate would need a second read per message).
+  limit. One counter document per person and fixed window (`<hash of key>:<window start ms>`;
+  hashed, so a counter never names the person it counts), bumped by one atomic `$inc`
+  upsert: one round trip per message, no read-modify-write race between processes. Fixed
+  windows let a person reach twice the limit across a window boundary (a sliding estimate
+  would need a second read per message). Counters of past windows are dropped.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -88,10 +90,11 @@ class SharedRateLimiter:
             # Once per window and process: counters of windows that are over are dropped.
             self._swept = start
             await self._counters.delete_many({"window_ms": {"$lt": start}})
+        person = hashlib.sha256(key.encode()).hexdigest()[:32]
         counter = await self._counters.find_one_and_update(
-            {"_id": f"{key}:{start}"},
-            # Written on every bump (nx-27017 ignores $setOnInsert); the same values each time.
-            {"$inc": {"count": 1}, "$set": {"key": key, "window_ms": start}},
+            {"_id": f"{person}:{start}"},
+            # Written on every bump (nx-27017 ignores $setOnInsert); the same value each time.
+            {"$inc": {"count": 1}, "$set": {"window_ms": start}},
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
