@@ -169,11 +169,13 @@ class EvaluationQueue:
                     self._held.discard(room_id)
                     if room_id not in self._lost:
                         await self._leases.release(key, self.owner)
-                # A job written by another process while the lease was held here found the
-                # room taken and left it to this worker: look once more after releasing.
-                if not again or self._stopping or room_id in self._lost:
+                if self._stopping or room_id in self._lost:
                     return
-                if not await self.jobs.has_due(room_id):
+                # Woken meanwhile (a release, a reclaim here, a job another process wrote
+                # while the lease was held here): look again rather than wait for a timer.
+                if room_id in self._dirty:
+                    continue
+                if not again or not await self.jobs.has_due(room_id):
                     return
         finally:
             # Even when the task dies: join() waits for the workers listed here.
@@ -201,8 +203,9 @@ class EvaluationQueue:
                 self._wake_at(room_id, now_ms() + self._ttl_ms // 3)
                 return False
             if head.status == "running":
-                # Its process died or lost the lease while stalled.
-                if await self.reclaim() == 0:
+                # Its process died or lost the lease while stalled. A reclaim that won the
+                # race to requeue it (start-up's, the keeper's) wakes the room: look again.
+                if await self.reclaim() == 0 and room_id not in self._dirty:
                     self._wake_at(room_id, now_ms() + self._ttl_ms // 3)
                     return False
                 continue
@@ -298,11 +301,13 @@ class EvaluationQueue:
         live = await self._leases.live([process_key(owner) for owner in others])
         return {self.owner} | {owner for owner in others if process_key(owner) in live}
 
-    async def orphaned_intake(self) -> list[EvaluationJob]:
-        """Messages taken in by a process that died before releasing them, oldest first (not
-        those of live processes, which are still answering theirs)."""
-        alive = await self.alive(await self.jobs.intake_owners())
-        return await self.jobs.in_intake(not_owned_by=alive)
+    async def orphaned_intake(self, answering: Collection[str] = ()) -> list[EvaluationJob]:
+        """Messages taken in but never released, oldest first: by a dead process, or by this one
+        and not being answered now (ids in `answering`; e.g. left by the journal's replay at
+        start-up). Other live processes are still answering theirs."""
+        others = await self.alive(await self.jobs.intake_owners()) - {self.owner}
+        jobs = await self.jobs.in_intake(not_owned_by=others)
+        return [job for job in jobs if job.message_id not in answering]
 
     async def sweep(self) -> None:
         """Renew this process's leases, then take over what dead processes left: their
@@ -373,10 +378,6 @@ class EvaluationQueue:
     async def counts(self) -> dict[str, int]:
         """Jobs per status (intake, pending, running, retrying, failed, dead, done)."""
         return await self.jobs.counts()
-
-    @property
-    def busy_rooms(self) -> int:
-        return sum(1 for task in self._workers.values() if not task.done())
 
     async def stop(self, grace: float = 10.0) -> None:
         """Let running evaluations finish for `grace` seconds, then cancel the rest."""

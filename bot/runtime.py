@@ -5,13 +5,13 @@ asks the model for a reply, runs an action the reply names, sends and stores the
 enqueues an evaluation job; it also finishes what a crash left between intake and release.
 The runtime owns intake and recovery and hands the rest to small collaborators it builds:
 `StateComposer` (bot/composing.py: the state and prompt templates), `Replier`
-(bot/replying.py: the reply path) and `EvaluationRunner` (bot/evaluating.py: the elizaOS
-evaluation flow, run by the durable queue).
+(bot/replying.py: the reply path), `EvaluationRunner` (bot/evaluating.py: the elizaOS
+evaluation flow, run by the durable queue), `KeptIntake` (bot/kept_intake.py: the journal
+while MongoDB is away) and `IntakeRecovery` (bot/intake_recovery.py: at start-up).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -25,6 +25,7 @@ from bot.composing import StateComposer
 from bot.evaluating import EvaluationRunner
 from bot.evaluation import EvaluationQueue, RetryPolicy
 from bot.faults import FaultHook
+from bot.intake_recovery import IntakeRecovery
 from bot.kept_intake import KeptIntake
 from bot.llm.base import LanguageModel
 from bot.llm.usage import UsageLedger
@@ -83,6 +84,7 @@ class AgentRuntime:
         privacy: PrivacyPolicy | None = None,
         outage: Outage | None = None,
         lease_seconds: float = 30.0,
+        owner: str | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.character = character
@@ -99,13 +101,15 @@ class AgentRuntime:
         self.privacy = privacy or PrivacyPolicy(consent=ConsentStore(store.db))
         # The queue calls back into the runtime, which hands the job to the runner below.
         self.evaluations = EvaluationQueue(
-            store, self._run_job, retry=retry, faults=self._faults, lease_seconds=lease_seconds
+            store,
+            self._run_job,
+            retry=retry,
+            faults=self._faults,
+            lease_seconds=lease_seconds,
+            owner=owner,
         )
         # Messages between intake and release in this process (a redelivery meanwhile waits).
         self._in_intake: set[str] = set()
-        # Jobs a crash left in intake whose message is young enough to answer, by job id.
-        self._orphans: dict[str, tuple[EvaluationJob, Memory]] = {}
-        self._timers: list[asyncio.TimerHandle] = []
         self.plugins = PluginHost(
             registry,
             store=store,
@@ -159,6 +163,7 @@ class AgentRuntime:
         self.kept = KeptIntake(self, outage)  # MongoDB unreachable: a journal (kept_intake.py)
         self.intake = IntakeWrites(store)
         self._background = Background(knowledge)
+        self.recovery = IntakeRecovery(self, self._background.spawn)  # a crash left in intake
 
     @property
     def options(self) -> RuntimeOptions:
@@ -177,12 +182,11 @@ class AgentRuntime:
         """Set the plugins up (each keeps what its setup returns), then resume evaluations."""
         await self.plugins.setup()
         await self.kept.start()  # messages an earlier run journaled go in first, in order
-        await self._recover_intake()
+        await self.recovery.recover()
         await self.evaluations.recover()
 
     async def stop(self) -> None:
-        for timer in self._timers:
-            timer.cancel()
+        self.recovery.stop()
         await self.evaluations.stop()
         await self.plugins.teardown()
 
@@ -300,50 +304,10 @@ class AgentRuntime:
         """Whether the reply to this message was sent (a reply is stored right after sending)."""
         return await self.store.memories.get(reply_id(memory.id, self.agent_id, 0)) is not None
 
-    async def _recover_intake(self) -> None:
-        """At start-up: messages a crash left between intake and release. Old ones are only
-        learned from now; young ones wait for their platform's adapter to call
-        `answer_unanswered()`, and are learned from unanswered once too old to answer.
-        Messages other live processes of the deployment are answering are theirs."""
-        waiting = 0
-        for job in await self.evaluations.orphaned_intake():
-            memory = job.message or await self.store.memories.get(job.message_id)
-            if memory is None:
-                await self.evaluations.release(job, did_respond=False, position=None)
-                continue
-            if self.young(memory) and not await self.answered(memory):
-                self._orphans[job.id] = (job, memory)
-                waiting += 1
-                continue
-            await self._take_in(job, memory, None, _no_typing, None)
-        if waiting:
-            log.info("%d message(s) interrupted before their reply: answering them", waiting)
-            loop = asyncio.get_running_loop()
-            self._timers.append(
-                loop.call_later(
-                    self.options.answer_window,
-                    lambda: self._background.spawn(self._give_up_answering()),
-                )
-            )
-
     async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:
-        """Answer the messages of `platform` a crash left unanswered (adapters call this once
-        connected, with how to reply to a message in a room); returns how many were answered."""
-        answered = 0
-        for job_id, (job, memory) in list(self._orphans.items()):
-            room = await self.store.rooms.get(memory.room_id)
-            if room is None or room.platform != platform:
-                continue
-            del self._orphans[job_id]
-            send = sender_for(room, memory)
-            result = await self._take_in(job, memory, send, _no_typing, room)
-            answered += result.responded
-        return answered
-
-    async def _give_up_answering(self) -> None:
-        for job_id, (job, memory) in list(self._orphans.items()):
-            del self._orphans[job_id]
-            await self._take_in(job, memory, None, _no_typing, None)
+        """Answer the messages of `platform` a crash left unanswered (bot/intake_recovery.py);
+        adapters call this once connected. Returns how many were answered."""
+        return await self.recovery.answer_unanswered(platform, sender_for)
 
     async def note_profiles(
         self, accounts: Iterable[Account] = (), room: Room | None = None

@@ -15,7 +15,7 @@ from datetime import timedelta
 import pytest
 
 from bot.evaluation import EvaluationQueue, RetryPolicy
-from bot.models import EvaluationJob, stable_id, utcnow
+from bot.models import Content, EvaluationJob, Memory, stable_id, utcnow
 from bot.storage.mongo import MongoStore
 
 T0 = utcnow()
@@ -188,3 +188,36 @@ async def test_a_suspect_job_runs_with_no_other_job_of_its_process(
         await queue.stop()
     assert alone[job(0, 0).id] and alone[job(1, 0).id]
     assert await store.jobs.count(status="done") == 4
+
+
+async def test_messages_this_process_left_in_intake_are_recovered_at_start_up(
+    store: MongoStore,
+) -> None:
+    """The journal's replay at start-up writes a message's job in `intake` and leaves the
+    rest to start-up recovery, in the same process: it is an orphan unless being answered."""
+    queue = EvaluationQueue(store, Recorder().runner("q"), lease_seconds=30)
+    other = EvaluationQueue(store, Recorder().runner("other"), lease_seconds=30)
+    try:
+        await queue.recover()
+        await other.recover()  # alive: its messages are its own to answer
+        mine = [memory(n) for n in range(2)]
+        for message in mine:
+            await queue.open_intake(message)
+        await other.open_intake(memory(2))
+        orphans = await queue.orphaned_intake(answering={mine[1].id})
+        assert [job.message_id for job in orphans] == [mine[0].id]
+    finally:
+        await queue.stop()
+        await other.stop()
+
+
+def memory(n: int) -> Memory:
+    return Memory(
+        id=stable_id("message", "intake", str(n)),
+        room_id=stable_id("room", "intake"),
+        user_id=stable_id("user", "ann"),
+        agent_id=stable_id("agent", "mnemo"),
+        world_id=stable_id("world", "intake"),
+        content=Content(text=f"message {n}"),
+        created_at=T0 + timedelta(milliseconds=n),
+    )
