@@ -47,6 +47,7 @@ from bot.storage.mongo import MongoStore
 from bot.storage.reindex import Missing, heal_in_background
 from bot.storage.supervisor import MongoSupervisor
 from bot.storage.vectors import VectorIndex
+from bot.succession import take_over
 
 log = logging.getLogger(__name__)
 
@@ -154,11 +155,9 @@ async def open_app(
             await store.ping()
         await store.ensure_indexes()
         await migrate(store.db)
-        if bundled:
-            # The bundled server belongs to this one process (its data folder is locked), so
-            # leases left in it are a dead process's: the evaluations they held resume now
-            # rather than when the leases expire.
-            await store.leases.clear()
+        # Before the journal's replay and start-up recovery: the previous run's leases are
+        # released, so its interrupted work resumes now rather than when they expire.
+        owner = await take_over(store.leases, data_dir, bundled=bundled)
 
         if settings.storage.chroma_host:
             vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)
@@ -210,6 +209,7 @@ async def open_app(
             privacy=privacy,
             outage=outage,
             lease_seconds=settings.runtime.evaluation_lease_seconds,
+            owner=owner,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

@@ -11,12 +11,15 @@ import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
 from bot.evaluation import EvaluationQueue, RetryPolicy
 from bot.models import Content, EvaluationJob, Memory, stable_id, utcnow
+from bot.storage.leases import process_key, room_key
 from bot.storage.mongo import MongoStore
+from bot.succession import take_over
 
 T0 = utcnow()
 
@@ -188,6 +191,49 @@ async def test_a_suspect_job_runs_with_no_other_job_of_its_process(
         await queue.stop()
     assert alone[job(0, 0).id] and alone[job(1, 0).id]
     assert await store.jobs.count(status="done") == 4
+
+
+async def test_a_restart_from_the_same_data_folder_takes_its_predecessors_work_over_at_once(
+    store: MongoStore, mongo_uri: str, tmp_path: Path
+) -> None:
+    """Not the bundled server (leases are not cleared at start): a process killed -9 and
+    started again from its data folder resumes its own interrupted job at once, instead of
+    waiting for the dead run's leases to expire like another process would; and the leases
+    of another live process are left alone."""
+    room = job(0, 0).room_id
+    for n in range(2):
+        await store.jobs.insert(job(0, n))
+    async with second_client(store, mongo_uri) as doomed_store:
+        first_owner = await take_over(doomed_store.leases, tmp_path, bundled=False)
+        stuck = asyncio.Event()
+
+        async def dies_mid_job(job: EvaluationJob) -> list[str]:
+            stuck.set()
+            await asyncio.Event().wait()  # never returns: the process is killed here
+            return []
+
+        doomed = EvaluationQueue(doomed_store, dies_mid_job, lease_seconds=30, owner=first_owner)
+        await doomed.recover()
+        doomed.wake(room)
+        await asyncio.wait_for(stuck.wait(), 10)
+        await doomed_store.close()  # kill -9: nothing released on the way out
+        await doomed.stop(grace=0)
+    await store.leases.take("room:elsewhere", "another-live-process", 30_000)
+    assert await store.leases.live([process_key(first_owner), room_key(room)])
+
+    recorder = Recorder()
+    owner = await take_over(store.leases, tmp_path, bundled=False)
+    assert owner != first_owner
+    restarted = EvaluationQueue(store, recorder.runner("restarted"), lease_seconds=30, owner=owner)
+    try:
+        await restarted.recover()
+        assert await restarted.join(timeout=10)  # far below the 30 s lease
+    finally:
+        await restarted.stop()
+    assert recorder.runs[room] == [job(0, n).id for n in range(2)]
+    interrupted = await store.jobs.get(job(0, 0).id)
+    assert interrupted is not None and (interrupted.status, interrupted.attempts) == ("done", 2)
+    assert await store.leases.live(["room:elsewhere"]) == {"room:elsewhere": "another-live-process"}
 
 
 async def test_messages_this_process_left_in_intake_are_recovered_at_start_up(

@@ -104,6 +104,17 @@ class Leases:
         server belongs to one Mnemo), whatever is left is from a process that is gone."""
         return (await self._leases.delete_many({})).deleted_count
 
+    async def release_owner(self, owner: str) -> int:
+        """Give up the process and room leases of `owner`, a process known to be gone (this
+        process's predecessor). Its timed-job runs keep their periods: each ran, or died
+        running, in its period, and the next period comes soon enough."""
+        cursor = self._leases.find({"owner": owner}, {"_id": 1})
+        keys = [d["_id"] async for d in cursor if not str(d["_id"]).startswith("run:")]
+        if not keys:
+            return 0
+        result = await self._leases.delete_many({"_id": {"$in": keys}, "owner": owner})
+        return result.deleted_count
+
     async def drop_expired(self, *, now: int | None = None) -> int:
         """Delete leases expired by `now` (ms; default the clock's): timed jobs' old periods.
         An expired room lease is as good as none, so dropping it changes nothing."""
