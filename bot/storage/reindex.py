@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TextIO
 
 from bot.models import Fact, Memory, utcnow
@@ -70,8 +71,10 @@ async def rebuild(
     missing: Missing,
     *,
     progress: Progress | None = None,
+    before: datetime | None = None,
 ) -> Missing:
-    """Embed and write the missing vectors; returns what was rebuilt (gone ids are skipped)."""
+    """Embed and write the missing vectors; returns what was rebuilt (gone ids are skipped,
+    and messages from `before` on: taken in since, their own evaluation indexes them)."""
     done = Missing()
     for start in range(0, len(missing.facts), BATCH):
         facts = await store.facts.get_many(missing.facts[start : start + BATCH])
@@ -82,7 +85,11 @@ async def rebuild(
             progress("facts", min(start + BATCH, len(missing.facts)), len(missing.facts))
     for start in range(0, len(missing.messages), BATCH):
         messages = await store.memories.get_many(missing.messages[start : start + BATCH])
-        messages = [m for m in messages if m.content.text.strip()]
+        messages = [
+            m
+            for m in messages
+            if m.content.text.strip() and (before is None or m.created_at < before)
+        ]
         await _write_messages(vectors, embedder, messages)
         done.messages += [m.id for m in messages]
         if progress:
@@ -91,9 +98,17 @@ async def rebuild(
 
 
 async def heal(
-    store: MongoStore, vectors: VectorIndex, embedder: Embedder, *, agent_id: str
+    store: MongoStore,
+    vectors: VectorIndex,
+    embedder: Embedder,
+    *,
+    agent_id: str,
+    since: datetime | None = None,
 ) -> Missing:
-    """Find and rebuild missing vectors, with progress in the log (start-up healing)."""
+    """Find and rebuild missing vectors, with progress in the log (start-up healing).
+    Messages from `since` on (taken in after start-up) are left to their evaluation, which
+    indexes them: writing them here too raced the replies' queries, and embedded Chroma can
+    fail a query that meets the first write to its collection."""
     started = time.monotonic()
     missing = await find_missing(store, vectors, agent_id=agent_id)
     if not missing:
@@ -112,7 +127,7 @@ async def heal(
             last_logged[0] = time.monotonic()
             log.info("vectors: %s %d/%d rebuilt", collection, done, total)
 
-    done = await rebuild(store, vectors, embedder, missing, progress=report)
+    done = await rebuild(store, vectors, embedder, missing, progress=report, before=since)
     log.info(
         "vectors: rebuilt %d facts and %d messages in %.1fs",
         len(done.facts),
@@ -126,10 +141,11 @@ def heal_in_background(
     store: MongoStore, vectors: VectorIndex, embedder: Embedder, *, agent_id: str
 ) -> asyncio.Task[Missing | None]:
     """Start healing without holding start-up; a failure is logged, never raised."""
+    since = utcnow()  # before any message is taken in
 
     async def run() -> Missing | None:
         try:
-            return await heal(store, vectors, embedder, agent_id=agent_id)
+            return await heal(store, vectors, embedder, agent_id=agent_id, since=since)
         except asyncio.CancelledError:
             raise
         except Exception:
