@@ -6,11 +6,12 @@ reply is settled. One asyncio task per busy room drains that room's jobs in crea
 rooms run concurrently up to a limit.
 
 Several processes share the queue: a room is drained by the one process holding its lease
-(bot/storage/leases.py; renewed while it has work, released when drained), so its jobs run in
-order and once, whichever process took its messages in; a process finding a room leased
-leaves it to the holder, which looks again after releasing. A keeper renews this process's
-leases (its own too) and sweeps: jobs left `running` by a dead process (its lease expired) run
-again and unleased rooms with jobs are drained here, within about `lease_seconds`.
+(bot/room_leases.py; renewed while it has work, released when drained unless no other process
+is live), so its jobs run in order and once, whichever process took its messages in; a process
+finding a room leased leaves it to the holder, which looks again after releasing. A keeper
+renews this process's leases (its own too) and sweeps: jobs left `running` by a dead process
+(its lease expired) run again and unleased rooms with jobs are drained here, within about
+`lease_seconds`.
 
 A failed attempt (selection or a handler) is retried with exponential back-off up to
 `max_attempts`, then left `dead` for the operator. A crash is charged only to a job that was
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from bot.crash_blame import blame
 from bot.faults import FaultHook
 from bot.models import EvaluationJob, Memory, Trigger, stable_id
+from bot.room_leases import RoomLeases
 from bot.run_slots import RunSlots
 from bot.storage.jobs import now_ms
 from bot.storage.leases import process_key, room_key
@@ -94,9 +96,8 @@ class EvaluationQueue:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         # Rooms that got a job while their worker was already looking: look again.
         self._dirty: set[str] = set()
-        # Rooms whose lease this process holds, and those it found taken over at renewal.
-        self._held: set[str] = set()
-        self._lost: set[str] = set()
+        # Its own lease and its rooms' (held while draining, kept while alone).
+        self._rooms = RoomLeases(store.leases, self.owner, self._ttl_ms)
         # Ids of the jobs this process is running right now.
         self._active: set[str] = set()
         self._keeper: asyncio.Task[None] | None = None
@@ -154,28 +155,24 @@ class EvaluationQueue:
             )
 
     async def _drain(self, room_id: str) -> None:
-        key = room_key(room_id)
         try:
             while not self._stopping:
-                if not await self._leases.take(key, self.owner, self._ttl_ms):
+                if not await self._rooms.take(room_id):
                     # Another live process drains the room; it looks for new jobs after it
                     # releases the lease, and the keeper's sweep covers its death.
                     return
-                self._held.add(room_id)
-                self._lost.discard(room_id)
                 try:
                     again = await self._drain_held(room_id)
                 finally:
-                    self._held.discard(room_id)
-                    if room_id not in self._lost:
-                        await self._leases.release(key, self.owner)
-                if self._stopping or room_id in self._lost:
+                    await self._rooms.drained(room_id)
+                if self._stopping or room_id in self._rooms.lost:
                     return
                 # Woken meanwhile (a release, a reclaim here, a job another process wrote
                 # while the lease was held here): look again rather than wait for a timer.
                 if room_id in self._dirty:
                     continue
-                if not again or not await self.jobs.has_due(room_id):
+                # (Alone, nobody else writes jobs: no need to look.)
+                if not again or self._rooms.alone or not await self.jobs.has_due(room_id):
                     return
         finally:
             # Even when the task dies: join() waits for the workers listed here.
@@ -185,7 +182,7 @@ class EvaluationQueue:
     async def _drain_held(self, room_id: str) -> bool:
         """Run the room's jobs in order while holding its lease. False: the room must wait
         (a job backing off, or one still running elsewhere), a timer will look again."""
-        while not self._stopping and room_id not in self._lost:
+        while not self._stopping and room_id not in self._rooms.lost:
             self._dirty.discard(room_id)
             head = await self.jobs.head(room_id)
             if isinstance(head, int):  # the room's next job is backing off
@@ -266,7 +263,7 @@ class EvaluationQueue:
     async def recover(self) -> int:
         """At start-up: announce this process (its process lease), hand out again the jobs
         a dead process left running, wake every room with runnable jobs, start the keeper."""
-        await self._leases.take(process_key(self.owner), self.owner, self._ttl_ms)
+        await self._rooms.announce()
         requeued = await self.reclaim()
         rooms = await self.jobs.rooms_with_runnable()
         for room_id in rooms:
@@ -312,17 +309,7 @@ class EvaluationQueue:
     async def sweep(self) -> None:
         """Renew this process's leases, then take over what dead processes left: their
         interrupted jobs, and rooms with runnable jobs that nobody holds."""
-        keys = [process_key(self.owner), *(room_key(room) for room in self._held)]
-        lost = await self._leases.renew(keys, self.owner, self._ttl_ms)
-        if process_key(self.owner) in lost:
-            # Expired (the loop stalled past the lease, or the database was away): take it
-            # again, so others stop thinking this process is gone.
-            lost.discard(process_key(self.owner))
-            await self._leases.take(process_key(self.owner), self.owner, self._ttl_ms)
-        for key in lost:
-            room_id = key.removeprefix("room:")
-            self._lost.add(room_id)
-            log.warning("lost the lease of room %s (renewed too late) to another process", room_id)
+        await self._rooms.renew()
         requeued = await self.reclaim()
         if requeued:
             log.info("took over %d evaluation(s) interrupted in another process", requeued)
@@ -331,7 +318,7 @@ class EvaluationQueue:
         if rooms:
             live = await self._leases.live([room_key(room) for room in rooms])
             for room_id in rooms:
-                if room_key(room_id) not in live:
+                if live.get(room_key(room_id), self.owner) == self.owner:  # unheld, or kept here
                     self.wake(room_id)
 
     def _start_keeper(self) -> None:
@@ -342,7 +329,7 @@ class EvaluationQueue:
         # A third of the lease: two renewals may fail (a slow database) before one expires.
         interval = self.lease_seconds / 3
         try:
-            await self._leases.take(process_key(self.owner), self.owner, self._ttl_ms)
+            await self._rooms.announce()
         except Exception as error:
             log.warning("evaluation leases: could not announce this process: %s", error)
         while not self._stopping:
@@ -397,4 +384,4 @@ class EvaluationQueue:
             self._keeper = None
             # Gone: what this process left (intake, interrupted jobs) is anyone's now.
             with contextlib.suppress(Exception):
-                await self._leases.release(process_key(self.owner), self.owner)
+                await self._rooms.release_all()

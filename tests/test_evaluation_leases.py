@@ -267,3 +267,31 @@ def memory(n: int) -> Memory:
         content=Content(text=f"message {n}"),
         created_at=T0 + timedelta(milliseconds=n),
     )
+
+
+async def test_a_process_alone_keeps_its_room_leases_until_another_process_appears(
+    store: MongoStore, mongo_uri: str
+) -> None:
+    """Alone, a drained room's lease is kept (an evaluation costs no lease round trip); once
+    another process is live, the next renewal gives the kept leases up, so it can drain them."""
+    room = job(0, 0).room_id
+    recorder = Recorder()
+    queue = EvaluationQueue(store, recorder.runner("alone"), lease_seconds=30)
+    try:
+        await queue.recover()
+        await store.jobs.insert(job(0, 0))
+        queue.wake(room)
+        assert await queue.join(timeout=10)
+        assert await store.leases.live([room_key(room)]) == {room_key(room): queue.owner}
+        await store.jobs.insert(job(0, 1))
+        queue.wake(room)
+        assert await queue.join(timeout=10)
+        assert recorder.runs[room] == [job(0, 0).id, job(0, 1).id]
+
+        async with second_client(store, mongo_uri) as other:
+            await other.leases.take(process_key("another"), "another", 30_000)
+            await queue.sweep()  # the keeper's round
+            assert await store.leases.live([room_key(room)]) == {}
+            assert await other.leases.take(room_key(room), "another", 30_000)
+    finally:
+        await queue.stop()

@@ -90,6 +90,23 @@ class Leases:
         """Give the lease up (only if this owner still holds it)."""
         await self._leases.delete_one({"_id": key, "owner": owner})
 
+    async def release_many(self, keys: Collection[str], owner: str) -> None:
+        """Give up every lease of `keys` this owner still holds, in one write."""
+        await self._leases.delete_many({"_id": {"$in": list(keys)}, "owner": owner})
+
+    async def others_live(self, owner: str) -> bool:
+        """Whether a process other than `owner` holds a live process lease."""
+        found = await self._leases.find_one(
+            {
+                # The `process:` keys, as a range on `_id` (its index serves it).
+                "_id": {"$gte": process_key(""), "$lt": "process;"},
+                "owner": {"$ne": owner},
+                "expires_ms": {"$gt": now_ms()},
+            },
+            {"_id": 1},
+        )
+        return found is not None
+
     async def live(self, keys: Collection[str]) -> dict[str, str]:
         """The keys of `keys` whose lease has not expired, with their owners."""
         if not keys:

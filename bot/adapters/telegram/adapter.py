@@ -77,9 +77,7 @@ class TelegramAdapter:
         if settings.telegram_token is None:
             raise PlatformStartupError("telegram: TELEGRAM_TOKEN is not set")
         self.settings = settings
-        # MNEMO_TELEGRAM_API_URL: a self-hosted Bot API server (and the multi-process test's
-        # fake one, reached by `mnemo run` processes).
-        self.base_url = base_url or settings.telegram_api_url
+        self.base_url = base_url or settings.telegram_api_url  # a self-hosted Bot API server
         self.poll_timeout = poll_timeout
         # Before answering about what was learned, the chat learns for at most this long.
         self.learn_wait = learn_wait
