@@ -11,10 +11,10 @@ survivor. Then, from MongoDB and the fake server:
 - the survivor took the dead process's rooms over within the lease time.
 
 The kill comes once every update sent to the doomed process has been answered, i.e. while
-its evaluations are still running, not between the webhook's HTTP 200 and the message being
-stored: python-telegram-bot acknowledges an update before Mnemo has written it, so a kill
-in that window loses the update (see docs/deploy.md). The small version runs in
-`make test`; `--large` runs 100 rooms x 5 messages (`pytest --large tests/test_multiprocess.py`).
+its evaluations are still running (a kill between the webhook's HTTP 200 and the reply is
+tests/test_telegram_kill.py's: the 200 comes only once the message is kept). The small
+version runs in `make test`; `--large` runs 100 rooms x 5 messages
+(`pytest --large tests/test_multiprocess.py`).
 """
 
 from __future__ import annotations
