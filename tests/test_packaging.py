@@ -103,6 +103,15 @@ def test_the_wheel_ships_the_default_character_and_the_built_in_plugins(wheel: P
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
+def test_the_wheel_carries_the_license_a_packager_checks(wheel: Path) -> None:
+    """PyPI and distribution packagers read the SPDX expression and want the licence text."""
+    with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(f"{DIST_INFO}/METADATA").decode()
+        names = archive.namelist()
+    assert "License-Expression: MIT" in metadata.splitlines()
+    assert f"{DIST_INFO}/licenses/LICENSE" in names
+
+
 def test_the_wheel_holds_every_module_of_the_product_and_its_command(wheel: Path) -> None:
     names = set(_names(wheel))
     sources = {p.relative_to(REPO).as_posix() for p in (REPO / "bot").rglob("*.py")}
