@@ -157,7 +157,8 @@ async def open_app(
         await migrate(store.db)
         # Before the journal's replay and start-up recovery: the previous run's leases are
         # released, so its interrupted work resumes now rather than when they expire.
-        owner = await take_over(store.leases, data_dir, bundled=bundled)
+        succession = await take_over(store.leases, data_dir, bundled=bundled)
+        stack.callback(succession.close)
 
         if settings.storage.chroma_host:
             vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)
@@ -209,7 +210,7 @@ async def open_app(
             privacy=privacy,
             outage=outage,
             lease_seconds=settings.runtime.evaluation_lease_seconds,
-            owner=owner,
+            owner=succession.owner,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

@@ -13,13 +13,29 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
+
+from filelock import FileLock, Timeout
 
 from bot.storage.leases import Leases
 
 log = logging.getLogger(__name__)
 
 OWNER_FILE = "process-owner"
+LOCK_FILE = "process-owner.lock"
+
+
+@dataclass
+class Succession:
+    """This start's lease owner, and the data folder's lock it holds while it runs."""
+
+    owner: str
+    lock: FileLock | None
+
+    def close(self) -> None:
+        if self.lock is not None:
+            self.lock.release()
 
 
 def succeed(data_dir: Path, owner: str) -> str | None:
@@ -36,9 +52,19 @@ def succeed(data_dir: Path, owner: str) -> str | None:
     return previous
 
 
-async def take_over(leases: Leases, data_dir: Path, *, bundled: bool) -> str:
-    """A new owner for this start, with what the previous run left released; returns it."""
+async def take_over(leases: Leases, data_dir: Path, *, bundled: bool) -> Succession:
+    """A new owner for this start, with what the previous run left released.
+
+    The previous run is known gone when this start gets the data folder's lock (the operating
+    system drops it with its process, kill -9 included). Another live process on the same
+    folder (say `mnemo reindex` beside `mnemo run`) keeps its leases, and its name stays."""
     owner = uuid.uuid4().hex
+    lock = FileLock(data_dir / LOCK_FILE)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        log.warning("another Mnemo process runs from %s: its leases are left alone", data_dir)
+        return Succession(owner, None)
     previous = succeed(data_dir, owner)
     if bundled:
         # The bundled server belongs to this one process (its data folder is locked), so
@@ -50,4 +76,4 @@ async def take_over(leases: Leases, data_dir: Path, *, bundled: bool) -> str:
         released = 0
     if released:
         log.info("released %d lease(s) the previous run left: its work resumes now", released)
-    return owner
+    return Succession(owner, lock)

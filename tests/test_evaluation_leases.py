@@ -204,7 +204,8 @@ async def test_a_restart_from_the_same_data_folder_takes_its_predecessors_work_o
     for n in range(2):
         await store.jobs.insert(job(0, n))
     async with second_client(store, mongo_uri) as doomed_store:
-        first_owner = await take_over(doomed_store.leases, tmp_path, bundled=False)
+        first = await take_over(doomed_store.leases, tmp_path, bundled=False)
+        first_owner = first.owner
         stuck = asyncio.Event()
 
         async def dies_mid_job(job: EvaluationJob) -> list[str]:
@@ -216,13 +217,20 @@ async def test_a_restart_from_the_same_data_folder_takes_its_predecessors_work_o
         await doomed.recover()
         doomed.wake(room)
         await asyncio.wait_for(stuck.wait(), 10)
+        # A second process on the same data folder while the first lives: nothing released.
+        beside = await take_over(store.leases, tmp_path, bundled=False)
+        assert beside.lock is None
+        held = {process_key(first_owner): first_owner, room_key(room): first_owner}
+        assert await store.leases.live(list(held)) == held
         await doomed_store.close()  # kill -9: nothing released on the way out
         await doomed.stop(grace=0)
+        first.close()  # the operating system drops a dead process's file lock
     await store.leases.take("room:elsewhere", "another-live-process", 30_000)
     assert await store.leases.live([process_key(first_owner), room_key(room)])
 
     recorder = Recorder()
-    owner = await take_over(store.leases, tmp_path, bundled=False)
+    succession = await take_over(store.leases, tmp_path, bundled=False)
+    owner = succession.owner
     assert owner != first_owner
     restarted = EvaluationQueue(store, recorder.runner("restarted"), lease_seconds=30, owner=owner)
     try:
@@ -230,6 +238,7 @@ async def test_a_restart_from_the_same_data_folder_takes_its_predecessors_work_o
         assert await restarted.join(timeout=10)  # far below the 30 s lease
     finally:
         await restarted.stop()
+        succession.close()
     assert recorder.runs[room] == [job(0, n).id for n in range(2)]
     interrupted = await store.jobs.get(job(0, 0).id)
     assert interrupted is not None and (interrupted.status, interrupted.attempts) == ("done", 2)
