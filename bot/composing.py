@@ -113,7 +113,7 @@ class StateComposer:
         return state
 
     async def reply_window(
-        self, memory: Memory, *, with_room: bool, extra: Mapping[str, Read]
+        self, memory: Memory, *, with_room: bool, extra: Mapping[str, Read | list[Read]]
     ) -> Window:
         """`window()` for a reply, read at intake with the `extra` reads and the current facts
         about the sender and the people mentioned (the facts provider's read, done here)."""
@@ -128,7 +128,7 @@ class StateComposer:
         *,
         with_room: bool = False,
         with_people: bool = True,
-        extra: Mapping[str, Read] | None = None,
+        extra: Mapping[str, Read | list[Read]] | None = None,
     ) -> Window:
         """The conversation up to and including this message, never what came after it: an
         evaluation that runs late (a slow model, a busy room) reads what was said then. With
@@ -149,7 +149,7 @@ class StateComposer:
         *,
         people: list[str],
         with_room: bool,
-        extra: Mapping[str, Read] | None = None,
+        extra: Mapping[str, Read | list[Read]] | None = None,
     ) -> Window:
         """The window up to and including `through_ms` (integer milliseconds)."""
         return await read_window(

@@ -127,7 +127,7 @@ class EvaluationRunner:
         if job.message_ms is None:
             return await self.store.memories.get(job.message_id), None
         window = await self.composer.window_through(
-            job.room_id, job.message_ms, people=[], with_room=True
+            job.room_id, job.message_ms, people=job.people, with_room=True
         )
         message = next((m for m in window.messages if m.id == job.message_id), None)
         if message is None:

@@ -230,6 +230,8 @@ class EvaluationJob(Document):
     # When the message was written (integer ms), kept after the copy is dropped: the
     # evaluation reads the room up to it, its message included, in one read.
     message_ms: int | None = None
+    # Its sender and the people it mentions: their accounts come with that read.
+    people: list[str] = Field(default_factory=list)
 
 
 from bot.characters import Character  # noqa: E402,F401  (listed with the domain models)

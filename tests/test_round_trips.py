@@ -190,15 +190,17 @@ async def test_a_window_is_read_in_one_round_trip_and_equals_the_separate_reads(
             room.id,
             3,
             before_ms=before_ms,
-            people=["account-3", "nobody"],
+            people=["account-1", "account-3", "nobody"],
             with_room=True,
         )
     assert read.total == 1
 
     assert window.messages == await store.memories.recent(room.id, 3, before=before)
     assert [m.id for m in window.messages] == ["message-2", "message-3", "message-4"]
-    expected = await store.accounts.get_many(["account-1", "account-2", "account-3"])
+    # The people asked for (account-2 wrote in the window but was not asked: the caller's).
+    expected = await store.accounts.get_many(["account-1", "account-3"])
     assert window.accounts == expected
+    assert window.asked == {"account-1", "account-3", "nobody"}
     assert window.accounts["account-1"].name == "Sally"  # the told name, as get_many shows
     assert window.room == await store.rooms.get(room.id)
     assert window.marks == {"facts": await store.rooms.get_mark(room.id, "facts")}

@@ -99,6 +99,8 @@ class JobStore:
         document["owner"] = owner
         if job.message is not None and job.message_ms is None:
             document["message_ms"] = millis(job.message.created_at)
+        if job.message is not None and not job.people:
+            document["people"] = list(dict.fromkeys([job.message.user_id, *job.message.mentions]))
         return Insert("evaluations", document)
 
     async def insert(self, job: EvaluationJob) -> bool:

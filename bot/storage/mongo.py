@@ -41,6 +41,7 @@ from bot.storage.leases import Leases
 from bot.storage.memories import Memories
 from bot.storage.rooms import Rooms
 from bot.storage.usage import ModelUsage
+from bot.storage.windows import ANCHOR
 
 _COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage, Leases)
 # The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
@@ -54,14 +55,15 @@ CORE_COLLECTIONS = frozenset(
         "model_usage",
         "leases",
         "rate_limits",
+        ANCHOR,
     }
 )
 
 
-# Collections a window read joins (`$lookup`, `$unionWith`: bot/storage/windows.py) before
-# anything may have been written to them: nx-27017 fails such a read on a collection that
-# does not exist, where MongoDB returns nothing.
-JOINED_COLLECTIONS = ("accounts", "rooms", "consent")
+# Collections a window read starts from or joins (`$unionWith`: bot/storage/windows.py), maybe
+# before anything was written to them: nx-27017 fails such a read on a collection that does
+# not exist, where MongoDB returns nothing.
+JOINED_COLLECTIONS = ("accounts", "rooms", "consent", "facts", "memories", ANCHOR)
 
 
 def _indexes() -> dict[str, list[IndexModel]]:
