@@ -162,8 +162,9 @@ class ScaleOptions:
     messages: int = 5
     variant: Variant = "full"
     timeout: float = 900.0
-    # Also report every reply's latency (a topology run pools its processes' latencies).
-    keep_latencies: bool = False
+    # Also report every reply's latency, the messages sent and those evaluated here, by room
+    # (a topology run pools its processes': a room's evaluation may run in another process).
+    keep_raw: bool = False
 
 
 @dataclass
@@ -410,13 +411,17 @@ async def _results(
             else None
         ),
         "event_loop_busy": _share(cpu.get("event_loop"), total_seconds),
-    } | _raw_latencies(options, tally)
+    } | _raw(options, tally, probe)
 
 
-def _raw_latencies(options: ScaleOptions, tally: _Tally) -> dict[str, list[float]]:
-    if not options.keep_latencies:
+def _raw(options: ScaleOptions, tally: _Tally, probe: OrderProbe) -> dict[str, Any]:
+    if not options.keep_raw:
         return {}
-    return {"raw_latencies_ms": [seconds * 1000 for seconds in tally.latencies]}
+    return {
+        "raw_latencies_ms": [seconds * 1000 for seconds in tally.latencies],
+        "raw_sent": {room: list(ids) for room, ids in tally.sent.items()},
+        "raw_evaluated": {room: list(ids) for room, ids in probe.seen.items()},
+    }
 
 
 def _share(seconds: float | None, wall: float) -> float | None:

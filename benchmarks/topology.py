@@ -21,12 +21,19 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.round_trips import RoundTrips
-from benchmarks.scale import BenchStores, ScaleOptions, run_scale
+from benchmarks.scale import (
+    BenchStores,
+    ScaleOptions,
+    lost_and_duplicated,
+    order_violations,
+    run_scale,
+)
 from benchmarks.stats import REPO_ROOT, BenchError, rate, summary
 from bot.storage.embedded import EmbeddedMongo
 from bot.storage.mongo import MongoStore
@@ -154,8 +161,15 @@ async def _one(
 def _combined(
     processes: int, rooms: int, messages: int, results: list[dict[str, Any]], wall: float
 ) -> dict[str, Any]:
+    """The deployment's figures. Replies are counted where they were sent; evaluations over
+    every process, since a room's evaluation may run in another process than its reply (the
+    processes share one queue)."""
     sent = sum(r["messages"] for r in results)
-    evaluated = sum(r["evaluated"] for r in results)
+    sent_ids = {room: ids for r in results for room, ids in r["sent_ids"].items()}
+    evaluated = Counter(m for r in results for ids in r["evaluated_ids"].values() for m in ids)
+    not_evaluated, evaluations_duplicated = lost_and_duplicated(sent_ids, evaluated)
+    # Measured by each process at its end in the shared database: the last to end saw the least.
+    pending = min(r["jobs_left_pending"] for r in results)
     replying = max(r["reply_seconds"] for r in results)
     learning = max(r["reply_seconds"] + r["backlog_drain_seconds"] for r in results)
     latencies = [ms for r in results for ms in r["latencies_ms"]]
@@ -166,19 +180,18 @@ def _combined(
         "messages_per_room": messages,
         "messages": sent,
         "replies_per_second": rate(sent, replying),
-        "evaluations_per_second": rate(evaluated, learning),
+        "evaluations_per_second": rate(sent - not_evaluated, learning),
         "reply_overhead_ms": summary(latencies, digits=1),
-        "lost": sum(
-            r["replies_lost"] + r["stored_replies_lost"] + r["evaluations_lost"] for r in results
-        ),
-        "duplicated": sum(
-            r["replies_duplicated"] + r["stored_replies_duplicated"] + r["evaluations_duplicated"]
+        "lost": sum(r["replies_lost"] + r["stored_replies_lost"] for r in results)
+        + max(0, not_evaluated - pending),
+        "duplicated": sum(r["replies_duplicated"] + r["stored_replies_duplicated"] for r in results)
+        + evaluations_duplicated,
+        # Within each process (a room's evaluations split between processes are in order in each).
+        "order_violations": sum(
+            r["reply_order_violations"] + order_violations(sent_ids, r["evaluated_ids"])
             for r in results
         ),
-        "order_violations": sum(
-            r["reply_order_violations"] + r["evaluation_order_violations"] for r in results
-        ),
-        "jobs_left_pending": max(r["jobs_left_pending"] for r in results),
+        "jobs_left_pending": pending,
         "mongodb_commands_per_message": round(commands / sent, 1) if sent else 0.0,
         "wall_seconds": round(wall, 1),
     }
@@ -200,7 +213,7 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
         await store.ensure_indexes()
         stores = BenchStores(store, vectors, None, commands)
         options = ScaleOptions(
-            rooms=args.rooms, messages=args.messages, timeout=args.timeout, keep_latencies=True
+            rooms=args.rooms, messages=args.messages, timeout=args.timeout, keep_raw=True
         )
         result = await run_scale(
             options, stores, model_dir=args.model_dir, plugins_dir=args.plugins_dir
@@ -208,10 +221,9 @@ async def _worker(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         await store.close()
         await vectors.close()
-    result["evaluated"] = (
-        result["messages"] - result["evaluations_lost"] - result["evaluations_not_yet_run"]
-    )
     result["latencies_ms"] = result.pop("raw_latencies_ms")
+    result["sent_ids"] = result.pop("raw_sent")
+    result["evaluated_ids"] = result.pop("raw_evaluated")
     return result
 
 

@@ -340,31 +340,37 @@ def test_each_bench_part_has_its_own_help(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_a_topology_run_adds_up_its_processes() -> None:
-    """`mnemo bench scale --processes`: the deployment's figures from each process's."""
+    """`mnemo bench scale --processes`: the deployment's figures from each process's. The
+    processes share one queue, so a room's evaluation may run in the other process: it is
+    evaluated, not lost here and duplicated there."""
     from benchmarks.topology import _combined
 
-    def process(messages: int, lost: int, duplicated: int, seconds: float) -> dict:
+    def process(
+        name: str, evaluated: dict[str, list[str]], duplicated: int, seconds: float
+    ) -> dict:
+        sent = {f"{name}-room-{i}": [f"{name}-{i}"] for i in range(5)}
         return {
-            "messages": messages,
-            "evaluated": messages - lost,
+            "messages": 5,
+            "sent_ids": sent,
+            "evaluated_ids": evaluated,
             "reply_seconds": seconds,
             "backlog_drain_seconds": 1.0,
-            "latencies_ms": [10.0] * messages,
-            "mongodb_commands": messages * 15,
+            "latencies_ms": [10.0] * 5,
+            "mongodb_commands": 5 * 15,
             "replies_lost": 0,
             "stored_replies_lost": 0,
-            "evaluations_lost": lost,
             "replies_duplicated": duplicated,
             "stored_replies_duplicated": 0,
-            "evaluations_duplicated": 0,
             "reply_order_violations": 0,
-            "evaluation_order_violations": 0,
             "jobs_left_pending": 0,
         }
 
-    run = _combined(2, 10, 1, [process(5, 1, 0, 2.0), process(5, 0, 2, 1.0)], wall=4.0)
+    # a-4 was evaluated by b, a-3 by nobody, b-0 twice (once in each process).
+    a = process("a", {f"a-room-{i}": [f"a-{i}"] for i in range(3)} | {"b-room-0": ["b-0"]}, 0, 2.0)
+    b = process("b", {f"b-room-{i}": [f"b-{i}"] for i in range(5)} | {"a-room-4": ["a-4"]}, 2, 1.0)
+    run = _combined(2, 10, 1, [a, b], wall=4.0)
     assert run["messages"] == 10
     assert run["replies_per_second"] == 5.0  # 10 replies while the slower process replied
     assert run["evaluations_per_second"] == round(9 / 3.0, 1)
-    assert (run["lost"], run["duplicated"]) == (1, 2)
+    assert (run["lost"], run["duplicated"]) == (1, 2 + 1)
     assert run["mongodb_commands_per_message"] == 15.0
