@@ -70,7 +70,7 @@ format: $(STAMP_TEST)
 	$(BIN)/ruff format bot benchmarks plugins tests
 
 bench: $(STAMP_BENCH)
-	$(BIN)/mnemo bench all
+	$(BIN)/mnemo bench all --processes 1,2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
