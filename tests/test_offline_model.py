@@ -142,6 +142,21 @@ async def test_claims_use_a_name_said_later_in_the_batch() -> None:
     assert found == ["Ana lives in Lisbon", "sarah_92's name is Ana"]
 
 
+@pytest.mark.parametrize(
+    ("text", "claim"),
+    [
+        ("I moved to Berlin last month.", "sarah_92 lives in Berlin"),
+        ("I just moved to Lisbon two years ago", "sarah_92 lives in Lisbon"),
+        ("I moved to New York in 2019", "sarah_92 lives in New York"),
+        ("I live in Rio de Janeiro", "sarah_92 lives in Rio de Janeiro"),
+    ],
+)
+async def test_when_it_happened_is_not_part_of_the_place(text: str, claim: str) -> None:
+    # "/me" once showed "Sarah lives in Berlin last month".
+    found = [c["claim"] for c in await claims(make_state([(SARAH, text)]))]
+    assert found == [claim]
+
+
 async def test_name_from_a_stored_fact_and_already_known() -> None:
     state = make_state(
         [(SARAH, "I live in Seattle and I work for Microsoft.")],

@@ -117,7 +117,11 @@ _NOT_JOBS = _words("member beginner lover user fan newcomer winner loser number 
 _PHRASE_STOP = re.compile(
     r"\s+(?:and\s+i|and\s+my|but|because|since|so|which|where|who|though|although|now"
     r"|right\s+now|these\s+days|at\s+the\s+moment|currently|too|as\s+well|as\s+an?|actually"
-    r"|originally|anyway|though|lol|haha)\b.*$",
+    r"|originally|anyway|though|lol|haha"
+    # When it happened is not part of the place or the thing: "moved to Berlin last month".
+    r"|last\s+(?:week|month|year|spring|summer|fall|autumn|winter)|yesterday|recently"
+    r"|this\s+(?:week|month|year)|(?:a|a\s+few|\w+)\s+(?:days|weeks|months|years)\s+ago"
+    r"|a\s+(?:day|week|month|year)\s+ago|in\s+(?:19|20)\d\d)\b.*$",
     re.I | re.S,
 )
 
