@@ -168,8 +168,7 @@ class Journal:
         if not self.path.exists():
             return []
         data = self.path.read_bytes()
-        lines = data.split(b"\n")
-        torn = lines.pop()  # after the last newline: b"" unless a write was cut short
+        lines, torn = complete_lines(data)
         if torn:
             log.warning(
                 "journal %s: cut a half-written last record (%d bytes)", self.path, len(torn)
@@ -202,18 +201,31 @@ class Journal:
         return records
 
     def _replace(self, data: bytes) -> None:
-        """Swap the file for one holding `data`: written and fsynced aside, then renamed."""
-        if not data:
-            self.path.unlink(missing_ok=True)
-        else:
-            temporary = self.path.with_name(self.path.name + ".new")
-            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(descriptor, "wb") as file:
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temporary, self.path)
-        _fsync_folder(self.path.parent)
+        replace_file(self.path, data)
+
+
+def replace_file(path: Path, data: bytes) -> None:
+    """Swap the file for one holding `data` (owner-only): written and fsynced aside, then
+    renamed, so a crash leaves the old file or the new one, never a half. Empty: removed."""
+    if not data:
+        path.unlink(missing_ok=True)
+    else:
+        temporary = path.with_name(path.name + ".new")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    _fsync_folder(path.parent)
+
+
+def complete_lines(data: bytes) -> tuple[list[bytes], bytes]:
+    """A file's whole lines and what follows the last newline (b"" unless a write was cut
+    short by a crash: that half line was never finished and is to be cut off)."""
+    lines = data.split(b"\n")
+    torn = lines.pop()
+    return lines, torn
 
 
 def _parse(raw: bytes) -> JournalRecord:
