@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 FAULT_POINTS = (
     "handle:job-written",
     "handle:message-stored",
+    "handle:reply-sent",
     "handle:released",
     "evaluation:claimed",
     "evaluation:handler-ran",

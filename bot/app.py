@@ -45,6 +45,7 @@ from bot.storage.journal import Journal
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 from bot.storage.reindex import Missing, heal_in_background
+from bot.storage.sent_replies import SentReplies
 from bot.storage.supervisor import MongoSupervisor
 from bot.storage.vectors import VectorIndex
 from bot.succession import take_over
@@ -176,6 +177,8 @@ async def open_app(
             data_dir, max_bytes=int(settings.storage.journal_max_mb * 1_000_000)
         )
         outage = Outage(journal, ping=store.ping, faults=faults)
+        # Replies sent and not stored yet: a restart stores them instead of answering again.
+        sent_replies = SentReplies.in_folder(data_dir)
         metrics = None
         if settings.ops.metrics_port is not None:
             metrics = Metrics(
@@ -211,6 +214,7 @@ async def open_app(
             outage=outage,
             lease_seconds=settings.runtime.evaluation_lease_seconds,
             owner=succession.owner,
+            sent_replies=sent_replies,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from bot.kept_intake import IntakeOwner
 from bot.models import EvaluationJob, Memory
 from bot.runtime_types import RuntimeOptions, SenderFor, no_typing
+from bot.storage.sent_replies import SentReplies
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,9 @@ class RecoveryOwner(IntakeOwner, Protocol):
 
     @property
     def options(self) -> RuntimeOptions: ...
+
+    @property
+    def sent_replies(self) -> SentReplies: ...
 
     async def answered(self, memory: Memory) -> bool: ...
 
@@ -41,7 +45,10 @@ class IntakeRecovery:
     async def recover(self) -> None:
         """Take in or set aside every orphaned intake job (see the module's doc)."""
         owner, waiting = self.owner, 0
-        for job in await owner.evaluations.orphaned_intake(owner._in_intake):
+        orphans = await owner.evaluations.orphaned_intake(owner._in_intake)
+        # Records of replies to messages settled since are dropped (bot/storage/sent_replies.py).
+        owner.sent_replies.keep_only({job.message_id for job in orphans} | owner._in_intake)
+        for job in orphans:
             memory = job.message or await owner.store.memories.get(job.message_id)
             if memory is None:
                 await owner.evaluations.release(job, did_respond=False, position=None)

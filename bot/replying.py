@@ -12,6 +12,7 @@ import time
 from datetime import timedelta
 
 from bot.composing import StateComposer
+from bot.faults import FaultHook
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
 from bot.llm.usage import UsageLedger
@@ -25,6 +26,7 @@ from bot.ratelimit import ReplyLimit
 from bot.runtime_types import HandleResult, RuntimeOptions, Send, Typing
 from bot.state import State
 from bot.storage.mongo import MongoStore
+from bot.storage.sent_replies import SentReplies
 from bot.storage.windows import Window
 
 log = logging.getLogger(__name__)
@@ -52,6 +54,8 @@ class Replier:
         options: RuntimeOptions,
         rate_limiter: ReplyLimit | None = None,
         events: RuntimeEvents = NO_EVENTS,
+        faults: FaultHook | None = None,
+        sent_replies: SentReplies | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.store = store
@@ -64,6 +68,8 @@ class Replier:
         self.options = options
         self.rate_limiter = rate_limiter
         self.events = events
+        self._faults = faults or FaultHook()
+        self.sent_replies = SentReplies(None) if sent_replies is None else sent_replies
 
     async def answer(
         self,
@@ -127,7 +133,7 @@ class Replier:
                 return
             await send(content)
             sent = result.responded = True  # known even if storing it fails later
-            if not store or not keep:
+            if not keep:
                 return
             reply = Memory(
                 id=reply_id(memory.id, self.agent_id, len(replies)),
@@ -141,6 +147,12 @@ class Replier:
                     utcnow(), memory.created_at + timedelta(milliseconds=1 + len(replies))
                 ),
             )
+            # Recorded before anything yields to the event loop: a kill from here on does not
+            # answer the message again after the restart (bot/storage/sent_replies.py).
+            self.sent_replies.record(memory.id, reply, store=store)
+            self._faults.reached("handle:reply-sent")
+            if not store:
+                return
             replies.append(reply)  # a later part never reuses this id
             # Stored with the message and the job's release, or before an action runs, below.
             result.unstored.append(reply)

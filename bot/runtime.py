@@ -47,6 +47,7 @@ from bot.state import State
 from bot.storage.intake import IntakeWrites
 from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.storage.sent_replies import SentReplies
 from bot.storage.windows import Read, Window
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ class AgentRuntime:
         outage: Outage | None = None,
         lease_seconds: float = 30.0,
         owner: str | None = None,
+        sent_replies: SentReplies | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.character = character
@@ -145,7 +147,10 @@ class AgentRuntime:
             options=self._options,
             rate_limiter=rate_limiter,
             events=events,
+            faults=self._faults,
+            sent_replies=sent_replies,  # replies sent and not settled yet (a data-folder file)
         )
+        self.sent_replies = self.replier.sent_replies
         self.evaluator = EvaluationRunner(
             agent_id=agent_id,
             store=store,
@@ -268,7 +273,11 @@ class AgentRuntime:
                 position = await self.store.memories.insert(memory)
                 result.stored, result.position = position is not None, position or 0
             self._faults.reached("handle:message-stored")
-            if not result.stored:
+            # Replies a killed process sent and never settled: stored now, not sent again.
+            recorded = self.sent_replies.replies_for(memory.id)
+            result.unstored = [entry.reply for entry in recorded if entry.store]
+            result.responded = bool(recorded)
+            if not result.stored and not recorded:
                 # Stored by an earlier attempt that died before releasing the job (or, before
                 # jobs were written first, a message whose job was never written).
                 answered = await self.answered(memory)
@@ -280,7 +289,7 @@ class AgentRuntime:
             if result.stored:
                 self.events.message_received()
             room = room or await self.store.rooms.get(memory.room_id)
-            if send is not None and self.should_respond(memory, room):
+            if send is not None and not recorded and self.should_respond(memory, room):
                 await self.replier.answer(
                     memory, send, typing, result, room, arrived=arrived, window=fresh
                 )
@@ -290,6 +299,7 @@ class AgentRuntime:
                 job, unstored, did_respond=result.responded, position=result.position or None
             )
             result.message_unstored, result.unstored, result.position = False, [], settled or 0
+            self.sent_replies.forget(memory.id)
             self.evaluations.wake(job.room_id)
             self._faults.reached("handle:released")
             return result
@@ -301,7 +311,9 @@ class AgentRuntime:
         return utcnow() - memory.created_at <= timedelta(seconds=self.options.answer_window)
 
     async def answered(self, memory: Memory) -> bool:
-        """Whether the reply to this message was sent (a reply is stored right after sending)."""
+        """Whether the reply to this message was sent (recorded when sent, stored when settled)."""
+        if self.sent_replies.replies_for(memory.id):
+            return True
         return await self.store.memories.get(reply_id(memory.id, self.agent_id, 0)) is not None
 
     async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:

@@ -6,8 +6,9 @@ the job). Settling stores the message and its replies and releases the job: the 
 counted first (one `findAndModify`, which says the position the job carries), then the
 message, the replies and the release go as one batch (bot/storage/batch.py): one command
 on MongoDB 8.0, two elsewhere (the inserts, the release). A crash between sending a reply
-and settling sends the reply again after the restart, as it always could between sending
-and storing (at-least-once; the reply's id keeps it stored once). MongoDB unreachable while
+and settling does not send it again: the reply was recorded in the data folder as soon as its
+send returned (bot/storage/sent_replies.py) and recovery stores it from there (the reply's
+id keeps it stored once). MongoDB unreachable while
 settling: the error reaches the outage journal (bot/kept_intake.py), which keeps the message
 and the replies sent and stores them on replay.
 """
