@@ -118,6 +118,14 @@ def run_worker(folder: Path, fault: str | None, *, timeout: float = 300.0) -> in
     return done.returncode
 
 
+def _log_tail(folder: Path, chars: int = 3000) -> str:
+    """The end of the workers' log: the run's folder is temporary, so a failure carries it."""
+    log = folder / "worker.log"
+    if not log.exists():
+        return "(no worker log)"
+    return log.read_bytes()[-chars:].decode("utf-8", errors="replace")
+
+
 def run_faults(
     folder: Path, *, rooms: int, messages: int, faults: Sequence[str], seed: int
 ) -> FaultReport:
@@ -131,12 +139,16 @@ def run_faults(
         if code == -9:
             kills += 1
         elif code != 0:
-            raise RuntimeError(f"fault worker ({fault}) failed with exit code {code}")
+            raise RuntimeError(
+                f"fault worker ({fault}) failed with exit code {code}:\n{_log_tail(folder)}"
+            )
     shutil.rmtree(folder / "data" / "chroma", ignore_errors=True)
     started = time.monotonic()
     code = run_worker(folder, None)
     if code != 0:
-        raise RuntimeError(f"the clean fault worker failed with exit code {code}")
+        raise RuntimeError(
+            f"the clean fault worker failed with exit code {code}:\n{_log_tail(folder)}"
+        )
     report = json.loads((folder / "report.json").read_text(encoding="utf-8"))
     report.update(kills=kills, recover_seconds=round(time.monotonic() - started, 1))
     return FaultReport(**report)
