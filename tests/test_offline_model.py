@@ -149,9 +149,11 @@ async def test_claims_use_a_name_said_later_in_the_batch() -> None:
         ("I just moved to Lisbon two years ago", "sarah_92 lives in Lisbon"),
         ("I moved to New York in 2019", "sarah_92 lives in New York"),
         ("I live in Rio de Janeiro", "sarah_92 lives in Rio de Janeiro"),
+        # One child is a fact too (the memory bench's "I have 1 kid and that's plenty").
+        ("I have 1 kid and that's plenty.", "sarah_92 has 1 kid"),
     ],
 )
-async def test_when_it_happened_is_not_part_of_the_place(text: str, claim: str) -> None:
+async def test_the_claim_holds_the_fact_and_nothing_else(text: str, claim: str) -> None:
     # "/me" once showed "Sarah lives in Berlin last month".
     found = [c["claim"] for c in await claims(make_state([(SARAH, text)]))]
     assert found == [claim]

@@ -80,8 +80,8 @@ _FAMILY = re.compile(
 _MARRIED = re.compile(_I_AM + r"(?i:married\s+to)\s+(?P<name>[A-Z][\w'-]+)")
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|\\d+"
 _KIDS = re.compile(
-    r"(?i:\bi\s+have\s+(?P<n>" + _NUMBER_WORDS + r")\s+(?P<kids>kids|children|sons|daughters|"
-    r"grandchildren|grandkids))\b"
+    r"(?i:\bi\s+have\s+(?P<n>" + _NUMBER_WORDS + r")\s+(?P<kids>kids?|child(?:ren)?|sons?"
+    r"|daughters?|grandchild(?:ren)?|grandkids?))\b"
 )
 _ANIMALS = "dog|cat|puppy|kitten|parrot|rabbit|bunny|hamster|horse|turtle|snake|fish|bird|lizard"
 _PET_NAMED = re.compile(

@@ -29,7 +29,7 @@ _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("work", re.compile(r"\bworks (?:at|for) (?P<v>.+)$", re.I)),
     ("job", re.compile(r"\b(?:works as|is) an? (?P<v>[\w -]+)$", re.I)),
     ("age", re.compile(r"\bis (?P<v>\d{1,3})(?: years old)?$", re.I)),
-    ("kids", re.compile(r"\bhas (?P<v>\w+) (?:kids|children)$", re.I)),
+    ("kids", re.compile(r"\bhas (?P<v>\w+) (?:kids?|child(?:ren)?)$", re.I)),
     (
         "partner",
         re.compile(
@@ -50,7 +50,7 @@ _AGE = (
     re.compile(r"\bi\s+(?:just\s+)?turned\s+(?P<n>\d{1,3})\b", re.I),
 )
 _KIDS_NOW = re.compile(
-    r"\b(?:we|i)\s+(?:now\s+)?have\s+" + _NUMBER + r"\s+(?P<kids>kids|children)\b", re.I
+    r"\b(?:we|i)\s+(?:now\s+)?have\s+" + _NUMBER + r"\s+(?P<kids>kids?|child(?:ren)?)\b", re.I
 )
 # What stopped being true, and the words that name it.
 _WHAT = r"(?P<x>[^.,!?;\n]+)"
