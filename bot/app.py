@@ -8,7 +8,6 @@ in reverse order when the context exits.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo import monitoring
 
+from bot.cancelling import cancel_and_wait
 from bot.characters import Character, load_character
 from bot.config import Settings
 from bot.evaluation import RetryPolicy
@@ -81,12 +81,6 @@ class App:
 async def _shutdown_scheduler(scheduler: AsyncIOScheduler) -> None:
     scheduler.shutdown(wait=False)
     await asyncio.sleep(0)  # the shutdown is queued on the loop: let it run
-
-
-async def _cancel(task: asyncio.Task[object]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
 
 
 def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> ReplyLimit:
@@ -221,7 +215,7 @@ async def open_app(
         stack.push_async_callback(runtime.stop)
         stack.push_async_callback(outage.stop)  # first: no replay while the runtime stops
         healing = heal_in_background(store, vectors, embedder, agent_id=runtime.agent_id)
-        stack.push_async_callback(_cancel, healing)
+        stack.push_async_callback(cancel_and_wait, healing)
         scheduler = build_scheduler(
             runtime,
             idle_minutes=settings.runtime.evaluation_idle_flush_minutes,

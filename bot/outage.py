@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 
 from pymongo.errors import ConnectionFailure
 
+from bot.cancelling import cancel_and_wait
 from bot.faults import FaultHook
 from bot.models import Content
 from bot.storage.journal import Journal, JournalEntry, JournalFull, JournalRecord
@@ -260,7 +261,4 @@ class Outage:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)

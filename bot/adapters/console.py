@@ -30,6 +30,7 @@ from typing import TextIO
 
 from bot.adapters.base import Incoming
 from bot.adapters.lanes import RoomLanes
+from bot.cancelling import cancel_and_wait
 from bot.commands import FORGOTTEN, Attachment, Commands, Request, command_parts
 from bot.models import (
     Account,
@@ -189,9 +190,7 @@ class ConsoleChat:
         with the message (a reply shown but not stored would be given again next time)."""
         conversation = self._conversation
         if conversation is not None and not conversation.done():
-            conversation.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await conversation
+            await cancel_and_wait(conversation)
         await self._lanes.close(grace=STOP_GRACE)
 
     async def run(self, runtime: AgentRuntime) -> None:

@@ -9,9 +9,9 @@ time-out, 5 s), so a message arriving during a restart is handled once it is bac
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
+from bot.cancelling import cancel_and_wait
 from bot.storage.embedded import EmbeddedMongo, EmbeddedMongoError
 
 logger = logging.getLogger(__name__)
@@ -33,10 +33,7 @@ class MongoSupervisor:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _watch(self) -> None:
         delay = 0.5

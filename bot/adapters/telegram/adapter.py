@@ -47,6 +47,7 @@ from bot.adapters.telegram.keeping import KeptFirst, proceed
 from bot.adapters.telegram.send import keep_typing, send_part
 from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
+from bot.cancelling import cancel_and_wait
 from bot.commands import Commands
 from bot.config import PlatformSettings
 from bot.kept_intake import AtDoor
@@ -383,9 +384,7 @@ class TelegramAdapter:
         try:
             yield
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
 
 # ---------------------------------------------------------------------- helpers
