@@ -30,7 +30,7 @@ USER mnemo
 # kept in /models, so the container starts without network. With FETCH_MODEL=0, mount the
 # folder holding model.onnx and tokenizer.json at /models instead.
 RUN if [ "$FETCH_MODEL" = "1" ]; then \
-      python -c "import shutil; from bot.storage.onnx_embedder import locate_model_dir; \
+      python -c "import shutil; from bot.knowledge.onnx_embedder import locate_model_dir; \
 shutil.copytree(locate_model_dir(None), '/models', dirs_exist_ok=True)" \
       && rm -rf /home/mnemo/.cache/chroma; \
     fi

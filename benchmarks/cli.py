@@ -321,9 +321,9 @@ async def _recall(args: argparse.Namespace, model_dir: Path) -> dict[str, Any]:
     from benchmarks.locomo import LocomoError
     from benchmarks.recall import run_recall
     from benchmarks.scale import bench_stores
-    from bot.retrieval import MessageRetriever
-    from bot.storage.embeddings import CachedEmbedder
-    from bot.storage.knowledge import Knowledge
+    from bot.knowledge.embeddings import CachedEmbedder
+    from bot.knowledge.retrieval import MessageRetriever
+    from bot.knowledge.store import Knowledge
 
     embedder = CachedEmbedder(local_embedder(model_dir), max_entries=8192)
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-recall-") as folder:
@@ -442,11 +442,11 @@ def run_faults_part(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _expected_errors() -> tuple[type[BaseException], ...]:
-    from bot.plugins import PluginError
-    from bot.storage.embedded import EmbeddedMongoError
-    from bot.storage.embeddings import EmbedderError
+    from bot.knowledge.embeddings import EmbedderError
+    from bot.knowledge.vectors import VectorIndexError
+    from bot.plugin.loading import PluginError
+    from bot.storage.bundled.server import EmbeddedMongoError
     from bot.storage.mongo import StorageUnavailable
-    from bot.storage.vectors import VectorIndexError
 
     return (
         BenchError,

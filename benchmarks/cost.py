@@ -39,16 +39,16 @@ from pydantic import SecretStr, TypeAdapter, ValidationError
 from benchmarks.live import LiveAnswers
 from benchmarks.round_trips import RoundTrips
 from benchmarks.stats import REPO_ROOT, BenchError, ratio, summary
-from bot.app import App, open_app
-from bot.config import (
+from bot.app.composition import App, open_app
+from bot.config.settings import (
     Settings,
 )
+from bot.llm.accounting import UsageLedger
 from bot.llm.base import JsonAnswer, LanguageModel, ModelClass
 from bot.llm.openai_model import OpenAIModel
-from bot.llm.usage import UsageLedger
-from bot.ops.usage import flush_usage
-from bot.plugins import PluginError, Registry, discover, plugin_sources
-from bot.state import State
+from bot.ops.spend import flush_usage
+from bot.plugin.loading import PluginError, Registry, discover, plugin_sources
+from bot.runtime.state import State
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, RecordedRequest, last_user_message

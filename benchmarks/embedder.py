@@ -27,8 +27,13 @@ import numpy as np
 
 from benchmarks.stats import REPO_ROOT, BenchError, rate, ratio
 from benchmarks.vectors import synthetic_sentences
-from bot.storage.embeddings import EmbedderError
-from bot.storage.onnx_embedder import LOCAL_MODEL_NAME, MODEL_FILES, OnnxEmbedder, chroma_cache_dir
+from bot.knowledge.embeddings import EmbedderError
+from bot.knowledge.onnx_embedder import (
+    LOCAL_MODEL_NAME,
+    MODEL_FILES,
+    OnnxEmbedder,
+    chroma_cache_dir,
+)
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ A scripted conversation (many rooms, a fixed seed) is fed to a Mnemo worker proc
 reads the script the way a platform delivers updates: a message is acknowledged (appended,
 fsynced, to `acked.log`) only once `handle()` returned, and everything unacknowledged is
 delivered again after a restart. The worker runs with the test-only fault hook
-(`MNEMO_TEST_FAULT`, see bot/faults.py) set to a point of `handle()` or of an evaluation, so
+(`MNEMO_TEST_FAULT`, see bot/ops/faults.py) set to a point of `handle()` or of an evaluation, so
 it SIGKILLs itself there; it is then started again (with the next fault, or none). Before the
 last, clean run the Chroma folder is wiped. The last run waits for every evaluation and writes
 a report from MongoDB, Chroma and the reply log:
@@ -44,7 +44,7 @@ from pymongo.errors import DuplicateKeyError
 if TYPE_CHECKING:
     pass
 
-# Points of handle() and of an evaluation where a worker may be killed (bot/faults.py).
+# Points of handle() and of an evaluation where a worker may be killed (bot/ops/faults.py).
 FAULT_POINTS = (
     "handle:job-written",
     "handle:message-stored",
@@ -167,8 +167,8 @@ def _lines(path: Path) -> list[str]:
 
 
 async def _worker(folder: Path) -> None:
-    from bot.app import open_app
-    from bot.models import (
+    from bot.app.composition import open_app
+    from bot.domain.records import (
         Account,
         Content,
         Memory,
@@ -179,8 +179,8 @@ async def _worker(folder: Path) -> None:
         utcnow,
         world_id,
     )
-    from bot.plugin_api import Context, Evaluator, Plugin
-    from bot.plugins import Registry
+    from bot.plugin.api import Context, Evaluator, Plugin
+    from bot.plugin.loading import Registry
     from bot.testing.harness import test_settings
 
     script = json.loads((folder / "script.json").read_text(encoding="utf-8"))
@@ -266,7 +266,7 @@ async def _settle(app: Any, timeout: float = 240.0) -> None:
 
 
 async def _report(app: Any, script: list[dict[str, Any]], folder: Path, replies: Path) -> None:
-    from bot.models import message_id
+    from bot.domain.records import message_id
 
     ids = [message_id("test", f"person-{item['room']}", str(item["number"])) for item in script]
     database = app.store.db

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 
 from benchmarks.stats import BenchError
-from bot.config import ModelSettings
+from bot.config.settings import ModelSettings
 from bot.testing.openai_server import Outcome, last_user_message, reply, status
 
 # The bench's client asks its proxy for these; the endpoint gets the configured names.

@@ -40,11 +40,11 @@ from benchmarks.cost import (
     memory_plugins,
 )
 from benchmarks.stats import REPO_ROOT, BenchError
-from bot.app import App, open_app
-from bot.config import ModelSettings, Settings
+from bot.app.composition import App, open_app
+from bot.config.settings import ModelSettings, Settings
+from bot.domain.records import Fact
+from bot.llm.accounting import UsageLedger
 from bot.llm.factory import make_model
-from bot.llm.usage import UsageLedger
-from bot.models import Fact
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat
 

@@ -72,11 +72,11 @@ from benchmarks.locomo import (
     Turn,
     load_locomo,
 )
-from bot.models import Account, Attachment, Content, Fact, Memory, Room, stable_id
-from bot.retrieval import MessageRetriever
-from bot.storage.knowledge import Knowledge
+from bot.domain.records import Account, Attachment, Content, Fact, Memory, Room, stable_id
+from bot.knowledge.retrieval import MessageRetriever
+from bot.knowledge.store import Knowledge
+from bot.knowledge.vector_metadata import message_metadata  # see _index
 from bot.storage.mongo import MongoStore
-from bot.storage.vector_metadata import message_metadata  # see _index
 
 log = logging.getLogger(__name__)
 
@@ -437,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"mnemo bench recall: {error}", file=sys.stderr)
         return 2
     except Exception as error:
-        from bot.storage.embeddings import EmbedderError
+        from bot.knowledge.embeddings import EmbedderError
         from bot.storage.mongo import StorageUnavailable
 
         if isinstance(error, EmbedderError | StorageUnavailable):
@@ -456,8 +456,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _bench(args: argparse.Namespace) -> dict[str, Any]:
-    from bot.storage.embedded import EmbeddedMongo
-    from bot.storage.vectors import VectorIndex
+    from bot.knowledge.vectors import VectorIndex
+    from bot.storage.bundled.server import EmbeddedMongo
 
     embedder = _embedder(args.model_dir)
     # Everything lives in a temporary folder: a benchmark never writes into the bot's data.
@@ -492,10 +492,10 @@ async def _bench(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _embedder(model_dir: Path | None) -> Any:
-    from bot.config import EmbeddingSettings, ModelSettings
-    from bot.storage.embedder_factory import make_embedder
-    from bot.storage.embeddings import CachedEmbedder
-    from bot.storage.onnx_embedder import OnnxEmbedder, locate_model_dir
+    from bot.config.settings import EmbeddingSettings, ModelSettings
+    from bot.knowledge.embedder_factory import make_embedder
+    from bot.knowledge.embeddings import CachedEmbedder
+    from bot.knowledge.onnx_embedder import OnnxEmbedder, locate_model_dir
 
     settings = EmbeddingSettings()
     if settings.model != "local":

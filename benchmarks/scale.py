@@ -40,19 +40,19 @@ from benchmarks.embedder import local_embedder
 from benchmarks.round_trips import RoundTrips
 from benchmarks.stats import BenchError, cpu_seconds, rate, summary
 from bot import Context, Evaluator, Plugin
-from bot.app import agent_id_for
-from bot.characters import load_character
+from bot.app.composition import agent_id_for
+from bot.domain.records import Content, Memory
+from bot.knowledge.embeddings import CachedEmbedder, Embedder, OpenAIEmbedder
+from bot.knowledge.store import Knowledge
+from bot.knowledge.vectors import VectorIndex
+from bot.llm.accounting import UsageLedger
 from bot.llm.base import Task
-from bot.llm.usage import UsageLedger
-from bot.models import Content, Memory
-from bot.plugins import Registry
-from bot.runtime import AgentRuntime, RuntimeOptions
-from bot.state import State
-from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import CachedEmbedder, Embedder, OpenAIEmbedder
-from bot.storage.knowledge import Knowledge
+from bot.plugin.loading import Registry
+from bot.runtime.agent import AgentRuntime, RuntimeOptions
+from bot.runtime.characters import load_character
+from bot.runtime.state import State
+from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 from bot.testing.harness import TestChat
 from bot.testing.openai_server import FakeOpenAIServer
 from bot.testing.scripted import ScriptedModel

@@ -35,9 +35,9 @@ from benchmarks.scale import (
     run_scale,
 )
 from benchmarks.stats import REPO_ROOT, BenchError, rate, summary
-from bot.storage.embedded import EmbeddedMongo
+from bot.knowledge.vectors import VectorIndex
+from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 
 # What each process's rooms saw that counts as a problem.
 _PROBLEMS = (

@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks.stats import mib, peak_rss_bytes, rate, reset_peak_rss, rss_bytes, summary
-from bot.models import stable_id
-from bot.storage.embeddings import Embedder
-from bot.storage.knowledge import nearest_facts
-from bot.storage.vectors import VectorIndex
+from bot.domain.records import stable_id
+from bot.knowledge.embeddings import Embedder
+from bot.knowledge.store import nearest_facts
+from bot.knowledge.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ class FactScope:
 
 
 def fact_metadata(index: int) -> dict[str, Any]:
-    """The metadata `Knowledge` writes for a fact (bot.storage.vector_metadata)."""
+    """The metadata `Knowledge` writes for a fact (bot.knowledge.vector_metadata)."""
     scope = FactScope.of(index)
     return {
         "subject_id": scope.subject_id,

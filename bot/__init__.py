@@ -3,13 +3,13 @@
     from bot import Plugin, Evaluator, Provider, Action, Command, Context, CommandContext
 
 The rest of the package is Mnemo's own and may change; what is exported here is the plugin
-API (defined in `bot.plugin_api`, documented in docs/plugins.md).
+API (defined in `bot.plugin.api`, documented in docs/plugins.md).
 """
 
+from bot.domain.records import Account, Content, Memory, Room, stable_id, utcnow
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json_array, parse_json_object
-from bot.models import Account, Content, Memory, Room, stable_id, utcnow
-from bot.plugin_api import (
+from bot.plugin.api import (
     Action,
     Agent,
     Collections,
@@ -28,7 +28,7 @@ from bot.plugin_api import (
     Provided,
     Provider,
 )
-from bot.state import State
+from bot.runtime.state import State
 
 __all__ = [
     "Account",

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import CachedEmbedder
-from bot.storage.knowledge import Knowledge
+from bot.knowledge.embeddings import CachedEmbedder
+from bot.knowledge.onnx_embedder import OnnxEmbedder
+from bot.knowledge.store import Knowledge
+from bot.knowledge.vectors import VectorIndex
+from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore
-from bot.storage.onnx_embedder import OnnxEmbedder
-from bot.storage.vectors import VectorIndex
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from bot.cli import main
-from bot.models import Content, Fact, Memory
+from bot.app.cli import main
+from bot.domain.records import Content, Fact, Memory
+from bot.knowledge.embeddings import CachedEmbedder
+from bot.knowledge.onnx_embedder import OnnxEmbedder
+from bot.knowledge.store import Knowledge
+from bot.knowledge.vectors import VectorIndex
 from bot.ops.backup import BackupError, backup, read_manifest, restore
 from bot.ops.migrations import latest_version, migrate
-from bot.storage.embedded import EmbeddedMongo
-from bot.storage.embeddings import CachedEmbedder
-from bot.storage.knowledge import Knowledge
+from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore
-from bot.storage.onnx_embedder import OnnxEmbedder
-from bot.storage.vectors import VectorIndex
 from bot.testing.harness import TestChat, open_test_app
 
 PLUGIN_COLLECTION = "questions"

@@ -35,8 +35,8 @@ from benchmarks.scale import (
 from benchmarks.startup import measure_once
 from benchmarks.stats import percentile, summary
 from benchmarks.vectors import derived_vectors, fact_vectors, run_vectors
-from bot.storage.onnx_embedder import OnnxEmbedder
-from bot.storage.vectors import VectorIndex
+from bot.knowledge.onnx_embedder import OnnxEmbedder
+from bot.knowledge.vectors import VectorIndex
 
 TIKTOKEN_DIR = Path(__file__).resolve().parents[2] / "shared" / "models" / "tiktoken"
 # The task names of the prompts the fake server told apart.
@@ -325,7 +325,7 @@ def test_startup_reaches_the_banner_and_quits_cleanly(model_dir: Path) -> None:
 
 
 def test_each_bench_part_has_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
-    from bot.cli import main as mnemo
+    from bot.app.cli import main as mnemo
 
     with pytest.raises(SystemExit) as exit_:
         mnemo(["bench", "scale", "--help"])

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from benchmarks.cost import SERVER_USAGE, run_mode
 from benchmarks.live import LiveAnswers
-from bot.config import ModelSettings
+from bot.config.settings import ModelSettings
 from bot.testing.openai_server import FakeOpenAIServer, last_user_message, status
 
 # Answers the real model gave (the all-selection recording): the reply's bare word, a

@@ -10,8 +10,8 @@ from pydantic import SecretStr
 from bot.adapters.discord import DiscordAdapter
 from bot.adapters.startup import run_platforms
 from bot.adapters.telegram import TelegramAdapter
-from bot.config import PlatformSettings
-from bot.state import State
+from bot.config.settings import PlatformSettings
+from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeDiscordServer, Person, pointed_at

@@ -12,10 +12,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.config import OpsSettings
-from bot.models import Fact
-from bot.storage.knowledge import scope_filter
-from bot.storage.vectors import VectorIndex
+from bot.config.settings import OpsSettings
+from bot.domain.records import Fact
+from bot.knowledge.store import scope_filter
+from bot.knowledge.vectors import VectorIndex
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from tests.servers.chroma import ChromaServer
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import DISTRIBUTION, build_parser, main
+from bot.app.cli import DISTRIBUTION, build_parser, main
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,9 +14,9 @@ from bot import Command, CommandContext, Plugin, PluginContext
 from bot.adapters.console import ConsoleChat
 from bot.adapters.discord import REFUSED, DiscordAdapter
 from bot.adapters.telegram import TelegramAdapter
-from bot.commands import Commands, Request, parse_person_search_page
-from bot.config import PlatformSettings
-from bot.models import world_id
+from bot.commands.command_set import Commands, Request, parse_person_search_page
+from bot.config.settings import PlatformSettings
+from bot.domain.records import world_id
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeDiscord

@@ -11,7 +11,7 @@ import pytest
 from pydantic import AliasChoices, Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from bot.config import (
+from bot.config.settings import (
     ConfigError,
     ModelSettings,
     PlatformSettings,

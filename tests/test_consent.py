@@ -3,7 +3,7 @@ world, and the once-only notice."""
 
 from __future__ import annotations
 
-from bot.models import stable_id
+from bot.domain.records import stable_id
 from bot.privacy.consent import ConsentStore, NotLearning
 
 SAM, TOM, ADMIN = (stable_id(x) for x in ("sam", "tom", "admin"))

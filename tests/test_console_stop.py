@@ -9,9 +9,9 @@ import os
 from pathlib import Path
 
 from bot.adapters.console import ConsoleChat
+from bot.domain.records import reply_id
 from bot.llm.base import Task
-from bot.models import reply_id
-from bot.state import State
+from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 

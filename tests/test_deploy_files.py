@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.cli import build_parser
-from bot.config import environment_variables, load_settings
+from bot.app.cli import build_parser
+from bot.config.settings import environment_variables, load_settings
 
 REPO = Path(__file__).resolve().parent.parent
 DOCKERFILE = (REPO / "Dockerfile").read_text(encoding="utf-8")

@@ -27,12 +27,12 @@ from bot.adapters.discord import (
     world_of,
 )
 from bot.adapters.startup import PlatformError, PlatformStartupError
-from bot.app import App
-from bot.config import PlatformSettings
+from bot.app.composition import App
+from bot.config.settings import PlatformSettings
+from bot.domain.records import Content, Fact, Memory, Room, account_id, message_id, room_id
 from bot.llm.base import Task
-from bot.models import Content, Fact, Memory, Room, account_id, message_id, room_id
-from bot.runtime import RATE_LIMITED_REPLY
-from bot.state import State
+from bot.runtime.agent import RATE_LIMITED_REPLY
+from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.goals import GoalStore

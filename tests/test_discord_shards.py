@@ -16,8 +16,8 @@ import discord
 import pytest
 
 from bot.adapters.discord import DiscordAdapter
-from bot.app import App
-from bot.config import ConfigError, PlatformSettings, load_settings
+from bot.app.composition import App
+from bot.config.settings import ConfigError, PlatformSettings, load_settings
 from bot.llm.base import Task
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel

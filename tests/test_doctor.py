@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from bot.config import Settings, load_settings
-from bot.doctor import Doctor, PlatformEndpoints
+from bot.app.doctor import Doctor, PlatformEndpoints
+from bot.config.settings import Settings, load_settings
 from bot.testing.openai_server import FakeOpenAIServer, status
 from tests.fakes.discord_fakes import FakeDiscordServer, pointed_at
 from tests.fakes.telegram_server import FakeTelegramServer

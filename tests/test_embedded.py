@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pymongo import AsyncMongoClient
 
-from bot.storage.embedded import EmbeddedMongo, EmbeddedMongoError
+from bot.storage.bundled.server import EmbeddedMongo, EmbeddedMongoError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -111,7 +111,7 @@ async def test_server_dies_with_a_killed_parent(tmp_path: Path) -> None:
     script = (
         "import asyncio, sys, time\n"
         "from pathlib import Path\n"
-        "from bot.storage.embedded import EmbeddedMongo\n"
+        "from bot.storage.bundled.server import EmbeddedMongo\n"
         "server = EmbeddedMongo(Path(sys.argv[1]))\n"
         "asyncio.run(server.start())\n"
         "print(server.pid, flush=True)\n"

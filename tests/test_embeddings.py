@@ -10,11 +10,11 @@ import numpy as np
 import openai
 import pytest
 
-from bot.config import EmbeddingSettings, ModelSettings
-from bot.llm.usage import UsageLedger
-from bot.storage.embedder_factory import make_embedder
-from bot.storage.embeddings import CachedEmbedder, Embedder, EmbedderError, OpenAIEmbedder
-from bot.storage.onnx_embedder import OnnxEmbedder, locate_model_dir
+from bot.config.settings import EmbeddingSettings, ModelSettings
+from bot.knowledge.embedder_factory import make_embedder
+from bot.knowledge.embeddings import CachedEmbedder, Embedder, EmbedderError, OpenAIEmbedder
+from bot.knowledge.onnx_embedder import OnnxEmbedder, locate_model_dir
+from bot.llm.accounting import UsageLedger
 from bot.testing.openai_server import FakeOpenAIServer, fake_embedding
 
 

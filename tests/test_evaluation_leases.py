@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.evaluation import EvaluationQueue, RetryPolicy
-from bot.models import Content, EvaluationJob, Memory, stable_id, utcnow
+from bot.domain.records import Content, EvaluationJob, Memory, stable_id, utcnow
+from bot.queue.succession import take_over
+from bot.queue.worker import EvaluationQueue, RetryPolicy
 from bot.storage.leases import process_key, room_key
 from bot.storage.mongo import MongoStore
-from bot.succession import take_over
 
 T0 = utcnow()
 

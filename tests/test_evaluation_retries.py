@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.app import App
-from bot.commands import Scope, stats
+from bot.app.composition import App
+from bot.commands.command_set import Scope, stats
+from bot.domain.records import EvaluationJob
 from bot.llm.base import ModelError, Task
-from bot.models import EvaluationJob
-from bot.plugin_api import Context, Evaluator, Plugin
+from bot.plugin.api import Context, Evaluator, Plugin
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

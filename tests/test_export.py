@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.adapters.console import ConsoleChat
-from bot.app import App
+from bot.app.composition import App
 from bot.testing.harness import open_test_app
 from plugins.facts import plugin as facts
 from plugins.goals import plugin as goals

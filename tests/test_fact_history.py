@@ -10,8 +10,8 @@ from pydantic import SecretStr
 
 from bot.adapters.discord import REFUSED, DiscordAdapter
 from bot.adapters.telegram import TelegramAdapter
-from bot.commands import Commands, Request
-from bot.config import PlatformSettings
+from bot.commands.command_set import Commands, Request
+from bot.config.settings import PlatformSettings
 from bot.testing.harness import TestChat, open_test_app
 from plugins.facts import plugin
 from tests.fakes.discord_fakes import FakeDiscord

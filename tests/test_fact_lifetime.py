@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot import commands
-from bot.app import open_app
+from bot.app.composition import open_app
+from bot.commands import command_set as commands
+from bot.domain.records import Fact, Memory, stable_id
 from bot.llm.base import Task
-from bot.models import Fact, Memory, stable_id
-from bot.plugins import Registry
+from bot.plugin.loading import Registry
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 from plugins.facts import MARK, FactsSettings, plugin

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
+from bot.app.composition import App
+from bot.domain.records import Fact, Memory, epoch_millis, utcnow
 from bot.llm.base import ModelError, Task
-from bot.models import Fact, Memory, epoch_millis, utcnow
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ModelCall, ScriptedModel
 from plugins.facts import MARK, FactsSettings, plugin

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from bot.config import ModelSettings
+from bot.config.settings import ModelSettings
+from bot.llm.accounting import UsageLedger
 from bot.llm.base import JSON_TEMPERATURE
 from bot.llm.openai_model import OpenAIModel
-from bot.llm.usage import UsageLedger
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, last_user_message, status
 from plugins.facts import FactsSettings, plugin

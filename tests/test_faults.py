@@ -17,7 +17,7 @@ from benchmarks.faults import FAULT_POINTS, run_faults
 )
 def test_kill_9_at_every_step_loses_and_duplicates_nothing(tmp_path: Path, model_dir: Path) -> None:
     # With the default cap of 5 attempts: a crash is charged only to a job that was running
-    # alone (bot/crash_blame.py), so six kills leave no innocent neighbour dead.
+    # alone (bot/queue/blame.py), so six kills leave no innocent neighbour dead.
     # Each point fires on its 2nd reach, so the worker dies mid-script with work behind it
     # (three messages a room, so the later points still have work left to reach them).
     # At `handle:reply-sent` the reply went out and was not settled: the restart must store

@@ -12,8 +12,8 @@ from typing import Any
 import chromadb
 from chromadb.config import Settings as ChromaSettings
 
-from bot.app import App
-from bot.commands import Commands, Request
+from bot.app.composition import App
+from bot.commands.command_set import Commands, Request
 from bot.testing.harness import TestChat, open_test_app
 from plugins.facts import plugin as facts
 from plugins.goals import plugin as goals

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bot.app import App
-from bot.commands import Scope, stats
+from bot.app.composition import App
+from bot.commands.command_set import Scope, stats
 from bot.llm.base import Task
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
-from bot.evaluation import job_id_for
+from bot.app.composition import App
+from bot.domain.records import Content, Memory, Room
 from bot.llm.base import Task
-from bot.models import Content, Memory, Room
-from bot.plugin_api import Context, Evaluator, Plugin
-from bot.runtime import Send
+from bot.plugin.api import Context, Evaluator, Plugin
+from bot.queue.worker import job_id_for
+from bot.runtime.agent import Send
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

@@ -1,5 +1,5 @@
-"""The outage journal file (bot/storage/journal.py): durable, ordered, bounded, compacted only
-on request, and readable after a crash mid-write."""
+"""The outage journal file (bot/runtime/intake/journal.py): durable, ordered, bounded, compacted
+only on request, and readable after a crash mid-write."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.models import Account, Content, Memory, Room, message_id, reply_id
-from bot.storage.journal import Journal, JournalEntry, JournalFull
+from bot.domain.records import Account, Content, Memory, Room, message_id, reply_id
+from bot.runtime.intake.journal import Journal, JournalEntry, JournalFull
 
 ROOM = Room(id="room-1", world_id="world-1", platform="test", kind="dm", name="chat")
 ACCOUNT = Account(id="acct-1", platform="test", platform_id="sarah", name="Sarah")
@@ -124,7 +124,7 @@ import os, signal, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[2])
 from tests.test_journal import entry
-from bot.storage.journal import Journal
+from bot.runtime.intake.journal import Journal
 journal = Journal.in_folder(Path(sys.argv[1]), max_bytes=1_000_000)
 for number in range(1, 6):
     journal.append(entry(number))

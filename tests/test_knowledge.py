@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from bot.models import Content, Fact, Memory, stable_id
-from bot.storage.knowledge import Knowledge
+from bot.domain.records import Content, Fact, Memory, stable_id
+from bot.knowledge.onnx_embedder import OnnxEmbedder
+from bot.knowledge.store import Knowledge
+from bot.knowledge.vectors import CollectionName, VectorHit, VectorIndex
 from bot.storage.mongo import MongoStore
-from bot.storage.onnx_embedder import OnnxEmbedder
-from bot.storage.vectors import CollectionName, VectorHit, VectorIndex
 
 SAM, WORLD, ROOM, AGENT = (stable_id(x) for x in ("sam", "world", "room", "agent"))
 

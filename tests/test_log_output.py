@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.logs import REDACTED, configure_logging
+from bot.app.logs import REDACTED, configure_logging
 
 SECRET = "sk-very-secret-key"
 

@@ -14,14 +14,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from pydantic import SecretStr
 
-from bot.config import ConfigError, ModelSettings, OpsSettings, Settings
+from bot.config.settings import ConfigError, ModelSettings, OpsSettings, Settings
+from bot.knowledge.vectors import VectorIndex
+from bot.llm.accounting import UsageLedger
 from bot.llm.base import ModelError, Task
-from bot.llm.usage import UsageLedger
 from bot.ops.metrics import Metrics, dependencies_of, estimated_cost
 from bot.ops.server import MetricsServer
-from bot.plugin_api import Context, Evaluator, Plugin
+from bot.plugin.api import Context, Evaluator, Plugin
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, Reply, Usage
 from bot.testing.scripted import ScriptedModel

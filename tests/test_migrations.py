@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.models import Fact
+from bot.domain.records import Fact
 from bot.ops.migrations import (
     LOCK_ID,
     META_COLLECTION,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.models import (
+from bot.domain.records import (
     Account,
     Content,
     EvaluationJob,

@@ -37,7 +37,7 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from bot.adapters.telegram import webhook_secret
-from bot.storage.embedded import EmbeddedMongo
+from bot.storage.bundled.server import EmbeddedMongo
 from tests.fakes.telegram_server import FakeChat, FakeTelegramServer, FakeUser
 from tests.servers.chroma import ChromaServer, free_port
 

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 import openai
 import pytest
 
-from bot.config import ModelSettings
+from bot.config.settings import ModelSettings
+from bot.llm.accounting import UsageLedger
 from bot.llm.base import JSON_TEMPERATURE, JsonAnswer, LanguageModel, ModelClass, ModelError
 from bot.llm.factory import make_model
 from bot.llm.offline import OfflineModel
 from bot.llm.openai_model import OpenAIModel
-from bot.llm.usage import UsageLedger
 from bot.testing.openai_server import (
     DEFAULT_REPLY,
     FakeOpenAIServer,

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from bot import Action, Context, Evaluator, Plugin, PluginContext
-from bot.app import App
-from bot.commands import Commands, Request
+from bot.app.composition import App
+from bot.commands.command_set import Commands, Request
+from bot.domain.records import Fact
 from bot.llm.base import Task
-from bot.models import Fact
 from bot.privacy.policy import OPTED_OUT_NOTICE
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel

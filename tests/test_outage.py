@@ -16,12 +16,12 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.app import App
-from bot.evaluation import job_id_for
+from bot.app.composition import App
+from bot.domain.records import Content, Memory, message_id
 from bot.llm.base import Task
-from bot.models import Content, Memory, message_id
-from bot.outage import FULL_REPLY, TROUBLE_REPLY, Outage
-from bot.storage.journal import Journal, JournalEntry
+from bot.queue.worker import job_id_for
+from bot.runtime.intake.journal import Journal, JournalEntry
+from bot.runtime.intake.outage import FULL_REPLY, TROUBLE_REPLY, Outage
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

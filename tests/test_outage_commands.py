@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from bot.commands import DATABASE_AWAY, FORGOTTEN, Commands, Request
+from bot.commands.command_set import DATABASE_AWAY, FORGOTTEN, Commands, Request
 from bot.llm.base import Task
-from bot.state import State
+from bot.runtime.state import State
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.test_outage import (

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from pymongo import MongoClient
 
-from bot.evaluation import job_id_for
-from bot.outage import DATABASE_AWAY, TROUBLE_REPLY
-from bot.storage.embedded import EmbeddedMongo
+from bot.queue.worker import job_id_for
+from bot.runtime.intake.outage import DATABASE_AWAY, TROUBLE_REPLY
+from bot.storage.bundled.server import EmbeddedMongo
 
 REPO = Path(__file__).resolve().parent.parent
 DATABASE = "mnemo_outage"

@@ -118,7 +118,7 @@ def test_the_wheel_holds_every_module_of_the_product_and_its_command(wheel: Path
     assert sources - names == set(), "modules of bot/ missing from the wheel"
     with zipfile.ZipFile(wheel) as archive:
         entry_points = archive.read(f"{DIST_INFO}/entry_points.txt").decode()
-    assert "mnemo = bot.cli:main" in entry_points
+    assert "mnemo = bot.app.cli:main" in entry_points
 
 
 def test_installed_alone_every_module_imports_and_bench_says_what_to_do(

@@ -23,9 +23,9 @@ from bot import (
     Provider,
 )
 from bot.llm.base import Task
-from bot.plugin_api import UndeclaredCollection
-from bot.plugin_services import Collections
-from bot.plugins import PluginError, Registry
+from bot.plugin.api import UndeclaredCollection
+from bot.plugin.loading import PluginError, Registry
+from bot.plugin.services import Collections
 from bot.storage.mongo import CORE_COLLECTIONS, MongoStore, _indexes
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bot import Evaluator, Plugin, Provider
-from bot import plugins as plugins_module
-from bot.plugins import PluginError, Registry, discover
+from bot.plugin import loading as plugins_module
+from bot.plugin.loading import PluginError, Registry, discover
 
 HEADER = "from bot import Action, Evaluator, Plugin, Provider\n\n"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.adapters.discord import REFUSED, world_of
-from bot.models import room_id, world_id
+from bot.domain.records import room_id, world_id
 from bot.privacy.policy import OPTED_OUT_NOTICE
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.test_console import mnemo

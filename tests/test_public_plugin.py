@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.commands import Scope, stats
-from bot.plugins import discover
+from bot.commands.command_set import Scope, stats
+from bot.plugin.loading import discover
 from bot.testing.harness import TestChat, open_test_app
 
 SOURCE = '''

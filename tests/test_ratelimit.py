@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.ratelimit import RateLimiter, SharedRateLimiter
+from bot.runtime.ratelimit import RateLimiter, SharedRateLimiter
 from bot.storage.mongo import MongoStore
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
-from bot.app import App
+from bot.app.composition import App
+from bot.knowledge.embeddings import CachedEmbedder
 from bot.llm.base import Task
-from bot.storage.embeddings import CachedEmbedder
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.recall import plugin

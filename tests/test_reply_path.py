@@ -8,11 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from bot import Evaluator, Plugin
-from bot.config import ModelSettings
+from bot.config.settings import ModelSettings
+from bot.llm.accounting import UsageLedger
 from bot.llm.base import Task
 from bot.llm.openai_model import OpenAIModel
-from bot.llm.usage import UsageLedger
-from bot.runtime import EMPTY_REPLY
+from bot.runtime.agent import EMPTY_REPLY
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, last_user_message, status
 from bot.testing.scripted import ScriptedModel

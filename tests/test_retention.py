@@ -8,12 +8,12 @@ import dataclasses
 from datetime import timedelta
 from pathlib import Path
 
-from bot.commands import Commands, Request
+from bot.commands.command_set import Commands, Request
+from bot.domain.records import Content, Fact, Memory, stable_id, utcnow
+from bot.knowledge.store import Knowledge
 from bot.llm.base import Task
-from bot.models import Content, Fact, Memory, stable_id, utcnow
 from bot.privacy.retention import Retention, delete_expired
 from bot.privacy.settings import PrivacySettings
-from bot.storage.knowledge import Knowledge
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 

@@ -11,10 +11,10 @@ from datetime import timedelta
 
 import pytest
 
-from bot.models import Account, Content, Memory, Room, new_id, stable_id, utcnow
-from bot.ranking import reciprocal_rank_fusion
-from bot.retrieval import MessageRetriever
-from bot.storage.knowledge import Knowledge
+from bot.domain.records import Account, Content, Memory, Room, new_id, stable_id, utcnow
+from bot.knowledge.ranking import reciprocal_rank_fusion
+from bot.knowledge.retrieval import MessageRetriever
+from bot.knowledge.store import Knowledge
 
 AGENT = stable_id("agent", "test")
 

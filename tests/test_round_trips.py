@@ -26,17 +26,17 @@ from benchmarks.cost import (
     run_mode,
 )
 from benchmarks.round_trips import RoundTrips
-from bot.models import Account, Content, Fact, Memory, Room, utcnow
+from bot.domain.records import Account, Content, Fact, Memory, Room, utcnow
+from bot.knowledge.embeddings import CachedEmbedder
+from bot.knowledge.onnx_embedder import OnnxEmbedder
+from bot.knowledge.store import Knowledge
+from bot.knowledge.vectors import VectorIndex
 from bot.storage.batch import Batches, BatchWriteError, Insert, Update, Write
 from bot.storage.documents import load_all, millis
-from bot.storage.embeddings import CachedEmbedder
 from bot.storage.facts import Facts
-from bot.storage.knowledge import Knowledge
 from bot.storage.known_facts import PREFETCHED_FACTS, KnownFacts
 from bot.storage.mongo import MongoStore
-from bot.storage.onnx_embedder import OnnxEmbedder
-from bot.storage.vectors import VectorIndex
-from bot.storage.windows import read_window
+from bot.storage.window_reads import read_window
 
 
 async def _cost_run(model_dir: Path, mongo_uri: str, messages: int) -> dict:

@@ -6,9 +6,9 @@ import asyncio
 from pathlib import Path
 
 from bot import Action, Context, Evaluator, Plugin
+from bot.domain.records import Content, message_id
 from bot.llm.base import ModelError, Task
-from bot.models import Content, message_id
-from bot.runtime import MODEL_FAILED_REPLY
+from bot.runtime.agent import MODEL_FAILED_REPLY
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

@@ -10,8 +10,15 @@ from datetime import timedelta
 from pathlib import Path
 
 from bot import Context, Evaluator, Plugin
-from bot.llm.base import Task
-from bot.models import (
+from bot.app.scheduler import (
+    IDLE_FLUSH_JOB,
+    REINDEX_JOB,
+    OncePerDeployment,
+    _timed,
+    build_scheduler,
+    run_idle_flush,
+)
+from bot.domain.records import (
     Account,
     Content,
     EvaluationJob,
@@ -25,14 +32,7 @@ from bot.models import (
     utcnow,
     world_id,
 )
-from bot.scheduler import (
-    IDLE_FLUSH_JOB,
-    REINDEX_JOB,
-    OncePerDeployment,
-    _timed,
-    build_scheduler,
-    run_idle_flush,
-)
+from bot.llm.base import Task
 from bot.storage.mongo import MongoStore
 from bot.testing import harness
 from bot.testing.harness import TestChat, open_test_app

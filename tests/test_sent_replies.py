@@ -1,4 +1,4 @@
-"""The record of sent replies (bot/storage/sent_replies.py) through its real file: what a
+"""The record of sent replies (bot/runtime/intake/sent_replies.py) through its real file: what a
 killed process recorded is read back, a half-written last line is cut, settled messages are
 dropped at start-up and the file stays bounded."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from bot.models import Content, Memory, reply_id
-from bot.storage.sent_replies import SENT_REPLIES_FILE, SentReplies
+from bot.domain.records import Content, Memory, reply_id
+from bot.runtime.intake.sent_replies import SENT_REPLIES_FILE, SentReplies
 
 AGENT = "agent-1"
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from bot.app import App
+from bot.app.composition import App
 from bot.llm.base import ModelClass, ModelError, Task
-from bot.state import State
+from bot.runtime.state import State
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.sentiment import (

@@ -16,9 +16,9 @@ from pydantic import SecretStr
 
 from bot.adapters.startup import PlatformStartupError, run_platforms
 from bot.adapters.telegram import BAD_TOKEN, TelegramAdapter
-from bot.app import App
-from bot.config import PlatformSettings
-from bot.state import State
+from bot.app.composition import App
+from bot.config.settings import PlatformSettings
+from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.telegram_server import FakeTelegramServer

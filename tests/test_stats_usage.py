@@ -16,9 +16,9 @@ import pytest
 from pydantic import SecretStr
 
 from bot import Context, Evaluator, Plugin
-from bot.commands import Commands, Request
-from bot.config import ModelSettings, OpsSettings, Settings
-from bot.runtime import AgentRuntime
+from bot.commands.command_set import Commands, Request
+from bot.config.settings import ModelSettings, OpsSettings, Settings
+from bot.runtime.agent import AgentRuntime
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, Reply, Usage
 

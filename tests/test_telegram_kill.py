@@ -26,7 +26,7 @@ import pytest
 from pymongo import AsyncMongoClient
 
 from bot.adapters.telegram import webhook_secret
-from bot.storage.embedded import EmbeddedMongo
+from bot.storage.bundled.server import EmbeddedMongo
 from bot.testing.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.test_telegram_webhook import free_port

@@ -10,9 +10,9 @@ from types import ModuleType
 
 import pytest
 
-from bot.commands import Scope, stats
+from bot.commands.command_set import Scope, stats
 from bot.llm.base import Task
-from bot.plugins import discover
+from bot.plugin.loading import discover
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

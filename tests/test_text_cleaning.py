@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bot.domain.records import Account, Content
+from bot.domain.text import MAX_MESSAGE_CHARS
 from bot.llm.base import Task
-from bot.models import Account, Content
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
-from bot.text import MAX_MESSAGE_CHARS
 
 REPLY = '{"text": "Got it.", "action": "NONE"}'
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.app import App
+from bot.app.composition import App
+from bot.domain.records import Fact
+from bot.knowledge.reindex import reindex
 from bot.llm.base import Task
-from bot.models import Fact
-from bot.storage.reindex import reindex
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 

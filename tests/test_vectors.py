@@ -11,8 +11,8 @@ import pytest
 from chromadb.api.types import DefaultEmbeddingFunction
 from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
-import bot.storage.vectors as vectors_module
-from bot.storage.vectors import VectorHit, VectorIndex, VectorIndexError, clean_metadata
+import bot.knowledge.vectors as vectors_module
+from bot.knowledge.vectors import VectorHit, VectorIndex, VectorIndexError, clean_metadata
 
 
 def unit(*components: float) -> list[float]:

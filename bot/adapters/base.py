@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from bot.models import Account, Memory, Room
+from bot.domain.records import Account, Memory, Room
 
 if TYPE_CHECKING:
-    from bot.runtime import AgentRuntime
+    from bot.runtime.agent import AgentRuntime
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The console chat: one person, one room, a prompt. Works with piped standard input too.
 
 The console is for one trusted person at this machine: no reply rate limit (the caller turns it
-off, see bot.cli), and the person is shown by the name they gave (`--name`, or the name the
+off, see bot.app.cli), and the person is shown by the name they gave (`--name`, or the name the
 bot learned from them, kept for later sessions) rather than by their login name.
 
 It is an adapter like the others (`start(runtime)`, `wait_closed()`, `stop()`): a typed line
@@ -31,8 +31,8 @@ from typing import TextIO
 from bot.adapters.base import Incoming
 from bot.adapters.lanes import RoomLanes
 from bot.cancelling import cancel_and_wait
-from bot.commands import FORGOTTEN, Attachment, Commands, Request, command_parts
-from bot.models import (
+from bot.commands.command_set import FORGOTTEN, Attachment, Commands, Request, command_parts
+from bot.domain.records import (
     Account,
     Content,
     Memory,
@@ -44,7 +44,7 @@ from bot.models import (
     to_millis,
     world_id,
 )
-from bot.runtime import AgentRuntime
+from bot.runtime.agent import AgentRuntime
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from bot.adapters.errors import PlatformError, PlatformStartupError
 
 if TYPE_CHECKING:
     from bot.adapters.base import Adapter
-    from bot.app import App
-    from bot.config import PlatformSettings
-    from bot.runtime import AgentRuntime
+    from bot.app.composition import App
+    from bot.config.settings import PlatformSettings
+    from bot.runtime.agent import AgentRuntime
 
 __all__ = ["PlatformError", "PlatformStartupError", "build_adapters", "run_platforms"]
 

@@ -10,10 +10,10 @@ from bot.llm.offline import OfflineModel
 from bot.llm.openai_model import OpenAIModel
 
 if TYPE_CHECKING:
-    from bot.config import ModelSettings
+    from bot.config.settings import ModelSettings
+    from bot.llm.accounting import UsageLedger
     from bot.llm.base import LanguageModel
-    from bot.llm.usage import UsageLedger
-    from bot.plugin_api import OfflineAnswer
+    from bot.plugin.api import OfflineAnswer
 
 log = logging.getLogger(__name__)
 

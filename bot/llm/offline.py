@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bot.llm.base import JsonAnswer, ModelClass, Task
-from bot.plugin_api import OfflineAnswer, OfflineRequest
+from bot.plugin.api import OfflineAnswer, OfflineRequest
 
 if TYPE_CHECKING:
-    from bot.llm.usage import UsageLedger
-    from bot.state import State
+    from bot.llm.accounting import UsageLedger
+    from bot.runtime.state import State
 
 log = logging.getLogger(__name__)
 

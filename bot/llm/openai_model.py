@@ -14,9 +14,9 @@ import openai
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
 
 if TYPE_CHECKING:
-    from bot.config import ModelSettings
-    from bot.llm.usage import UsageLedger
-    from bot.state import State
+    from bot.config.settings import ModelSettings
+    from bot.llm.accounting import UsageLedger
+    from bot.runtime.state import State
 
 log = logging.getLogger(__name__)
 

@@ -34,9 +34,9 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import PyMongoError
 from tqdm import tqdm
 
-from bot.models import Memory
+from bot.domain.records import Memory
+from bot.knowledge.store import Knowledge
 from bot.ops.migrations import LOCK_ID, META_COLLECTION, latest_version, migrate, schema_version
-from bot.storage.knowledge import Knowledge
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)

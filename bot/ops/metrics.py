@@ -19,11 +19,11 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bot.llm.usage import ModelCall, Prices, UsageLedger, estimated_cost
-from bot.models import JobStatus
-from bot.storage.journal import Journal
+from bot.domain.records import JobStatus
+from bot.knowledge.vectors import VectorIndex
+from bot.llm.accounting import ModelCall, Prices, UsageLedger, estimated_cost
+from bot.runtime.intake.journal import Journal
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from bot.config import ConfigError
+from bot.config.settings import ConfigError
 from bot.ops.metrics import Metrics
 
 

@@ -1,5 +1,5 @@
-"""The consent commands' answers, for the shared command layer (bot/commands.py lists them
-and runs them on every surface): /optout, /optin, /learning off|on [server], /privacy."""
+"""The consent commands' answers, for the shared command layer (bot/commands/command_set.py lists
+them and runs them on every surface): /optout, /optin, /learning off|on [server], /privacy."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from bot.privacy.consent import LearningState
 from bot.privacy.notice import built_in_notice, describe_state
 from bot.privacy.policy import PrivacyPolicy
 
-# What bot/commands.py lists in BUILT_IN (as CommandInfo fields): the command layer imports
-# this module, so this module does not import it back.
+# What bot/commands/command_set.py lists in BUILT_IN (as CommandInfo fields): the command layer
+# imports this module, so this module does not import it back.
 COMMANDS: tuple[dict[str, Any], ...] = (
     {"name": "privacy", "description": "What I keep about you, for how long, how to remove it"},
     {"name": "optout", "description": "Stop me keeping or learning from what you say here"},

@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.models import stable_id
+from bot.domain.records import stable_id
 
 # Narrowest first: a person's own choice is what they are told about.
 ScopeKind = Literal["person", "room", "world"]

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from bot.models import Account, Fact, Memory, Room, utcnow
+from bot.domain.records import Account, Fact, Memory, Room, utcnow
 from bot.privacy.consent import ConsentStore
 
 if TYPE_CHECKING:
-    from bot.plugin_host import PluginHost
+    from bot.plugin.host import PluginHost
     from bot.storage.mongo import MongoStore
 
 FORMAT = "mnemo-personal-data/1"
@@ -132,7 +132,7 @@ class PersonalData(BaseModel):
 
 
 class Exporting:
-    """Collects a person's data. Built from the runtime's parts (see `bot.commands`)."""
+    """Collects a person's data. Built from the runtime's parts (see `bot.commands.command_set`)."""
 
     def __init__(self, *, store: MongoStore, plugins: PluginHost, agent_id: str) -> None:
         self._store = store

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bot.evaluation import EvaluationQueue
-    from bot.plugin_host import PluginHost
-    from bot.storage.knowledge import Knowledge
+    from bot.knowledge.store import Knowledge
+    from bot.plugin.host import PluginHost
+    from bot.queue.worker import EvaluationQueue
     from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class Forgotten:
 
 
 class Forgetting:
-    """Forgets people. Built from the runtime's parts (see `bot.commands`)."""
+    """Forgets people. Built from the runtime's parts (see `bot.commands.command_set`)."""
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from bot.models import Memory
+from bot.domain.records import Memory
 from bot.privacy.consent import ConsentStore
 from bot.privacy.retention import Retention
 

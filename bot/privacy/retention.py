@@ -1,5 +1,5 @@
 """Retention: messages (people's and the bot's replies) older than MNEMO_RETENTION_DAYS are
-deleted from MongoDB and their vectors from Chroma, by a scheduled job (bot/scheduler.py:
+deleted from MongoDB and their vectors from Chroma, by a scheduled job (bot/app/scheduler.py:
 daily, and once at start-up). Facts are not messages: they stay until forgotten.
 
 MongoDB goes first, as everywhere (it is the truth; a vector without its message is never
@@ -13,9 +13,9 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from bot.models import utcnow
+from bot.domain.records import utcnow
+from bot.knowledge.vectors import VectorIndex
 from bot.storage.mongo import MongoStore
-from bot.storage.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from bot.config_base import SettingsGroup, settings_config
+from bot.config.base import SettingsGroup, settings_config
 
 # Longer than any policy a chat command should show; a bigger file is a wrong file.
 MAX_PRIVACY_CHARS = 20_000

@@ -10,7 +10,7 @@ from pymongo import IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.models import Account
+from bot.domain.records import Account
 from bot.storage.documents import (
     by_ids,
     fields,

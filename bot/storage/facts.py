@@ -16,14 +16,14 @@ from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.models import Fact
+from bot.domain.records import Fact
 from bot.storage.documents import (
     by_ids,
     dump,
     load_all,
     load_one,
 )
-from bot.storage.windows import Read
+from bot.storage.window_reads import Read
 
 # The filter for facts that still hold. `$in: [None]`, not `None`: nx-27017 counts
 # (`count_documents`, an aggregation) miss documents on a plain None, and both servers match
@@ -104,7 +104,7 @@ class Facts:
 
     @staticmethod
     def about_read(subject_ids: Sequence[str], world_id: str, *, limit: int) -> Read:
-        """`about` as a read to do with a room's window (bot/storage/windows.py)."""
+        """`about` as a read to do with a room's window (bot/storage/window_reads.py)."""
         return Read(
             "facts",
             {

@@ -7,17 +7,17 @@ counted first (one `findAndModify`, which says the position the job carries), th
 message, the replies and the release go as one batch (bot/storage/batch.py): one command
 on MongoDB 8.0, two elsewhere (the inserts, the release). A crash between sending a reply
 and settling does not send it again: the reply was recorded in the data folder as soon as its
-send returned (bot/storage/sent_replies.py) and recovery stores it from there (the reply's
+send returned (bot/runtime/intake/sent_replies.py) and recovery stores it from there (the reply's
 id keeps it stored once). MongoDB unreachable while
-settling: the error reaches the outage journal (bot/kept_intake.py), which keeps the message
-and the replies sent and stores them on replay.
+settling: the error reaches the outage journal (bot/runtime/intake/journaled.py), which keeps the
+message and the replies sent and stores them on replay.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot.models import EvaluationJob, Memory
+from bot.domain.records import EvaluationJob, Memory
 from bot.storage.batch import Batches, BatchWriteError, Write
 from bot.storage.jobs import JobStore
 from bot.storage.memories import Memories

@@ -21,7 +21,7 @@ from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from bot.models import EvaluationJob, utcnow
+from bot.domain.records import EvaluationJob, utcnow
 from bot.storage.batch import Insert, Update
 from bot.storage.documents import dump, load_one, millis
 
@@ -249,7 +249,7 @@ class JobStore:
         A crash is charged as an attempt only to the jobs in `charged` (the caller's blame: a
         job that was running alone in the process that died); the others get their attempt
         back and are marked `suspect`, and the worker runs suspects one at a time
-        (bot/evaluation.py), so that a job that kills the process is charged on its next run
+        (bot/queue/worker.py), so that a job that kills the process is charged on its next run
         and ends `dead` after `max_attempts`, while its innocent neighbours never do.
         Each write names the job's owner: a job another process has meanwhile reclaimed and
         claimed again is left alone.

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from bot.models import Fact
+from bot.domain.records import Fact
 
 # Facts read per message at most: a person has tens of facts; past this the read is partial.
 PREFETCHED_FACTS = 50

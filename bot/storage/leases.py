@@ -11,7 +11,7 @@ nx-27017 also ignores the `_id` of an update filter beside a top-level `$or` (a 
 is right), hence the `$and` around them.
 
 Keys: `process:<uuid>` while a process runs, `room:<room id>` for a room's evaluations,
-`run:<job name>:<period>` for a timed job's run in one period (see bot/scheduler.py).
+`run:<job name>:<period>` for a timed job's run in one period (see bot/app/scheduler.py).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from bot.models import Memory
+from bot.domain.records import Memory
 from bot.storage.batch import Insert, Update
 from bot.storage.documents import (
     by_ids,

@@ -5,7 +5,7 @@
 `store.usage` (model use per world) and `store.leases` (which process holds what), each in its
 own module beside this one; documents become models in `documents.py`. Plugins keep their own
 data in their own collections
-(`bot.plugin_services.Collections`).
+(`bot.plugin.services.Collections`).
 
 Works against a real MongoDB and against the bundled nx-27017 server, whose gaps shape a few
 choices in every collection module:
@@ -39,9 +39,9 @@ from bot.storage.facts import Facts
 from bot.storage.jobs import JobStore
 from bot.storage.leases import Leases
 from bot.storage.memories import Memories
+from bot.storage.model_usage import ModelUsage
 from bot.storage.rooms import Rooms
-from bot.storage.usage import ModelUsage
-from bot.storage.windows import ANCHOR
+from bot.storage.window_reads import ANCHOR
 
 _COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage, Leases)
 # The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
@@ -60,7 +60,7 @@ CORE_COLLECTIONS = frozenset(
 )
 
 
-# Collections a window read starts from or joins (`$unionWith`: bot/storage/windows.py), maybe
+# Collections a window read starts from or joins (`$unionWith`: bot/storage/window_reads.py), maybe
 # before anything was written to them: nx-27017 fails such a read on a collection that does
 # not exist, where MongoDB returns nothing.
 JOINED_COLLECTIONS = ("accounts", "rooms", "consent", "facts", "memories", ANCHOR)

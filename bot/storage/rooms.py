@@ -12,7 +12,7 @@ from pymongo import DESCENDING, IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.models import Room
+from bot.domain.records import Room
 from bot.storage.documents import (
     as_utc,
     fields,

@@ -21,8 +21,8 @@ from pathlib import Path
 from pydantic import BaseModel
 from pymongo import monitoring
 
-from bot.app import App, open_app
-from bot.config import (
+from bot.app.composition import App, open_app
+from bot.config.settings import (
     EmbeddingSettings,
     ModelSettings,
     PlatformSettings,
@@ -30,8 +30,7 @@ from bot.config import (
     Settings,
     StorageSettings,
 )
-from bot.llm.base import LanguageModel
-from bot.models import (
+from bot.domain.records import (
     Account,
     Content,
     Memory,
@@ -43,10 +42,11 @@ from bot.models import (
     utcnow,
     world_id,
 )
-from bot.ops.usage import flush_usage
-from bot.plugin_api import Plugin
-from bot.plugins import Registry
-from bot.runtime import AgentRuntime, HandleResult
+from bot.llm.base import LanguageModel
+from bot.ops.spend import flush_usage
+from bot.plugin.api import Plugin
+from bot.plugin.loading import Registry
+from bot.runtime.agent import AgentRuntime, HandleResult
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CHARACTER = REPO_ROOT / "characters" / "mnemo.json"

@@ -32,7 +32,7 @@ from bot import (
     State,
     stable_id,
 )
-from bot.models import Fact, epoch_millis, reply_id
+from bot.domain.records import Fact, epoch_millis, reply_id
 
 from . import offline
 from .claims import (

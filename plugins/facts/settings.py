@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.models import FactType
+from bot.domain.records import FactType
 
 
 class FactsSettings(BaseSettings):

@@ -22,8 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from bot.domain.records import utcnow
 from bot.llm.parsing import parse_json
-from bot.models import utcnow
 
 from .store import Goal, GoalStatus, Objective
 

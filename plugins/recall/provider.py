@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 
 from bot import Context, Memory, PluginContext, Provided, Provider
-from bot.retrieval import MessageRetriever, RetrieverOptions
+from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
 
 from .settings import RecallSettings
 

@@ -26,10 +26,10 @@ from bot.adapters.discord.convert import PLATFORM, intents, to_memory
 from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
-from bot.commands import Commands
-from bot.config import PlatformSettings
-from bot.models import Content, Memory, Room
-from bot.runtime import AgentRuntime, Send
+from bot.commands.command_set import Commands
+from bot.config.settings import PlatformSettings
+from bot.domain.records import Content, Memory, Room
+from bot.runtime.agent import AgentRuntime, Send
 
 log = logging.getLogger(__name__)
 

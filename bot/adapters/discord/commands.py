@@ -1,4 +1,4 @@
-"""Discord's side of the command layer (bot/commands.py): one slash command per command,
+"""Discord's side of the command layer (bot/commands/command_set.py): one slash command per command,
 answered privately (ephemeral). The built-in ones have typed options (a member picker, a
 page number); a plugin's command takes its arguments as one text option, described by its
 usage. Who is an admin: a configured admin id (the only way in DMs), or a member with Manage
@@ -18,7 +18,7 @@ from discord import app_commands
 
 from bot.adapters.discord.convert import PLATFORM, world_of
 from bot.adapters.split import DISCORD_LIMIT, split_message
-from bot.commands import (
+from bot.commands.command_set import (
     FORGET_ME_PROMPT,
     Answer,
     CommandInfo,
@@ -26,9 +26,9 @@ from bot.commands import (
     Request,
     admin_accounts,
 )
-from bot.config import PlatformSettings
-from bot.fact_history import open_to_all
-from bot.models import account_id, room_id
+from bot.commands.fact_history import open_to_all
+from bot.config.settings import PlatformSettings
+from bot.domain.records import account_id, room_id
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from datetime import datetime
 import discord
 
 from bot.adapters.base import Incoming
-from bot.models import (
+from bot.domain.records import (
     Account,
     Attachment,
     Content,

@@ -48,11 +48,11 @@ from bot.adapters.telegram.send import keep_typing, send_part
 from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
 from bot.cancelling import cancel_and_wait
-from bot.commands import Commands
-from bot.config import PlatformSettings
-from bot.kept_intake import AtDoor
-from bot.models import Content, Memory, Room, utcnow
-from bot.runtime import AgentRuntime, Send
+from bot.commands.command_set import Commands
+from bot.config.settings import PlatformSettings
+from bot.domain.records import Content, Memory, Room, utcnow
+from bot.runtime.agent import AgentRuntime, Send
+from bot.runtime.intake.journaled import AtDoor
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Telegram's side of the command layer (bot/commands.py): `/name args` messages become
+"""Telegram's side of the command layer (bot/commands/command_set.py): `/name args` messages become
 `Request`s, the answer goes back in the chat, `/forgetme` asks with buttons, and the menu
 lists the commands each person may use. Who is an admin: a configured admin id, or (when
 MNEMO_TELEGRAM_GROUP_ADMINS is on) an administrator of the group the command is used in.
@@ -36,7 +36,7 @@ from bot.adapters.telegram.convert import (
     room_of,
     text_mention,
 )
-from bot.commands import (
+from bot.commands.command_set import (
     FORGET_ME_PROMPT,
     Answer,
     Commands,
@@ -44,8 +44,8 @@ from bot.commands import (
     admin_accounts,
     command_parts,
 )
-from bot.config import PlatformSettings
-from bot.models import account_id
+from bot.config.settings import PlatformSettings
+from bot.domain.records import account_id
 
 log = logging.getLogger(__name__)
 

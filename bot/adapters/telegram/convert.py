@@ -14,7 +14,7 @@ from telegram import Chat, Message, MessageEntity, User
 from telegram.constants import ChatType
 
 from bot.adapters.base import Incoming
-from bot.models import (
+from bot.domain.records import (
     Account,
     Attachment,
     Content,

@@ -16,9 +16,9 @@ from collections.abc import Awaitable, Callable
 from telegram import Message
 
 from bot.adapters.base import Incoming
-from bot.kept_intake import AtDoor
-from bot.models import Content
-from bot.runtime import AgentRuntime
+from bot.domain.records import Content
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.intake.journaled import AtDoor
 
 SendText = Callable[[int, str, int | None, int | None], Awaitable[object]]
 

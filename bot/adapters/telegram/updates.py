@@ -22,7 +22,7 @@ from telegram.request import HTTPXRequest
 
 from bot.adapters.errors import PlatformStartupError
 from bot.adapters.telegram.webhook import WebhookServer
-from bot.config import PlatformSettings
+from bot.config.settings import PlatformSettings
 
 # How long a getUpdates call waits for the updates fetched before it to be kept. Past it the
 # call fails (PTB's loop retries it) rather than confirm what is not kept yet.

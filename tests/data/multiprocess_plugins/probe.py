@@ -12,7 +12,7 @@ import time
 
 from pymongo.errors import DuplicateKeyError
 
-from bot.plugin_api import Context, Evaluator, Plugin, PluginContext
+from bot.plugin.api import Context, Evaluator, Plugin, PluginContext
 
 SECONDS = float(os.environ.get("MNEMO_TEST_PROBE_SECONDS", "0") or 0)
 

@@ -1,0 +1,1 @@
+"""The composition root, the command line, the scheduler and `mnemo doctor`."""

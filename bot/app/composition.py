@@ -1,0 +1,253 @@
+"""Builds a running Mnemo from settings: stores, models, plugins and the runtime.
+
+Zero set-up: no MONGODB_URI starts the bundled server, no CHROMA_HOST uses a local
+PersistentClient, no model key selects the offline model. Everything opened here is closed
+in reverse order when the context exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from apscheduler.schedulers.asyncio import AsyncIOScheduler
+from pymongo import monitoring
+
+from bot.app.scheduler import build_scheduler
+from bot.cancelling import cancel_and_wait
+from bot.config.settings import Settings
+from bot.domain.records import stable_id
+from bot.knowledge.embedder_factory import make_embedder
+from bot.knowledge.embeddings import Embedder
+from bot.knowledge.reindex import Missing, heal_in_background
+from bot.knowledge.store import Knowledge
+from bot.knowledge.vectors import VectorIndex
+from bot.llm.accounting import UsageLedger
+from bot.llm.base import LanguageModel
+from bot.llm.factory import make_model
+from bot.ops.events import NO_EVENTS
+from bot.ops.faults import FaultHook
+from bot.ops.metrics import Metrics, dependencies_of
+from bot.ops.migrations import migrate
+from bot.ops.server import MetricsServer
+from bot.ops.spend import FLUSH_SECONDS, flush_usage
+from bot.plugin.loading import Registry, discover
+from bot.privacy.consent import ConsentStore
+from bot.privacy.policy import PrivacyPolicy
+from bot.privacy.retention import Retention
+from bot.queue.succession import take_over
+from bot.queue.worker import RetryPolicy
+from bot.runtime.agent import AgentRuntime, RuntimeOptions
+from bot.runtime.characters import Character, load_character
+from bot.runtime.intake.journal import Journal
+from bot.runtime.intake.outage import Outage, wait_until_reachable
+from bot.runtime.intake.sent_replies import SentReplies
+from bot.runtime.ratelimit import RateLimiter, ReplyLimit, SharedRateLimiter
+from bot.storage.bundled.server import EmbeddedMongo
+from bot.storage.bundled.supervisor import MongoSupervisor
+from bot.storage.mongo import MongoStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class App:
+    settings: Settings
+    character: Character
+    runtime: AgentRuntime
+    store: MongoStore
+    knowledge: Knowledge
+    model: LanguageModel
+    embedder: Embedder
+    registry: Registry
+    ledger: UsageLedger
+    bundled_mongo: bool
+    # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
+    metrics_server: MetricsServer | None = None
+    # The bundled MongoDB server and what restarts it, when MONGODB_URI is unset.
+    mongo_server: EmbeddedMongo | None = None
+    mongo_supervisor: MongoSupervisor | None = None
+    # Rebuilding vectors Chroma lacks (a wiped or replaced folder), started with the app.
+    vector_healing: asyncio.Task[Missing | None] | None = None
+
+    @property
+    def offline(self) -> bool:
+        return self.settings.model.offline
+
+
+async def _shutdown_scheduler(scheduler: AsyncIOScheduler) -> None:
+    scheduler.shutdown(wait=False)
+    await asyncio.sleep(0)  # the shutdown is queued on the loop: let it run
+
+
+def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> ReplyLimit:
+    """The per-person reply limit: in MongoDB, shared by every process, when the database is
+    one several processes may share (MONGODB_URI); in this process with the bundled server,
+    which belongs to one process (and saves a round trip per message)."""
+    per_minute = settings.platforms.rate_limit_per_minute
+    return RateLimiter(per_minute) if bundled else SharedRateLimiter(store.db, per_minute)
+
+
+def agent_id_for(character: Character) -> str:
+    return stable_id("agent", character.name)
+
+
+@asynccontextmanager
+async def open_app(
+    settings: Settings,
+    *,
+    model: LanguageModel | None = None,
+    embedder: Embedder | None = None,
+    registry: Registry | None = None,
+    faults: FaultHook | None = None,
+    mongo_listeners: Sequence[monitoring.CommandListener] = (),
+    usage_flush_seconds: float = FLUSH_SECONDS,
+    wait_for_database: bool = False,
+) -> AsyncIterator[App]:
+    """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches).
+    `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.ops.faults).
+    `mongo_listeners` watch every command the app's MongoDB client sends (round trips).
+    `usage_flush_seconds`: how often per-world model usage is written (a benchmark counting
+    round trips per message sets it beyond its run). `wait_for_database`: MongoDB unreachable
+    is waited for, logged per attempt (`mnemo run`), instead of failing at once."""
+    character = load_character(settings.runtime.character)
+    if registry is None:
+        registry = discover(
+            settings.runtime.plugins_dir,
+            disabled=settings.runtime.disabled_plugins,
+            env_file=settings.env_file,
+        )
+    data_dir = settings.storage.data_dir
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ledger = UsageLedger(prices=settings.ops.model_prices)
+    async with AsyncExitStack() as stack:
+        bundled = settings.storage.mongodb_uri is None
+        server: EmbeddedMongo | None = None
+        supervisor: MongoSupervisor | None = None
+        if bundled:
+            server = await stack.enter_async_context(EmbeddedMongo(data_dir))
+            supervisor = MongoSupervisor(server)
+            supervisor.start()  # a killed server comes back by itself, on the same port
+            stack.push_async_callback(supervisor.stop)
+            uri = server.uri
+        else:
+            uri = settings.storage.mongodb_uri.get_secret_value()  # type: ignore[union-attr]
+        store = MongoStore.from_uri(
+            uri,
+            settings.storage.mongodb_database,
+            server_selection_timeout_ms=int(settings.storage.mongodb_timeout_seconds * 1000),
+            event_listeners=mongo_listeners,
+        )
+        stack.push_async_callback(store.close)
+        # After everything that may call the model has stopped: the last model spend is kept.
+        stack.push_async_callback(flush_usage, ledger, store)
+        if wait_for_database:  # `mnemo run`: an external MONGODB_URI down is waited for
+            await wait_until_reachable(store.ping)
+        else:
+            await store.ping()
+        await store.ensure_indexes()
+        await migrate(store.db)
+        # Before the journal's replay and start-up recovery: the previous run's leases are
+        # released, so its interrupted work resumes now rather than when they expire.
+        succession = await take_over(store.leases, data_dir, bundled=bundled)
+        stack.callback(succession.close)
+
+        if settings.storage.chroma_host:
+            vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)
+        else:
+            vectors = VectorIndex.persistent(str(data_dir / "chroma"))
+        stack.push_async_callback(vectors.close)
+        # The index connects lazily; touch it now so a bad CHROMA_HOST fails at start-up.
+        await vectors.count("facts")
+        embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
+        model = model or make_model(settings.model, ledger, registry.offline_answers())
+        stack.push_async_callback(model.close)
+        knowledge = Knowledge(store, vectors, embedder)
+        faults = faults or FaultHook.from_environment()
+        journal = Journal.in_folder(
+            data_dir, max_bytes=int(settings.storage.journal_max_mb * 1_000_000)
+        )
+        outage = Outage(journal, ping=store.ping, faults=faults)
+        # Replies sent and not stored yet: a restart stores them instead of answering again.
+        sent_replies = SentReplies.in_folder(data_dir)
+        metrics = None
+        if settings.ops.metrics_port is not None:
+            metrics = Metrics(
+                ledger, settings.ops.model_prices, dependencies_of(store, vectors, journal)
+            )
+        privacy = PrivacyPolicy(
+            consent=ConsentStore(store.db),
+            retention=Retention(settings.privacy.retention_days),
+            operator_text=settings.privacy.operator_text(),
+        )
+        runtime = AgentRuntime(
+            agent_id=agent_id_for(character),
+            character=character,
+            store=store,
+            knowledge=knowledge,
+            model=model,
+            registry=registry,
+            ledger=ledger,
+            options=RuntimeOptions(
+                evaluator_selection=settings.runtime.evaluator_selection,
+                evaluator_timeout=settings.runtime.evaluator_timeout,
+                max_reply_chars=settings.runtime.reply_max_chars,
+                answer_window=settings.runtime.answer_window_minutes * 60,
+            ),
+            rate_limiter=reply_limit(settings, store, bundled=bundled),
+            events=metrics or NO_EVENTS,
+            retry=RetryPolicy(
+                max_attempts=settings.runtime.evaluation_max_attempts,
+                base_delay=settings.runtime.evaluation_retry_seconds,
+            ),
+            faults=faults,
+            privacy=privacy,
+            outage=outage,
+            lease_seconds=settings.runtime.evaluation_lease_seconds,
+            owner=succession.owner,
+            sent_replies=sent_replies,
+        )
+        # Sets the plugins up (each keeps the state its setup returns) and tears them down.
+        await runtime.start()
+        stack.push_async_callback(runtime.stop)
+        stack.push_async_callback(outage.stop)  # first: no replay while the runtime stops
+        healing = heal_in_background(store, vectors, embedder, agent_id=runtime.agent_id)
+        stack.push_async_callback(cancel_and_wait, healing)
+        scheduler = build_scheduler(
+            runtime,
+            idle_minutes=settings.runtime.evaluation_idle_flush_minutes,
+            retention=privacy.retention,
+        )
+        # Model spend per world, for /stats: written in batches (and at shutdown, above).
+        scheduler.add_job(
+            flush_usage, "interval", seconds=usage_flush_seconds, args=(ledger, store)
+        )
+        scheduler.start()
+        stack.push_async_callback(_shutdown_scheduler, scheduler)
+        metrics_server = None
+        if metrics is not None:
+            metrics_server = MetricsServer(
+                metrics, settings.ops.metrics_host, settings.ops.metrics_port or 0
+            )
+            await metrics_server.start()
+            stack.push_async_callback(metrics_server.stop)
+            log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
+        yield App(
+            settings=settings,
+            character=character,
+            runtime=runtime,
+            store=store,
+            knowledge=knowledge,
+            model=model,
+            embedder=embedder,
+            registry=registry,
+            ledger=ledger,
+            bundled_mongo=bundled,
+            metrics_server=metrics_server,
+            vector_healing=healing,
+            mongo_server=server,
+            mongo_supervisor=supervisor,
+        )

@@ -1,0 +1,1 @@
+"""The command layer: one command set, the same on every surface."""

@@ -1,0 +1,400 @@
+"""The command layer: one command set, with the same names and meanings on every surface
+(console, Discord, Telegram), the built-in ones and every plugin's.
+
+A surface turns what a person typed (or picked, on Discord) into a `Request` - who asked,
+where, whether they are an admin there, the text after the command - and shows the answer.
+Everything else happens here, once:
+
+- "wait for learning": before an answer about what was learned, the room learns from what
+  was said and not yet learned from (as the idle flush would), within `learn_wait` seconds;
+  then the answer shows what is known, noting when learning is still going on;
+- "finish evaluations before forgetting": running evaluations of the room finish first, or
+  they could learn again what is being forgotten;
+- the one argument parser for `[@person | user id] [text] [page]`;
+- admin-only commands are refused to others with one line.
+
+Answers only ever read the world the command was issued in.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from bot.commands.fact_history import asks_history, history_of, open_to_all
+from bot.commands.parsing import command_parts, echo, parse_person_search_page  # noqa: F401
+from bot.commands.types import (  # noqa: F401  (surfaces import the layer's types from here)
+    Answer,
+    Attachment,
+    CommandInfo,
+    Request,
+    ResolvePerson,
+    Scope,
+)
+from bot.config.settings import PlatformSettings
+from bot.domain.records import Memory, account_id
+from bot.ops.spend import describe_usage, usage_in_world
+from bot.privacy import commands as privacy_commands
+from bot.privacy.export import Exporting
+from bot.privacy.forgetting import Forgetting
+from bot.queue.worker import describe_queue
+from bot.runtime.agent import AgentRuntime
+from bot.runtime.intake.outage import DATABASE_AWAY
+
+log = logging.getLogger(__name__)
+
+PAGE_SIZE = 10
+# The bot's own replies are not learned from: the last person's message is found among these.
+RECENT_FOR_LEARNING = 10
+STILL_LEARNING = "(still learning from the latest messages)"
+FORGET_ME_PROMPT = (
+    "This deletes everything I learned about you here, your messages and my replies to them, "
+    "and what my plugins keep about you here. It cannot be undone."
+)
+FORGOTTEN = "Done: I forgot"
+CONFIRM_BY_TEXT = 'send the same command with "yes" at the end'
+FORGET_FAILED = (
+    "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
+    "as forgotten. Please try again in a moment."
+)
+# A built-in command's handler; plain text is an answer everyone may see.
+Handler = Callable[[Request], Awaitable[str | Answer]]
+
+BUILT_IN: tuple[CommandInfo, ...] = (
+    CommandInfo("me", "What I know about you here", slow=True),
+    CommandInfo("forgetme", "Forget everything about you here", usage="[yes]", slow=True),
+    CommandInfo("export", "Everything I keep about you here, as a file sent to you", slow=True),
+    CommandInfo("mydata", "The same as /export", slow=True),
+    CommandInfo("help", "What I can do"),
+    CommandInfo(
+        "facts",
+        "Admins: facts learned here",
+        usage="[@user] [text] [page] | history [@user]",
+        admin_only=True,
+        slow=True,
+    ),
+    CommandInfo(
+        "forget",
+        "Admins: forget a fact (id prefix) or a person (@user)",
+        usage="<fact id | @user>",
+        admin_only=True,
+        slow=True,
+    ),
+    CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
+    *(CommandInfo(**command) for command in privacy_commands.COMMANDS),  # /privacy, /optout, ...
+)
+
+
+class Commands:
+    """Every command a person can use, and what each one answers."""
+
+    def __init__(
+        self, runtime: AgentRuntime, *, learn_wait: float = 30.0, outage_wait: float = 2.0
+    ) -> None:
+        self.runtime = runtime
+        # How long an answer about what was learned waits for the room's learning.
+        self.learn_wait = learn_wait
+        # How long a command waits for the database and the journal's replay
+        # (bot/runtime/intake/outage.py).
+        self.outage_wait = outage_wait
+        self.forgetting = forgetting_of(runtime, wait_for_learning=learn_wait)
+        self.exporting = Exporting(
+            store=runtime.store, plugins=runtime.plugins, agent_id=runtime.agent_id
+        )
+        self._built_in: dict[str, Handler] = {
+            "help": self._help,
+            "me": self._me,
+            "forgetme": self._forget_me_command,
+            "facts": self._facts,
+            "forget": self._forget,
+            "stats": self._stats,
+            **privacy_commands.handlers(runtime.privacy, runtime.character.name, self.all),
+            "export": self._export,
+            "mydata": self._export,
+        }
+
+    # ------------------------------------------------------------------ the command set
+    def all(self) -> list[CommandInfo]:
+        """Built-in commands, then every plugin's, in registration order."""
+        found = list(BUILT_IN)
+        for command in self.runtime.plugins.commands():
+            if command.name in self._built_in:
+                log.warning("plugin command /%s is hidden by the built-in one", command.name)
+                continue
+            found.append(
+                CommandInfo(
+                    command.name,
+                    command.description,
+                    usage=command.usage,
+                    admin_only=command.admin_only,
+                    slow=command.after_learning,
+                )
+            )
+        return found
+
+    def find(self, name: str) -> CommandInfo | None:
+        wanted = name.strip().lstrip("/").split("@", 1)[0].casefold()
+        return next((c for c in self.all() if c.name == wanted), None)
+
+    async def run(self, name: str, request: Request) -> Answer:
+        """The answer to `/name`: a refusal or a one-line apology, never an exception."""
+        info = self.find(name)
+        if info is None:
+            return Answer(f"Unknown command {echo(name, 32)}. Try /help.")
+        if info.admin_only and not request.is_admin and not open_to_all(info.name, request.args):
+            log.info("%s: refused /%s to %s", request.platform, info.name, request.account_id)
+            return Answer(f"Sorry, /{info.name} is only for admins.")
+        if info.name != "help" and not await self.database_ready():  # all but /help need it
+            log.info("%s: /%s answered: the database is unreachable", request.platform, info.name)
+            return Answer(DATABASE_AWAY)
+        try:
+            handler = self._built_in.get(info.name)
+            if handler is not None:
+                return Answer.of(await handler(request))
+            return Answer(await self._plugin_command(info, request))
+        except Exception:
+            log.exception("%s: /%s failed", request.platform, info.name)
+            return Answer(f"Sorry, /{info.name} failed; the details are in the bot's log.")
+
+    def help(self, *, is_admin: bool) -> str:
+        lines = ["I remember what people tell me, and only in the chat where they said it."]
+        for info in self.all():
+            if info.admin_only and not is_admin:
+                continue
+            usage = f" {info.usage}" if info.usage else ""
+            lines.append(f"/{info.name}{usage} - {info.description}")
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ the shared rules
+    async def database_ready(self) -> bool:
+        """MongoDB answers and holds every message kept during an outage
+        (bot/runtime/intake/outage.py)."""
+        outage = self.runtime.kept.outage
+        return outage is None or await outage.ready(self.outage_wait)
+
+    async def learned(self, room_id: str) -> bool:
+        """Learn now from what the room said and was not yet learned from, and wait for it
+        (at most `learn_wait` seconds). False when learning is still going on."""
+        recent = await self.runtime.store.memories.recent(room_id, RECENT_FOR_LEARNING)
+        said = [m for m in recent if m.user_id != self.runtime.agent_id]
+        if said:
+            # The idle flush's job, from the last thing a person said: one job per message,
+            # so asking twice learns once.
+            return await self.runtime.flush_room(said[-1], timeout=self.learn_wait)
+        return await self.runtime.evaluations.join(room_id, self.learn_wait)
+
+    async def after_learning(self, room_id: str, answer: Callable[[], Awaitable[str]]) -> str:
+        done = await self.learned(room_id)
+        text = await answer()
+        return text if done else f"{text}\n{STILL_LEARNING}"
+
+    async def forget_me(self, request: Request) -> str:
+        """Forget the person who asked, in the world they asked in (they confirmed)."""
+        if not await self.database_ready():  # a button pressed during an outage
+            return DATABASE_AWAY
+        try:
+            forgotten = await self.forgetting.person(request.account_id, request.world_id)
+        except Exception:
+            log.exception("%s: forgetting a person failed", request.platform)
+            return FORGET_FAILED
+        return f"{FORGOTTEN} {forgotten.describe()} here."
+
+    async def forget_person_prompt(
+        self, person_id: str, *, how: str = CONFIRM_BY_TEXT, name: str | None = None
+    ) -> str:
+        """What an admin is asked before forgetting someone, and `how` to confirm it."""
+        if name is None:
+            account = (await self.runtime.store.accounts.get_many([person_id])).get(person_id)
+            name = account.name if account is not None else "this person"
+        return (
+            f"This deletes everything I learned about {name} here, their messages and my "
+            f"replies to them. It cannot be undone: {how} if you are sure."
+        )
+
+    async def forget_person(self, person_id: str, request: Request) -> str:
+        """Forget someone in the world of the request (an admin confirmed)."""
+        if not await self.database_ready():
+            return DATABASE_AWAY
+        try:
+            forgotten = await self.forgetting.person(person_id, request.world_id)
+        except Exception:
+            log.exception("%s: forgetting a person failed", request.platform)
+            return FORGET_FAILED
+        return f"Forgot {forgotten.describe(about='them', whose='their')} here."
+
+    async def resolve(self, who: str, request: Request) -> str | None:
+        """The account id for `@username` or a user id typed on the request's surface."""
+        if request.resolve_person is not None:
+            return await request.resolve_person(who)
+        who = who.strip()
+        if who.isdigit():
+            return account_id(request.platform, int(who))
+        name = who.removeprefix("@")
+        account = await self.runtime.store.accounts.find_by_username(request.platform, name)
+        return None if account is None else account.id
+
+    # ------------------------------------------------------------------ built-in answers
+    async def _help(self, request: Request) -> str:
+        return self.help(is_admin=request.is_admin)
+
+    async def _me(self, request: Request) -> str:
+        return await self.after_learning(
+            request.room_id, lambda: describe_me(self.runtime, request.scope)
+        )
+
+    async def _forget_me_command(self, request: Request) -> str:
+        if request.args.strip().lower() in ("yes", "y", "confirm"):
+            return await self.forget_me(request)
+        return f"{FORGET_ME_PROMPT} Send /forgetme yes if you are sure."
+
+    async def _export(self, request: Request) -> Answer:
+        # Learn from the latest messages first: the file then holds what was learned.
+        await self.learned(request.room_id)
+        data = await self.exporting.person(request.account_id, request.world_id)
+        return Answer(
+            f"Everything I keep about you here ({data.summary()}), as one JSON file.",
+            Attachment(data.filename(), data.to_json()),
+            private=True,
+        )
+
+    async def _facts(self, request: Request) -> str:
+        if asks_history(request.args):
+            return await self.after_learning(request.room_id, history_of(self.runtime, request))
+        who, search, page = parse_person_search_page(request.args)
+        subject = request.subject_id or request.replied_to
+        if who is not None:
+            subject = await self.resolve(who, request)
+            if subject is None:
+                return f"I don't know {echo(who)} here yet."
+        return await self.after_learning(
+            request.room_id,
+            lambda: list_facts(
+                self.runtime, request.scope, subject_id=subject, search=search, page=page
+            ),
+        )
+
+    async def _forget(self, request: Request) -> str:
+        target = request.args.strip()
+        subject = request.subject_id
+        if subject is None and target.startswith("@"):
+            subject = await self.resolve(target.split()[0], request)
+            if subject is None:
+                return f"I don't know {echo(target.split()[0])} here yet."
+        if subject is not None:
+            # A whole person, as with /forgetme: nothing goes before the admin confirms.
+            if target.split()[-1:] != ["yes"]:
+                return await self.forget_person_prompt(subject)
+            return await self.forget_person(subject, request)
+        if not target:
+            return "Usage: /forget <fact id from /facts> or /forget @user"
+        return await forget_fact(self.runtime, request.scope, target.split()[0])
+
+    async def _stats(self, request: Request) -> str:
+        return await self.after_learning(
+            request.room_id, lambda: stats(self.runtime, request.scope)
+        )
+
+    async def _plugin_command(self, info: CommandInfo, request: Request) -> str:
+        command = self.runtime.plugins.find_command(info.name)
+        assert command is not None  # listed by all() a moment ago
+
+        async def answer() -> str:
+            return await self.runtime.plugins.run_command(
+                command,
+                account_id=request.account_id,
+                world_id=request.world_id,
+                room_id=request.room_id,
+                args=request.args,
+                is_admin=request.is_admin,
+            )
+
+        if info.slow:
+            return await self.after_learning(request.room_id, answer)
+        return await answer()
+
+
+def admin_accounts(settings: PlatformSettings, platform: str) -> frozenset[str]:
+    """The configured admins of a platform as account ids: one type on every platform."""
+    return frozenset(account_id(platform, user) for user in settings.admin_ids_for(platform))
+
+
+# ---------------------------------------------------------------------- answers
+async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
+    facts, _ = await runtime.store.facts.page(
+        scope.world_id, subject_id=scope.user_id, limit=PAGE_SIZE * 5
+    )
+    if not facts:
+        return "I haven't learned anything about you here yet."
+    lines = "\n".join(f"• {fact.text}" for fact in facts)
+    return f"What I know about you here ({len(facts)}):\n{lines}"
+
+
+def forgetting_of(runtime: AgentRuntime, *, wait_for_learning: float = 30.0) -> Forgetting:
+    """The runtime's parts that forgetting a person touches."""
+    return Forgetting(
+        store=runtime.store,
+        knowledge=runtime.knowledge,
+        plugins=runtime.plugins,
+        evaluations=runtime.evaluations,
+        agent_id=runtime.agent_id,
+        forget_profiles=runtime.profiles.forget,
+        wait_for_learning=wait_for_learning,
+    )
+
+
+async def list_facts(
+    runtime: AgentRuntime,
+    scope: Scope,
+    *,
+    subject_id: str | None = None,
+    search: str | None = None,
+    page: int = 1,
+) -> str:
+    page = max(page, 1)
+    facts, total = await runtime.store.facts.page(
+        scope.world_id,
+        subject_id=subject_id,
+        search=search or None,
+        skip=(page - 1) * PAGE_SIZE,
+        limit=PAGE_SIZE,
+    )
+    if total == 0:
+        return "No facts learned here yet." if not search else f"No facts match {echo(search)}."
+    names = await runtime.store.accounts.get_many(sorted({f.subject_id for f in facts}))
+    pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
+    lines = [
+        f"`{fact.id[:8]}` {fact.text}"
+        + (f" — about {names[fact.subject_id].name}" if fact.subject_id in names else "")
+        for fact in facts
+    ]
+    return f"Facts (page {page}/{pages}, {total} in all):\n" + "\n".join(lines)
+
+
+async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> str:
+    """Delete one fact by its id or the id prefix shown in listings."""
+    prefix = fact_prefix.strip().strip("`")
+    if len(prefix) < 4:
+        return "Give at least the first 4 characters of the fact id shown in /facts."
+    matches = await runtime.store.facts.with_id_prefix(scope.world_id, prefix)
+    if not matches:
+        return f"No fact with id {echo(prefix)} here."
+    if len(matches) > 1:
+        return f"{len(matches)} facts start with {echo(prefix)}; give more of the id."
+    await runtime.knowledge.delete_fact(matches[0].id, world_id=scope.world_id)
+    return f"Forgot: {matches[0].text}"
+
+
+async def stats(runtime: AgentRuntime, scope: Scope) -> str:
+    _, facts = await runtime.store.facts.page(scope.world_id, limit=1)
+    messages = await runtime.store.memories.count_in_world(scope.world_id)
+    rooms = await runtime.store.rooms.ids_in_world(scope.world_id)
+    evaluations = describe_queue(await runtime.store.jobs.counts(room_ids=rooms))
+    kept = "".join(f"{line}\n" for line in await runtime.plugins.stats(scope.world_id))
+    said = f"Messages: {messages} (kept {runtime.privacy.retention.describe()})"
+    usage = await usage_in_world(runtime.ledger, runtime.store, scope.world_id)
+    spent = describe_usage(usage, runtime.ledger)
+    return f"{said}\nFacts: {facts}\n{kept}Evaluations: {evaluations}\n{spent}"
+
+
+def scope_of(memory: Memory) -> Scope:
+    return Scope(world_id=memory.world_id, room_id=memory.room_id, user_id=memory.user_id)

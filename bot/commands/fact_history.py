@@ -1,0 +1,139 @@
+"""`/facts history [person]`: how what Mnemo knows about someone changed, oldest first.
+
+Facts are never deleted by an update (see `Fact`): each chain reads from the first value to the
+current one, "Sarah lives in Seattle (until 2026-11-20) → Sarah lives in Berlin". Everyone may
+see their own history; someone else's is for admins, like `/facts`. Part of the core because
+facts are (docs/architecture.md: claims about people are Mnemo's memory type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Protocol
+
+from bot.domain.records import Account, Fact, from_epoch_millis
+
+if TYPE_CHECKING:
+    from bot.runtime.agent import AgentRuntime
+
+MAX_CHAINS = 30
+# Page numbers are short (bot.commands.command_set reads them the same way); longer numbers are ids.
+MAX_PAGE_DIGITS = 4
+# `/facts history` is read as this subcommand of `/facts` on every surface.
+SUBCOMMAND = "history"
+OTHERS_ONLY_FOR_ADMINS = (
+    "Only admins can see someone else's history; /facts history alone shows yours."
+)
+
+
+def _day(millis: int) -> str:
+    return from_epoch_millis(millis).strftime("%Y-%m-%d")
+
+
+def chains(facts: Sequence[Fact]) -> list[list[Fact]]:
+    """Each fact's line of successors, starting from the facts nothing replaced into."""
+    by_id = {fact.id: fact for fact in facts}
+    successors = {f.superseded_by for f in facts if f.superseded_by in by_id}
+    found = []
+    for fact in facts:  # oldest first, as fact_history returns them
+        if fact.id in successors:
+            continue
+        chain, seen = [fact], {fact.id}
+        while chain[-1].superseded_by in by_id and chain[-1].superseded_by not in seen:
+            chain.append(by_id[chain[-1].superseded_by])  # type: ignore[index]
+            seen.add(chain[-1].id)
+        found.append(chain)
+    return found
+
+
+def describe_chain(chain: Sequence[Fact]) -> str:
+    parts = []
+    for fact in chain:
+        if fact.valid_until is None:
+            parts.append(fact.text)
+        elif fact.superseded_by is None:
+            parts.append(f"{fact.text} (until {_day(fact.valid_until)}, no longer true)")
+        else:
+            parts.append(f"{fact.text} (until {_day(fact.valid_until)})")
+    return " → ".join(parts)
+
+
+def history_text(name: str, facts: Sequence[Fact]) -> str:
+    if not facts:
+        return f"I haven't learned anything about {name} here."
+    lines = [describe_chain(chain) for chain in chains(facts)]
+    more = len(lines) - MAX_CHAINS
+    shown = "\n".join(f"• {line}" for line in lines[:MAX_CHAINS])
+    suffix = f"\n(and {more} more)" if more > 0 else ""
+    return f"What I learned about {name}, and how it changed:\n{shown}{suffix}"
+
+
+def named(accounts: Sequence[Account], wanted: str) -> list[Account]:
+    """The accounts a typed name, @username or platform id names (any case)."""
+    wanted = wanted.strip().casefold().lstrip("@")
+    return [
+        account
+        for account in accounts
+        if wanted
+        in {
+            n.casefold().lstrip("@")
+            for n in (account.name, account.username, account.platform_id)
+            if n
+        }
+    ]
+
+
+class Asking(Protocol):
+    """What a surface's command request tells (`bot.commands.command_set.Request` has it all)."""
+
+    @property
+    def account_id(self) -> str: ...
+    @property
+    def world_id(self) -> str: ...
+    @property
+    def is_admin(self) -> bool: ...
+    @property
+    def subject_id(self) -> str | None: ...
+    @property
+    def args(self) -> str: ...
+
+
+def asks_history(args: str) -> bool:
+    """`/facts history ...` rather than a `/facts` listing."""
+    return [word.casefold() for word in args.split()[:1]] == [SUBCOMMAND]
+
+
+def open_to_all(command: str, args: str) -> bool:
+    """The form of an admin command everyone may use: `/facts history` (one's own)."""
+    return command == "facts" and asks_history(args)
+
+
+def history_of(runtime: AgentRuntime, request: Asking) -> Callable[[], Awaitable[str]]:
+    """The `/facts history` answer, to be computed once the room has learned."""
+    return partial(facts_history, runtime, request)
+
+
+async def facts_history(runtime: AgentRuntime, request: Asking) -> str:
+    """The answer to `/facts history [person]`: the asker's own history, or (admins) the
+    history of the person the surface named (`subject_id`) or whose name follows."""
+    words = request.args.split()[1:]
+    if words and words[-1].isdigit() and len(words[-1]) <= MAX_PAGE_DIGITS:
+        words.pop()  # a page number a surface adds (Discord's /facts always sends one)
+    wanted, world_id, subject_id = " ".join(words), request.world_id, request.subject_id
+    if (subject_id is None or subject_id == request.account_id) and not wanted:
+        own = await runtime.knowledge.fact_history(request.account_id, world_id)
+        return history_text("you", own)
+    if not request.is_admin:
+        return OTHERS_ONLY_FOR_ADMINS
+    if subject_id is not None:
+        known = await runtime.store.accounts.get_many([subject_id])
+        name = known[subject_id].name if subject_id in known else "them"
+        return history_text(name, await runtime.knowledge.fact_history(subject_id, world_id))
+    subjects = await runtime.knowledge.fact_subjects(world_id)
+    found = named(list((await runtime.store.accounts.get_many(subjects)).values()), wanted)
+    if not found:
+        return f"I know nothing about {wanted} here."
+    if len(found) > 1:
+        return f"{len(found)} people here are called {wanted}; use their @username."
+    return history_text(found[0].name, await runtime.knowledge.fact_history(found[0].id, world_id))

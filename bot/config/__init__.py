@@ -1,0 +1,1 @@
+"""Settings, read from the environment and `.env` by pydantic-settings."""

@@ -1,0 +1,129 @@
+"""Settings of the runtime (character, evaluation, plugins, logging) and of running Mnemo as a
+service (metrics, log files, model prices)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import NoDecode
+
+from bot.config.base import (
+    BUILTIN_CHARACTERS,
+    BUILTIN_PLUGINS,
+    AbsolutePath,
+    SettingsGroup,
+    settings_config,
+    split_csv,
+)
+
+
+class RuntimeSettings(SettingsGroup):
+    model_config = settings_config("MNEMO_")
+
+    # A path, or a bare name such as `archivist`: characters/archivist.json in the working
+    # folder if there is one, else the one shipped with Mnemo.
+    character: AbsolutePath = Field(BUILTIN_CHARACTERS / "mnemo.json", validate_default=True)
+    # `llm`: one SMALL-model call picks which validated evaluators run (the spec).
+    # `all`: every validated evaluator runs, no call.
+    evaluator_selection: Literal["llm", "all"] = "llm"
+    evaluator_timeout: float = Field(120.0, gt=0)
+    # Longer replies are cut at the last sentence end that fits, before they are split and stored.
+    reply_max_chars: int = Field(4000, ge=100, le=100_000)
+    # Pending evaluations of a room whose conversation went quiet are run after this long,
+    # so what was said last is learned even if nobody speaks again.
+    evaluation_idle_flush_minutes: float = Field(10.0, gt=0)
+    # A failed evaluation is retried with back-off (this many seconds, doubling each time)
+    # until it has had this many attempts, then left `dead` for the operator.
+    evaluation_max_attempts: int = Field(5, ge=1, le=100)
+    evaluation_retry_seconds: float = Field(5.0, gt=0)
+    # Several processes on one database: a room's evaluations belong to the process holding
+    # its lease, renewed every third of this; a process that dies leaves its rooms to the
+    # others after at most this long.
+    evaluation_lease_seconds: float = Field(30.0, ge=1, le=3600)
+    # After a crash, a message stored but never answered is answered if younger than this.
+    answer_window_minutes: float = Field(5.0, ge=0)
+    # The plugin folder (default: the built-in plugins shipped with Mnemo), and plugin names
+    # to leave out (comma separated).
+    plugins_dir: AbsolutePath = Field(BUILTIN_PLUGINS, validate_default=True)
+    disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+
+    _split = field_validator("disabled_plugins", mode="before")(split_csv)
+
+    @field_validator("character", mode="before")
+    @classmethod
+    def _character_by_name(cls, value: object) -> object:
+        if isinstance(value, str) and value.strip() and "/" not in value and "\\" not in value:
+            name = value.strip()
+            if not Path(name).suffix:
+                own = Path("characters") / f"{name}.json"
+                return own if own.is_file() else BUILTIN_CHARACTERS / f"{name}.json"
+        return value
+
+    @field_validator("evaluator_selection", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: object) -> object:
+        return value.strip().upper() if isinstance(value, str) else value
+
+
+def _parse_prices(value: object) -> object:
+    """`gpt-4o=2.5/10, gpt-4o-mini=0.15/0.6` -> {model: (prompt, completion)} per 1M tokens."""
+    if not isinstance(value, str):
+        return value
+    prices: dict[str, tuple[float, float]] = {}
+    for entry in split_csv(value):  # type: ignore[union-attr]
+        model, sep, pair = str(entry).partition("=")
+        prompt, slash, completion = pair.partition("/")
+        try:
+            if not sep or not slash or not model.strip():
+                raise ValueError
+            prices[model.strip()] = (float(prompt), float(completion))
+        except ValueError:
+            raise ValueError(
+                f"{entry!r} is not MODEL=PROMPT/COMPLETION (USD per million tokens)"
+            ) from None
+    return prices
+
+
+class OpsSettings(SettingsGroup):
+    """Running as a service: the metrics endpoint, log files, model prices."""
+
+    model_config = settings_config("MNEMO_")
+
+    # Unset: no metrics server (a console chat opens no port). 0 picks a free port.
+    metrics_port: int | None = Field(None, ge=0, le=65535)
+    # Loopback by default: metrics are for the operator's scraper, not the internet.
+    metrics_host: str = "127.0.0.1"
+    # `text` to stderr and a rotating file under MNEMO_DATA_DIR; `json` lines on stdout only
+    # (containers, where the platform collects stdout).
+    log_format: Literal["text", "json"] = "text"
+    log_max_mb: float = Field(10.0, gt=0)
+    log_backups: int = Field(5, ge=0, le=1000)
+    # USD per million prompt / completion tokens, by model name, for the cost estimate.
+    model_prices: Annotated[dict[str, tuple[float, float]], NoDecode] = Field(
+        default_factory=lambda: {"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6)}
+    )
+
+    _prices = field_validator("model_prices", mode="before")(_parse_prices)
+
+    @field_validator("log_format", mode="before")
+    @classmethod
+    def _lower(cls, value: object) -> object:
+        return value.strip().lower() if isinstance(value, str) else value
+
+
+def default_ops() -> OpsSettings:
+    # Settings built in code (tests, benches) get the defaults without reading the environment.
+    return OpsSettings.model_construct(
+        **{
+            name: info.get_default(call_default_factory=True)
+            for name, info in OpsSettings.model_fields.items()
+        }
+    )

@@ -1,0 +1,1 @@
+"""The domain: what Mnemo stores and passes between adapters, runtime and plugins."""

@@ -1,0 +1,237 @@
+"""The domain: what Mnemo stores in MongoDB and passes between adapters, runtime and plugins.
+
+These are pydantic models because they cross boundaries (platform -> runtime, runtime ->
+database). Every id is a UUID string; ids that come from a platform are derived with uuid5 so
+the same platform object always maps to the same id (a redelivered message is a no-op).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from bot.domain.text import capped, valid_text
+
+# Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
+MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
+
+Platform = Literal["discord", "telegram", "console", "test"]
+RoomKind = Literal["dm", "group"]
+FactType = Literal["fact", "opinion", "status"]
+# intake: the message is being answered (the job holds a copy of it until then); pending and
+# retrying: waiting for a worker; dead: out of attempts, left for the operator.
+JobStatus = Literal["intake", "pending", "running", "retrying", "done", "failed", "dead"]
+# Why evaluators run: after a message, or because the room went quiet with unlearned messages.
+Trigger = Literal["message", "idle"]
+
+
+def stable_id(*parts: str) -> str:
+    """A UUID string that is the same for the same parts, on every machine, forever."""
+    return str(uuid.uuid5(MNEMO_NAMESPACE, "\x1f".join(parts)))
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def utcnow() -> datetime:
+    return to_millis(datetime.now(UTC))
+
+
+def epoch_millis(value: datetime) -> int:
+    """Integer milliseconds since the epoch: how fact lifetimes are stored, because nx-27017
+    compares dates only to the second and stores dates written by `$set` as strings."""
+    return int(to_millis(value).timestamp() * 1000)
+
+
+def from_epoch_millis(value: int) -> datetime:
+    return datetime.fromtimestamp(value / 1000, UTC)
+
+
+def to_millis(value: datetime) -> datetime:
+    """BSON keeps milliseconds: truncate first, so a time read back equals the time written
+    and "messages since <time>" windows never drop or repeat a message."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).replace(microsecond=value.microsecond // 1000 * 1000)
+
+
+def account_id(platform: str, user_id: str | int) -> str:
+    return stable_id(platform, "account", str(user_id))
+
+
+def room_id(platform: str, chat_id: str | int) -> str:
+    return stable_id(platform, "room", str(chat_id))
+
+
+def world_id(platform: str, world: str | int) -> str:
+    """A guild, a group, or a DM: the scope that learned knowledge never leaves."""
+    return stable_id(platform, "world", str(world))
+
+
+def message_id(platform: str, chat_id: str | int, platform_message_id: str | int) -> str:
+    return stable_id(platform, "message", str(chat_id), str(platform_message_id))
+
+
+def reply_id(message: str, agent: str, part: int = 0) -> str:
+    """The agent's reply to a message: stable, so a retried handle() stores it once."""
+    return stable_id("reply", message, agent, str(part))
+
+
+class Document(BaseModel):
+    """Base for stored models: ignores fields added by newer versions or by MongoDB."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _millisecond_times(cls, value: object) -> object:
+        return to_millis(value) if isinstance(value, datetime) else value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _valid_text(cls, value: object) -> object:
+        # A lone surrogate fails the database write and the message would be lost.
+        return valid_text(value) if isinstance(value, str) else value
+
+
+class Attachment(Document):
+    id: str
+    url: str | None = None
+    title: str | None = None
+    content_type: str | None = None
+    size: int | None = None
+
+
+class Content(Document):
+    text: str = ""
+    action: str | None = None
+    source: str | None = None
+    url: str | None = None
+    in_reply_to: str | None = None
+    attachments: list[Attachment] = Field(default_factory=list)
+
+    @field_validator("text", mode="after")
+    @classmethod
+    def _capped(cls, text: str) -> str:
+        return capped(text)
+
+
+class Memory(Document):
+    """One message in a room: from a person, or the agent's own reply."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    room_id: str
+    world_id: str
+    content: Content
+    created_at: datetime = Field(default_factory=utcnow)
+    # Who the message addresses, decided by the adapter that knows the platform.
+    mentions: list[str] = Field(default_factory=list)
+    mentions_agent: bool = False
+    replies_to_agent: bool = False
+
+
+class Account(Document):
+    id: str
+    platform: str
+    platform_id: str
+    name: str
+    username: str | None = None
+    is_bot: bool = False
+    details: dict[str, Any] = Field(default_factory=dict)
+    # The name the person told the bot ("I'm Priya"): shown instead of the platform's from
+    # then on, on every surface. Excluded from dumps, so a profile refresh from the platform
+    # never overwrites it; only learning it sets it (Accounts.set_told_name).
+    told_name: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _told_name_wins(self) -> Account:
+        if self.told_name:
+            self.name = self.told_name
+        return self
+
+
+class Room(Document):
+    id: str
+    world_id: str
+    platform: str
+    kind: RoomKind
+    name: str | None = None
+    platform_id: str | None = None
+
+
+class Fact(Document):
+    """A claim learned about someone (its subject), scoped to the world it was learned in.
+
+    A fact has a lifetime: it holds from `valid_from` (when it was said) until `valid_until`,
+    which stays None while it is current. An update closes the old fact and names its
+    successor in `superseded_by`; a retraction closes it without one. Nothing is deleted by
+    an update, so the history stays queryable. Times are integer milliseconds since the epoch.
+    """
+
+    id: str = Field(default_factory=new_id)
+    text: str
+    type: FactType = "fact"
+    subject_id: str
+    room_id: str
+    world_id: str
+    agent_id: str
+    source_message_ids: list[str] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+    # Set once the fact's vector is in Chroma; None marks it for re-indexing.
+    indexed_at: datetime | None = None
+    valid_from: int = 0
+    valid_until: int | None = None
+    superseded_by: str | None = None
+
+    @model_validator(mode="after")
+    def _said_when_learned(self) -> Fact:
+        # Facts stored before lifetimes existed (and callers that do not say when it was
+        # said) held from when they were learned.
+        if not self.valid_from:
+            self.valid_from = epoch_millis(self.created_at)
+        return self
+
+    @property
+    def is_current(self) -> bool:
+        return self.valid_until is None
+
+
+class EvaluationJob(Document):
+    """A durable request to run the evaluators for one message, claimed by one worker."""
+
+    id: str
+    room_id: str
+    message_id: str
+    did_respond: bool
+    trigger: Trigger = "message"
+    # The message's position in its room when stored (1 = first), for cadence checks.
+    position: int | None = None
+    status: JobStatus = "pending"
+    attempts: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    claimed_at: datetime | None = None
+    finished_at: datetime | None = None
+    error: str | None = None
+    # Names of the evaluators whose handlers ran to completion.
+    ran: list[str] = Field(default_factory=list)
+    # What the selection step chose, kept so a retry runs the same evaluators, not a new pick.
+    selected: list[str] | None = None
+    # Not claimed before this time (integer milliseconds: compared on the server).
+    due_ms: int = 0
+    # While in intake: the message itself, so the job and the message are one write and a
+    # crash before the message is stored loses nothing.
+    message: Memory | None = None
+    # When the message was written (integer ms), kept after the copy is dropped: the
+    # evaluation reads the room up to it, its message included, in one read.
+    message_ms: int | None = None
+    # Its sender and the people it mentions: their accounts come with that read.
+    people: list[str] = Field(default_factory=list)
+
+
+from bot.runtime.characters import Character  # noqa: E402,F401  (listed with the domain models)

@@ -1,0 +1,1 @@
+"""What Mnemo knows: the facts policy, vectors, retrieval and the embedders."""

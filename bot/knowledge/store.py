@@ -1,0 +1,394 @@
+"""What Mnemo knows: writes and reads that span MongoDB (truth) and Chroma (vectors).
+
+Consistency rule: MongoDB is written first and is the source of truth. A vector write that
+fails leaves the document marked unindexed (`indexed_at is None`) for `reindex_missing()` to
+rebuild; every vector hit is hydrated through MongoDB, so a vector whose document is gone
+(a failed delete) is never shown and is swept later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pymongo.errors import DuplicateKeyError
+
+from bot.domain.records import Fact, Memory, utcnow
+from bot.knowledge.embeddings import Embedder
+from bot.knowledge.fact_values import state_different_values
+from bot.knowledge.vector_metadata import fact_metadata, message_metadata
+from bot.knowledge.vectors import VectorHit, VectorIndex
+from bot.storage.known_facts import FactsAtHand
+from bot.storage.mongo import MongoStore
+
+log = logging.getLogger(__name__)
+
+MESSAGE_WRITE_BATCH = 256
+
+
+def scope_filter(**conditions: Any) -> dict[str, Any]:
+    """A Chroma `where` for all the given equalities (lists become `$in`); None is ignored."""
+    clauses = [
+        {key: {"$in": list(value)} if isinstance(value, list | tuple | set) else value}
+        for key, value in conditions.items()
+        if value is not None
+    ]
+    if not clauses:
+        return {}
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+async def nearest_facts(
+    vectors: VectorIndex,
+    vector: list[float],
+    *,
+    subject_ids: Sequence[str],
+    world_id: str,
+    limit: int,
+) -> list[VectorHit]:
+    """The facts about these people in this world nearest to `vector`, nearest first.
+
+    Ranked exactly (`VectorIndex.nearest_within`): a person has tens of facts, and HNSW is
+    slowest with exactly this kind of narrow filter. `mnemo bench vectors` times this call.
+    """
+    return await vectors.nearest_within(
+        "facts",
+        vector,
+        where=scope_filter(subject_id=list(subject_ids), world_id=world_id),
+        limit=limit,
+    )
+
+
+@dataclass(frozen=True)
+class FactWrite:
+    """The outcome of offering one fact: stored, or a duplicate of an existing one."""
+
+    fact: Fact
+    stored: bool
+    duplicate_of: str | None = None
+    # The current fact this one replaced: closed, with this one as its successor.
+    superseded: str | None = None
+
+
+class Knowledge:
+    def __init__(self, store: MongoStore, vectors: VectorIndex, embedder: Embedder) -> None:
+        self.store = store
+        self.vectors = vectors
+        self.embedder = embedder
+        # Facts read with a room's window for the reply being composed (known_facts.py).
+        self.at_hand = FactsAtHand()
+        # Message vectors waiting for the next batched write, with who waits for each.
+        self._unwritten: dict[str, tuple[list[float], dict[str, Any], asyncio.Future[None]]] = {}
+        self._writer: asyncio.Task[None] | None = None
+
+    # messages -----------------------------------------------------------------------------
+    async def index_message(self, memory: Memory) -> None:
+        """Put a message's vector in Chroma for relevant-past-message retrieval."""
+        if not memory.content.text.strip():
+            return
+        # The exact text, as message retrieval queries with: one cached embedding serves both.
+        [vector] = await self.embedder.embed([memory.content.text])
+        written = asyncio.get_running_loop().create_future()
+        self._unwritten[memory.id] = (vector, message_metadata(memory), written)
+        if self._writer is None or self._writer.done():
+            self._writer = asyncio.create_task(self._write_messages())
+        await asyncio.shield(written)
+
+    async def _write_messages(self) -> None:
+        """One Chroma upsert for every message vector queued meanwhile: under load, rooms
+        share a write instead of queueing one write each behind Chroma's lock."""
+        while self._unwritten:
+            batch = dict(list(self._unwritten.items())[:MESSAGE_WRITE_BATCH])
+            for message_id in batch:
+                del self._unwritten[message_id]
+            try:
+                await self.vectors.upsert(
+                    "messages",
+                    ids=list(batch),
+                    embeddings=[vector for vector, _, _ in batch.values()],
+                    metadatas=[metadata for _, metadata, _ in batch.values()],
+                )
+            except asyncio.CancelledError:
+                for _, _, written in (*batch.values(), *self._unwritten.values()):
+                    written.cancel()
+                self._unwritten.clear()
+                raise
+            except Exception:
+                # Messages are safe in MongoDB; retrieval falls back to keywords for them.
+                log.warning("vector write failed for %d messages", len(batch), exc_info=True)
+            for _, _, written in batch.values():
+                if not written.done():
+                    written.set_result(None)
+
+    # facts --------------------------------------------------------------------------------
+    async def add_facts(
+        self,
+        facts: Sequence[Fact],
+        *,
+        near_duplicate_distance: float,
+        replaces: Mapping[str, str] | None = None,
+    ) -> list[FactWrite]:
+        """Store new facts, skipping exact and near duplicates (paraphrases) of the subject's
+        current facts and of each other. One embedding call for the whole batch.
+
+        `replaces` maps a new fact's id to the current fact it updates: once the new fact is
+        stored, the old one is closed with it as successor. A near duplicate whose numbers,
+        dates or names differ ("has 2 kids" / "has 3 kids") is such an update, never a
+        duplicate. A fact whose id is already stored (a re-run extraction) changes nothing.
+        """
+        if not facts:
+            return []
+        replaces = replaces or {}
+        vectors = await self.embedder.embed([f.text for f in facts])
+        results: list[FactWrite] = []
+        accepted: list[tuple[Fact, list[float]]] = []
+        for fact, vector in zip(facts, vectors, strict=True):
+            duplicate, resembled = await self._resemblance(
+                fact, vector, accepted, near_duplicate_distance
+            )
+            if duplicate is not None:
+                results.append(FactWrite(fact, stored=False, duplicate_of=duplicate))
+                continue
+            try:
+                await self.store.facts.insert(fact)
+            except DuplicateKeyError:
+                # Stored by an earlier run of this same extraction: what it closed is closed.
+                results.append(FactWrite(fact, stored=False, duplicate_of=fact.id))
+                continue
+            accepted.append((fact, vector))
+            superseded = await self._supersede(fact, replaces.get(fact.id) or resembled)
+            results.append(FactWrite(fact, stored=True, superseded=superseded))
+        if accepted:
+            await self._index_facts(accepted)
+        return results
+
+    async def _resemblance(
+        self,
+        fact: Fact,
+        vector: list[float],
+        accepted: list[tuple[Fact, list[float]]],
+        threshold: float,
+    ) -> tuple[str | None, str | None]:
+        """(the fact this one duplicates, the current fact it may update): a near duplicate
+        that states different values is a possible update, not a duplicate."""
+        for other, other_vector in reversed(accepted):
+            if (
+                other.subject_id == fact.subject_id
+                and _cosine_distance(vector, other_vector) <= threshold
+            ):
+                if state_different_values(fact.text, other.text):
+                    return None, other.id
+                return other.id, None
+        same = await self.store.facts.find_by_text(
+            subject_id=fact.subject_id, world_id=fact.world_id, text=fact.text
+        )
+        if same is not None:
+            return same.id, None
+        hits = await self._nearest_facts_or_nothing(
+            vector, subject_ids=[fact.subject_id], world_id=fact.world_id, limit=1
+        )
+        if hits and hits[0].distance <= threshold:
+            # Only trust the vector if its document still exists and still holds.
+            existing = [f for f in await self.store.facts.get_many([hits[0].id]) if f.is_current]
+            if existing:
+                if state_different_values(fact.text, existing[0].text):
+                    return None, existing[0].id
+                return existing[0].id, None
+        return None, None
+
+    async def _supersede(self, fact: Fact, old_id: str | None) -> str | None:
+        """Close `old_id` with `fact` as its successor, if it is a current fact about the same
+        person in the same world; returns the id closed."""
+        if old_id is None or old_id == fact.id:
+            return None
+        found = await self.store.facts.get_many([old_id])
+        old = found[0] if found else None
+        if old is None or old.subject_id != fact.subject_id or old.world_id != fact.world_id:
+            log.info("fact %s cannot replace %s: not the same person's", fact.id, old_id)
+            return None
+        until = max(fact.valid_from, old.valid_from)
+        if not await self.store.facts.close(
+            old_id, world_id=fact.world_id, until=until, superseded_by=fact.id
+        ):
+            return None  # closed already (a re-run, or another update got there first)
+        # Only current facts are searched; the history is read from MongoDB.
+        await self._delete_vectors("facts", ids=[old_id])
+        return old_id
+
+    async def retract_facts(
+        self, fact_ids: Sequence[str], *, world_id: str, when: int
+    ) -> list[str]:
+        """Close current facts without a successor ("I no longer work there"); returns the
+        ids closed. Closing is conditional on the fact being current: never twice."""
+        closed = []
+        for fact_id in dict.fromkeys(fact_ids):
+            if await self.store.facts.close(
+                fact_id, world_id=world_id, until=when, superseded_by=None
+            ):
+                closed.append(fact_id)
+        if closed:
+            await self._delete_vectors("facts", ids=closed)
+        return closed
+
+    async def similar_facts(
+        self,
+        texts: Sequence[str],
+        *,
+        subject_ids: Sequence[str],
+        world_id: str,
+        per_text: int = 3,
+        limit: int = 12,
+    ) -> list[Fact]:
+        """The current facts about these people most similar to any of `texts` (what was
+        just said), most similar first: what a new claim may update, retract or repeat.
+        The texts are messages, so their embeddings are usually cached already."""
+        texts = [t for t in dict.fromkeys(texts) if t.strip()]
+        if not texts or not subject_ids or limit <= 0:
+            return []
+        vectors = await self.embedder.embed(texts)
+        found = await asyncio.gather(
+            *(
+                self._nearest_facts_or_nothing(
+                    v, subject_ids=subject_ids, world_id=world_id, limit=per_text
+                )
+                for v in vectors
+            )
+        )
+        best: dict[str, float] = {}
+        for hits in found:
+            for hit in hits:
+                best[hit.id] = min(hit.distance, best.get(hit.id, 2.0))
+        ranked = sorted(best, key=best.__getitem__)[:limit]
+        return [f for f in await self.store.facts.get_many(ranked) if f.is_current]
+
+    async def learn_name(self, account_id: str, name: str) -> None:
+        """The name a person told the bot: their account shows it from now on."""
+        await self.store.accounts.set_told_name(account_id, name)
+
+    async def recent_facts(self, ids: Sequence[str], world_id: str, limit: int = 10) -> list[Fact]:
+        """The most recently learned current facts about these people in a world."""
+        return await self.store.facts.about(list(ids), world_id, limit=limit)
+
+    async def fact_subjects(self, world_id: str) -> list[str]:
+        """The ids of everyone a fact was ever learned about in a world."""
+        return await self.store.facts.subjects(world_id)
+
+    async def fact_history(self, subject_id: str, world_id: str) -> list[Fact]:
+        """Every fact about a person in a world, current and closed, oldest first."""
+        return await self.store.facts.history(subject_id, world_id)
+
+    async def _index_facts(self, pairs: list[tuple[Fact, list[float]]]) -> None:
+        try:
+            await self.vectors.upsert(
+                "facts",
+                ids=[f.id for f, _ in pairs],
+                embeddings=[v for _, v in pairs],
+                metadatas=[fact_metadata(f) for f, _ in pairs],
+            )
+        except Exception:
+            log.warning("vector write failed for %d facts; will reindex", len(pairs), exc_info=True)
+            return
+        now = utcnow()
+        for fact, _ in pairs:
+            await self.store.facts.mark_indexed(fact.id, now)
+
+    async def search_facts(
+        self,
+        query: str,
+        *,
+        subject_ids: Sequence[str],
+        world_id: str,
+        limit: int = 10,
+        max_distance: float = 0.8,
+    ) -> list[Fact]:
+        """Facts about these people most relevant to `query`; recent facts when none is.
+        Answered from the facts read with the room's window when it has them (known_facts.py)."""
+        if not subject_ids:
+            return []
+        known = self.at_hand.get(world_id, subject_ids)
+        found: list[Fact] | None = []
+        if query.strip():
+            [vector] = await self.embedder.embed([query])
+            hits = await self._nearest_facts_or_nothing(
+                vector, subject_ids=subject_ids, world_id=world_id, limit=limit
+            )
+            relevant = [hit.id for hit in hits if hit.distance <= max_distance]
+            # A vector can outlive its fact's lifetime (a failed delete): check in MongoDB.
+            found = known.named(relevant) if known is not None else None
+            if found is None:
+                found = [f for f in await self.store.facts.get_many(relevant) if f.is_current]
+        if not found:
+            found = known.newest(limit) if known is not None else None
+            if found is None:
+                found = await self.store.facts.about(list(subject_ids), world_id, limit=limit)
+        return found
+
+    async def _nearest_facts_or_nothing(
+        self, vector: list[float], *, subject_ids: Sequence[str], world_id: str, limit: int
+    ) -> list[VectorHit]:
+        """Vectors are an index, not the truth: while Chroma is down, answer from MongoDB."""
+        try:
+            return await nearest_facts(
+                self.vectors, vector, subject_ids=subject_ids, world_id=world_id, limit=limit
+            )
+        except Exception:
+            log.warning("vector query failed in facts; falling back to MongoDB", exc_info=True)
+            return []
+
+    async def delete_fact(self, fact_id: str, *, world_id: str) -> bool:
+        deleted = await self.store.facts.delete(fact_id, world_id=world_id)
+        if deleted:
+            await self._delete_vectors("facts", ids=[fact_id])
+        return deleted
+
+    async def forget_vectors(
+        self, *, message_ids: Sequence[str], fact_ids: Sequence[str], user_id: str, world_id: str
+    ) -> None:
+        """Delete the vectors of these messages and facts, and every message and fact vector
+        of the person in the world (also those whose documents went in an earlier attempt).
+        Raises when Chroma fails: forgetting must not report success with vectors left."""
+        if message_ids:
+            await self.vectors.delete("messages", ids=list(message_ids))
+        if fact_ids:
+            await self.vectors.delete("facts", ids=list(fact_ids))
+        said = scope_filter(user_id=user_id, world_id=world_id)
+        about = scope_filter(subject_id=user_id, world_id=world_id)
+        await self.vectors.delete("messages", where=said)
+        await self.vectors.delete("facts", where=about)
+
+    async def _delete_vectors(self, collection: str, **selector: Any) -> None:
+        try:
+            await self.vectors.delete(collection, **selector)  # type: ignore[arg-type]
+        except Exception:
+            # Harmless until swept: hits are always hydrated through MongoDB.
+            log.warning("vector delete failed in %s", collection, exc_info=True)
+
+    async def reindex_missing(
+        self, *, batch: int = 256, progress: Callable[[int], object] | None = None
+    ) -> int:
+        """Rebuild vectors for facts whose vector write never succeeded; `progress` is told
+        how many were done after each batch (a restore's progress bar)."""
+        total = 0
+        while facts := await self.store.facts.unindexed(limit=batch):
+            vectors = await self.embedder.embed([f.text for f in facts])
+            await self.vectors.upsert(
+                "facts",
+                ids=[f.id for f in facts],
+                embeddings=vectors,
+                metadatas=[fact_metadata(f) for f in facts],
+            )
+            now = utcnow()
+            for fact in facts:
+                await self.store.facts.mark_indexed(fact.id, now)
+            total += len(facts)
+            if progress is not None:
+                progress(len(facts))
+        return total
+
+
+def _cosine_distance(a: Sequence[float], b: Sequence[float]) -> float:
+    # Embeddings are unit length, so the dot product is the cosine similarity.
+    return 1.0 - sum(x * y for x, y in zip(a, b, strict=True))

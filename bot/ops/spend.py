@@ -1,0 +1,70 @@
+"""Model spend per world: kept by the ledger as it happens, written to MongoDB in batches
+(every `FLUSH_SECONDS` and at shutdown), shown by `/stats` for the world it is used in.
+
+Written in batches, not per call, so a message costs no extra round trip; `/stats` adds what
+this process has not written yet, so its own spend always shows at once. Another process's
+shows once that process has written it (within `FLUSH_SECONDS`).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pymongo.errors import PyMongoError
+
+from bot.llm.accounting import TaskUsage, UsageLedger
+from bot.storage.mongo import MongoStore
+
+log = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 30.0
+
+
+async def flush_usage(ledger: UsageLedger, store: MongoStore) -> None:
+    """Write the per-world usage not yet written; kept for the next flush if that fails."""
+    taken = ledger.take_unwritten()
+    if not taken:
+        return
+    try:
+        await store.usage.add(taken)
+    except PyMongoError as error:
+        ledger.written(taken, ok=False)
+        log.warning("model usage not written yet (kept for the next try): %s", error)
+        return
+    ledger.written(taken, ok=True)
+
+
+async def usage_in_world(
+    ledger: UsageLedger, store: MongoStore, world_id: str
+) -> dict[str, TaskUsage]:
+    """What the deployment spent in a world, by model: stored, plus this process's unwritten."""
+    found = await store.usage.in_world(world_id)
+    for model, usage in ledger.unwritten_in(world_id).items():
+        total = found.setdefault(model, TaskUsage())
+        total.calls += usage.calls
+        total.prompt_tokens += usage.prompt_tokens
+        total.completion_tokens += usage.completion_tokens
+    return found
+
+
+def describe_usage(usage: dict[str, TaskUsage], ledger: UsageLedger) -> str:
+    """One line for /stats: calls, prompt and completion tokens, and the estimated cost."""
+    calls = sum(u.calls for u in usage.values())
+    if not calls:
+        return "Model use here: none yet"
+    prompt = sum(u.prompt_tokens for u in usage.values())
+    completion = sum(u.completion_tokens for u in usage.values())
+    line = f"Model use here: {calls:,} calls, {prompt:,} prompt + {completion:,} completion tokens"
+    costs = {m: ledger.cost(m, u.prompt_tokens, u.completion_tokens) for m, u in usage.items()}
+    priced = [cost for cost in costs.values() if cost is not None]
+    unpriced = sorted(m for m, cost in costs.items() if cost is None and usage[m].calls)
+    if priced:
+        line += f", about {_dollars(sum(priced))}"
+    if unpriced:
+        line += f" (no price for {', '.join(unpriced)}: set MNEMO_MODEL_PRICES)"
+    return line
+
+
+def _dollars(amount: float) -> str:
+    # Cents hide a small world's spend: below a dollar, four decimals.
+    return f"${amount:,.2f}" if amount >= 1 else f"${amount:.4f}"

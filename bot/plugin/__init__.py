@@ -1,0 +1,1 @@
+"""Plugins: the API they are written against, their services, loading and host."""

@@ -1,0 +1,264 @@
+"""The plugin API: the types a plugin is written against, re-exported by `bot` itself.
+
+    from bot import Plugin, Evaluator, Provider, Action, Command, Context, CommandContext
+
+A plugin gets, through its contexts, exactly what it needs and nothing of the runtime: the
+message and the state composed for it, its own typed settings, the per-runtime state its
+`setup()` returned (discord.py cogs' style, so no module globals), a model handle, its own
+namespaced MongoDB collections, a logger, and the evaluation job's id (an idempotency key).
+The core of Mnemo names no plugin: everything a plugin owns (its marks, offline answers,
+commands, collections, privacy hooks and what it adds to the state) is declared here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic
+
+from pydantic import BaseModel
+from typing_extensions import TypeVar
+
+from bot.domain.records import Content, Memory
+from bot.llm.base import ModelClass
+from bot.plugin.services import (
+    Agent,
+    Collections,
+    Conversations,
+    ModelHandle,
+    UndeclaredCollection,
+)
+from bot.runtime.state import State
+
+if TYPE_CHECKING:
+    from bot.knowledge.store import Knowledge
+
+# Unparameterised `Context` means `Context[Any]`: typing the settings is optional.
+SettingsT = TypeVar("SettingsT", default=Any)
+
+# Sends extra content to the room the message came from (actions and evaluators may speak).
+Callback = Callable[[Content], Awaitable[None]]
+
+_PLUGIN_LOG = "mnemo.plugin"
+
+
+async def _no_callback(content: Content) -> None:
+    logging.getLogger(_PLUGIN_LOG).debug("no callback for content: %s", content.text[:80])
+
+
+# ---------------------------------------------------------------------------- contexts
+
+
+@dataclass(frozen=True)
+class Context(Generic[SettingsT]):
+    """What an evaluator, provider or action gets: everything it may touch, nothing global."""
+
+    message: Memory
+    state: State
+    settings: SettingsT
+    model: ModelHandle
+    collections: Collections
+    conversations: Conversations
+    knowledge: Knowledge
+    agent: Agent
+    log: logging.Logger
+    # What the plugin's `setup()` returned for this runtime (None without a setup).
+    plugin_state: Any = None
+    # The evaluation job's id: stable across retries of the same job, so an evaluator can
+    # make its writes idempotent with it. None outside evaluations.
+    job_id: str | None = None
+    callback: Callback = _no_callback
+
+
+@dataclass(frozen=True)
+class PluginContext(Generic[SettingsT]):
+    """What `setup()` and the privacy hooks get: the plugin's own things, no message."""
+
+    settings: SettingsT
+    collections: Collections
+    conversations: Conversations
+    knowledge: Knowledge
+    agent: Agent
+    log: logging.Logger
+    # None while `setup()` runs (it is what setup returns).
+    plugin_state: Any = None
+
+
+@dataclass(frozen=True)
+class CommandContext(Generic[SettingsT]):
+    """What a command's handler gets: who asked, where, the text after the command, and the
+    plugin's own things. `is_admin` is decided by the surface the command came from."""
+
+    account_id: str
+    world_id: str
+    room_id: str
+    args: str
+    is_admin: bool
+    settings: SettingsT
+    plugin_state: Any
+    collections: Collections
+    conversations: Conversations
+    knowledge: Knowledge
+    agent: Agent
+    log: logging.Logger
+
+
+# ---------------------------------------------------------------------------- parts
+
+
+@dataclass(frozen=True)
+class ExampleTurn:
+    user: str
+    text: str
+    action: str | None = None
+
+
+@dataclass(frozen=True)
+class EvaluatorExample:
+    """A worked example shown to the model: the scene, the messages and the expected outcome."""
+
+    context: str
+    messages: Sequence[ExampleTurn]
+    outcome: str
+
+
+@dataclass(frozen=True)
+class OfflineRequest:
+    """A model call as the offline model sees it: it reads the state, not the prompt."""
+
+    task: str
+    prompt: str
+    state: State | None
+    model_class: ModelClass
+
+
+# Answers a task without a language model (pydantic-ai's FunctionModel): pure computation
+# over the state. None passes: the next registered answer (or Mnemo's fallback) answers.
+OfflineAnswer = Callable[[OfflineRequest], "str | None"]
+
+
+async def _always(ctx: Context) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Evaluator:
+    name: str
+    description: str
+    # async (ctx, found) -> anything, where `found` is what `validate` returned (python-
+    # telegram-bot's check_update -> handle_update(check_result)); async (ctx) also works.
+    handler: Callable[..., Awaitable[Any]] | None
+    # async (ctx) -> falsy to skip, or truthy; a value other than True is handed to `handler`.
+    validate: Callable[[Context], Awaitable[Any]] = _always
+    similes: Sequence[str] = ()
+    examples: Sequence[EvaluatorExample] = ()
+    # Run even when the bot did not reply (it still learns from messages it only overheard).
+    always_run: bool = False
+    # The offline model's answer to this evaluator's task (`evaluator:NAME`).
+    offline: OfflineAnswer | None = None
+    # A room mark the handler moves past what it has read. The idle flush evaluates a quiet
+    # room again (trigger "idle") when its newest message is newer than this mark.
+    idle_mark: str | None = None
+
+
+@dataclass(frozen=True)
+class Provided:
+    """A provider's output: the prompt text, and structured data the runtime files under
+    `state.provided[provider name]` for the offline model and other parts to read."""
+
+    text: str = ""
+    data: Any = None
+
+
+@dataclass(frozen=True)
+class Provider:
+    """Contributes to the prompt: `get` returns text ("" for nothing) or `Provided`."""
+
+    name: str
+    get: Callable[[Context], Awaitable[str | Provided]]
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Action:
+    name: str
+    description: str
+    handler: Callable[[Context], Awaitable[Any]]
+    validate: Callable[[Context], Awaitable[bool]] = _always
+    similes: Sequence[str] = ()
+    examples: Sequence[Sequence[ExampleTurn]] = ()
+    # The action speaks for itself: the reply text the model wrote is not sent.
+    suppress_initial_message: bool = False
+    # The offline model's answer to this action's task (`action:NAME`).
+    offline: OfflineAnswer | None = None
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command people type (`/name args`), shown on every surface (console, Discord,
+    Telegram). `handler` returns the reply text."""
+
+    name: str  # 1-32 of a-z, 0-9, _ (the strictest platform's rule)
+    description: str  # one line, at most 100 characters
+    handler: Callable[[CommandContext], Awaitable[str]]
+    admin_only: bool = False
+    usage: str = ""  # what follows the name, e.g. "NAME: first step; second step"
+    # The surface lets the room's pending evaluations finish first, so an answer about what
+    # was learned includes the last messages.
+    after_learning: bool = False
+
+
+@dataclass(frozen=True)
+class Plugin:
+    name: str
+    description: str = ""
+    evaluators: Sequence[Evaluator] = ()
+    providers: Sequence[Provider] = ()
+    actions: Sequence[Action] = ()
+    commands: Sequence[Command] = ()
+    # A pydantic(-settings) model; read once at start-up and handed to handlers as ctx.settings.
+    settings_model: type[BaseModel] | None = None
+    # async (PluginContext) -> the plugin's state for this runtime (ctx.plugin_state).
+    setup: Callable[[PluginContext], Awaitable[Any]] | None = None
+    # async (PluginContext) -> None, at shutdown; ctx.plugin_state is what setup returned.
+    teardown: Callable[[PluginContext], Awaitable[None]] | None = None
+    # The plugin's own collections (the names it uses in `ctx.collections[...]`). A plugin
+    # that keeps anything declares it here and must then have both privacy hooks: a person's
+    # /forgetme and /export reach only what is declared, so using an undeclared collection
+    # fails (UndeclaredCollection) instead of keeping data nobody can forget.
+    stores: Sequence[str] = ()
+    # Privacy hooks: remove, or return, what the plugin keeps about a person in a world.
+    # async (PluginContext, person_id, world_id) -> how many records were removed.
+    forget: Callable[[PluginContext, str, str], Awaitable[int]] | None = None
+    # async (PluginContext, person_id, world_id) -> a JSON-serialisable dict.
+    export: Callable[[PluginContext, str, str], Awaitable[dict[str, Any]]] | None = None
+    # async (PluginContext, world_id) -> lines for `/stats` about what the plugin keeps in
+    # that world (e.g. "Moods noted: 12"), shown after Mnemo's own lines.
+    stats: Callable[[PluginContext, str], Awaitable[Sequence[str]]] | None = None
+    # Offline answers for further tasks this plugin's parts name (task -> answer), including
+    # "reply": a plugin may answer the offline reply (e.g. "what do you know about me?").
+    offline_answers: Mapping[str, OfflineAnswer] = field(default_factory=dict)
+
+
+__all__ = [
+    "Action",
+    "Agent",
+    "Callback",
+    "Collections",
+    "Command",
+    "CommandContext",
+    "Context",
+    "Conversations",
+    "Evaluator",
+    "EvaluatorExample",
+    "ExampleTurn",
+    "ModelHandle",
+    "OfflineAnswer",
+    "OfflineRequest",
+    "Plugin",
+    "PluginContext",
+    "Provided",
+    "Provider",
+    "UndeclaredCollection",
+]

@@ -1,0 +1,225 @@
+"""PluginHost: the loaded plugins as one runtime sees them.
+
+It builds each part's context (the plugin's settings, the state its `setup()` returned, its
+collections and logger, a model handle under the part's task), runs setup and teardown,
+commands and the privacy hooks. The runtime asks it for contexts and never looks inside a
+plugin; adapters ask it for commands.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from bot.plugin.api import (
+    Action,
+    Agent,
+    Callback,
+    Collections,
+    Command,
+    CommandContext,
+    Context,
+    Conversations,
+    Evaluator,
+    ModelHandle,
+    Plugin,
+    PluginContext,
+    Provider,
+)
+from bot.storage.mongo import CORE_COLLECTIONS
+
+if TYPE_CHECKING:
+    from bot.domain.records import Memory
+    from bot.knowledge.store import Knowledge
+    from bot.llm.accounting import UsageLedger
+    from bot.llm.base import LanguageModel
+    from bot.plugin.loading import Registry
+    from bot.runtime.state import State
+    from bot.storage.mongo import MongoStore
+
+log = logging.getLogger(__name__)
+
+ADMIN_ONLY_REPLY = "Only an admin can use /{name}."
+COMMAND_FAILED_REPLY = "Sorry, /{name} failed. Please try again later."
+
+Part = Evaluator | Provider | Action
+
+
+def part_task(part: Part | Command) -> str:
+    """The task a part's model calls are accounted under (and the offline model answers)."""
+    kind = {Evaluator: "evaluator", Provider: "provider", Action: "action", Command: "command"}
+    return f"{kind[type(part)]}:{part.name}"
+
+
+class PluginHost:
+    def __init__(
+        self,
+        registry: Registry,
+        *,
+        store: MongoStore,
+        knowledge: Knowledge,
+        model: LanguageModel,
+        agent: Agent,
+        templates: Mapping[str, str],
+        max_message_chars: int,
+        ledger: UsageLedger | None = None,
+    ) -> None:
+        self.registry = registry
+        self._store = store
+        self._knowledge = knowledge
+        self._model = model
+        self._agent = agent
+        self._templates = templates
+        self._ledger = ledger
+        self.conversations = Conversations(store, agent=agent, max_message_chars=max_message_chars)
+        self._states: dict[str, Any] = {}
+        self._collections: dict[str, Collections] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    async def setup(self) -> None:
+        """Run every plugin's setup in registration order, keeping what each returns."""
+        for plugin in self.registry.plugins:
+            if plugin.setup is not None:
+                self._states[plugin.name] = await plugin.setup(self.plugin_context(plugin))
+
+    async def teardown(self) -> None:
+        """Run every plugin's teardown in reverse order; one failing does not stop the rest."""
+        for plugin in reversed(self.registry.plugins):
+            if plugin.teardown is None:
+                continue
+            try:
+                await plugin.teardown(self.plugin_context(plugin))
+            except Exception:
+                log.exception("plugin %s teardown failed", plugin.name)
+
+    # ------------------------------------------------------------------ contexts
+    def collections(self, plugin: Plugin) -> Collections:
+        found = self._collections.get(plugin.name)
+        if found is None:
+            found = Collections(
+                self._store.db, plugin.name, plugin.stores, reserved=CORE_COLLECTIONS
+            )
+            self._collections[plugin.name] = found
+        return found
+
+    def logger(self, plugin: Plugin) -> logging.Logger:
+        return logging.getLogger(f"mnemo.plugin.{plugin.name}")
+
+    def plugin_context(self, plugin: Plugin) -> PluginContext:
+        return PluginContext(
+            settings=self.registry.settings.get(plugin.name),
+            collections=self.collections(plugin),
+            conversations=self.conversations,
+            knowledge=self._knowledge,
+            agent=self._agent,
+            log=self.logger(plugin),
+            plugin_state=self._states.get(plugin.name),
+        )
+
+    def context(
+        self,
+        part: Part,
+        message: Memory,
+        state: State,
+        *,
+        callback: Callback | None = None,
+        job_id: str | None = None,
+    ) -> Context:
+        plugin = self.registry.plugin_of(part)
+        extra: dict[str, Any] = {} if callback is None else {"callback": callback}
+        return Context(
+            message=message,
+            state=state,
+            settings=self.registry.settings.get(plugin.name),
+            model=ModelHandle(self._model, part_task(part), self._templates, self._ledger),
+            collections=self.collections(plugin),
+            conversations=self.conversations,
+            knowledge=self._knowledge,
+            agent=self._agent,
+            log=self.logger(plugin),
+            plugin_state=self._states.get(plugin.name),
+            job_id=job_id,
+            **extra,
+        )
+
+    # ------------------------------------------------------------------ commands
+    def commands(self) -> list[Command]:
+        """Every plugin's commands, in registration order."""
+        return self.registry.commands
+
+    def find_command(self, name: str) -> Command | None:
+        wanted = name.strip().lstrip("/").casefold()
+        return next((c for c in self.registry.commands if c.name == wanted), None)
+
+    async def run_command(
+        self,
+        command: Command,
+        *,
+        account_id: str,
+        world_id: str,
+        room_id: str,
+        args: str = "",
+        is_admin: bool = False,
+    ) -> str:
+        """The reply to a command; a refusal or a one-line apology, never an exception."""
+        if command.admin_only and not is_admin:
+            return ADMIN_ONLY_REPLY.format(name=command.name)
+        plugin = self.registry.plugin_of(command)
+        context = CommandContext(
+            account_id=account_id,
+            world_id=world_id,
+            room_id=room_id,
+            args=args.strip(),
+            is_admin=is_admin,
+            settings=self.registry.settings.get(plugin.name),
+            plugin_state=self._states.get(plugin.name),
+            collections=self.collections(plugin),
+            conversations=self.conversations,
+            knowledge=self._knowledge,
+            agent=self._agent,
+            log=self.logger(plugin),
+        )
+        try:
+            return await command.handler(context)
+        except Exception:
+            log.exception("command /%s of plugin %s failed", command.name, plugin.name)
+            return COMMAND_FAILED_REPLY.format(name=command.name)
+
+    # ------------------------------------------------------------------ stats
+    async def stats(self, world_id: str) -> list[str]:
+        """Every plugin's `/stats` lines for a world, in registration order. A plugin whose
+        hook fails is left out with a log line: the rest of /stats still answers."""
+        lines: list[str] = []
+        for plugin in self.registry.plugins:
+            if plugin.stats is None:
+                continue
+            try:
+                found = await plugin.stats(self.plugin_context(plugin), world_id)
+            except Exception:
+                log.exception("plugin %s stats failed", plugin.name)
+                continue
+            lines += [str(line) for line in found if str(line).strip()]
+        return lines
+
+    # ------------------------------------------------------------------ privacy
+    async def forget(self, person_id: str, world_id: str) -> dict[str, int]:
+        """Every plugin's `forget` hook for a person in a world: plugin name -> removed."""
+        return await self._each("forget", lambda p: p.forget, person_id, world_id)
+
+    async def export(self, person_id: str, world_id: str) -> dict[str, dict[str, Any]]:
+        """Every plugin's `export` hook for a person in a world: plugin name -> its data."""
+        return await self._each("export", lambda p: p.export, person_id, world_id)
+
+    async def _each(
+        self, what: str, hook_of: Callable[[Plugin], Any], person_id: str, world_id: str
+    ) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        for plugin in self.registry.plugins:
+            hook = hook_of(plugin)
+            if hook is None:
+                continue
+            # Not caught: a privacy request that half failed must say so, not report success.
+            found[plugin.name] = await hook(self.plugin_context(plugin), person_id, world_id)
+            log.info("plugin %s: %s for a person done", plugin.name, what)
+        return found

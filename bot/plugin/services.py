@@ -1,0 +1,261 @@
+"""What a plugin's contexts hand it besides the message: who the bot is, the plugin's own
+collections, read access to conversations (and its room marks), and the model handle.
+
+Part of the plugin API (re-exported by `bot`); kept apart from the types in
+`bot.plugin.api` so each module stays small.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from pymongo.errors import DuplicateKeyError
+
+from bot.domain.records import Account, Memory, Room
+from bot.llm.base import JsonAnswer, ModelClass
+from bot.llm.templating import render
+from bot.runtime.state import State
+from bot.storage.rooms import check_mark_key
+
+if TYPE_CHECKING:
+    from pymongo.asynchronous.collection import AsyncCollection
+    from pymongo.asynchronous.database import AsyncDatabase
+
+    from bot.llm.accounting import UsageLedger
+    from bot.llm.base import LanguageModel
+    from bot.storage.mongo import MongoStore
+
+_COLLECTION_NAME = re.compile(r"^[a-z0-9_]{1,48}$")
+
+
+@dataclass(frozen=True)
+class Agent:
+    """Who the bot is: its account id, name (and other names it answers to) and bio."""
+
+    id: str
+    name: str
+    names: tuple[str, ...] = ()
+    bio: str = ""
+
+
+class UndeclaredCollection(LookupError):
+    """A plugin used a collection it did not declare in `Plugin(stores=[...])`."""
+
+
+class Collections:
+    """A plugin's own MongoDB collections, namespaced so plugins never collide with each
+    other or with Mnemo's: `ctx.collections["scores"]` is `plugin_<plugin>_scores`.
+
+    Only the collections the plugin declares (`Plugin.stores`) are handed out: what a plugin
+    keeps must be reachable by its privacy hooks, so an undeclared one is refused."""
+
+    def __init__(
+        self,
+        db: AsyncDatabase,
+        plugin_name: str,
+        declared: Sequence[str] = (),
+        *,
+        reserved: Collection[str] = (),
+    ) -> None:
+        self._db = db
+        self._plugin = plugin_name
+        self._prefix = f"plugin_{_slug(plugin_name)}_"
+        self._declared = frozenset(declared)
+        # Mnemo's own collections: never adopted by a plugin.
+        self._reserved = frozenset(reserved)
+
+    @property
+    def declared(self) -> frozenset[str]:
+        return self._declared
+
+    def name_of(self, name: str) -> str:
+        if not _COLLECTION_NAME.fullmatch(name):
+            raise ValueError(
+                f"collection name {name!r}: use 1-48 lower-case letters, digits or underscores"
+            )
+        return self._prefix + name
+
+    def __getitem__(self, name: str) -> AsyncCollection:
+        if name not in self._declared:
+            raise UndeclaredCollection(
+                f"plugin {self._plugin}: collection {name!r} is not declared; add it to "
+                f"Plugin(stores=[...]) with forget and export hooks (docs/plugins.md)"
+            )
+        return self._db[self.name_of(name)]
+
+    async def adopt(self, name: str, *, legacy: str) -> int:
+        """Move the documents an older version kept in the database's un-namespaced
+        collection `legacy` into this plugin's collection `name`; returns how many were
+        copied. Call it from `setup()`: safe on every start-up and when interrupted, since a
+        document already there wins and `legacy` is dropped only once all are copied (so a
+        person forgotten later leaves no copy behind). Mnemo's own collections and other
+        plugins' cannot be adopted."""
+        if (
+            not _COLLECTION_NAME.fullmatch(legacy)
+            or legacy in self._reserved
+            or legacy.startswith(("plugin_", "mnemo_"))
+        ):
+            raise ValueError(f"collection {legacy!r} is not one a plugin may adopt")
+        old, new = self._db[legacy], self[name]
+        copied = 0
+        async for document in old.find({}):
+            try:
+                await new.insert_one(document)
+            except DuplicateKeyError:
+                continue  # adopted by an earlier, interrupted start-up or another process
+            copied += 1
+        await old.drop()
+        return copied
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", name.casefold()).strip("_") or "plugin"
+
+
+class Conversations:
+    """Read access to what people said, and per-room marks a plugin keeps for itself.
+
+    Mnemo's own collections stay Mnemo's: plugins read them here and write only their own
+    collections and marks."""
+
+    def __init__(
+        self,
+        store: MongoStore,
+        *,
+        agent: Agent,
+        max_message_chars: int,
+    ) -> None:
+        self._store = store
+        self._agent = agent
+        self._max_chars = max_message_chars
+        # Marks of the rooms being evaluated now, read with their window (one round trip less
+        # per mark); a room's evaluations run one at a time, so nobody else moves them.
+        self._marks: dict[str, dict[str, datetime | None]] = {}
+
+    async def recent(self, room_id: str, limit: int) -> list[Memory]:
+        """The room's last `limit` messages, oldest first."""
+        return await self._store.memories.recent(room_id, limit)
+
+    async def since(
+        self, room_id: str, after: datetime | None, *, until: datetime, limit: int
+    ) -> list[Memory]:
+        """The room's messages after `after` (all when None) up to `until`, oldest first."""
+        return await self._store.memories.since(room_id, after, until=until, limit=limit)
+
+    async def count(self, room_id: str) -> int:
+        return await self._store.memories.count_in_room(room_id)
+
+    async def messages(self, ids: Sequence[str]) -> list[Memory]:
+        """The messages with these ids that exist (any room), in the order of `ids`."""
+        return await self._store.memories.get_many(list(ids))
+
+    async def accounts(self, ids: Sequence[str]) -> dict[str, Account]:
+        return await self._store.accounts.get_many(list(ids))
+
+    async def room(self, room_id: str) -> Room | None:
+        return await self._store.rooms.get(room_id)
+
+    async def mark(self, room_id: str, name: str) -> datetime | None:
+        """A per-room bookmark the plugin keeps (e.g. what it has read up to)."""
+        known = self._marks.get(room_id)
+        if known is not None:
+            check_mark_key(name)
+            return known.get(name)
+        return await self._store.rooms.get_mark(room_id, name)
+
+    async def set_mark(self, room_id: str, name: str, when: datetime) -> None:
+        await self._store.rooms.set_mark(room_id, name, when)
+        known = self._marks.get(room_id)
+        if known is not None:
+            known[name] = when
+
+    @contextmanager
+    def marks_known(self, room_id: str, marks: Mapping[str, datetime | None]) -> Iterator[None]:
+        """While the block runs (the runtime evaluating the room), `mark()` answers from
+        these marks, read with the room's window, instead of a read of its own."""
+        self._marks[room_id] = dict(marks)
+        try:
+            yield
+        finally:
+            self._marks.pop(room_id, None)
+
+    async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
+        """Names for account ids: from the state's actors, else looked up."""
+        names = {i: state.name_of(i) for i in ids if i in state.actors or i == state.agent_id}
+        missing = sorted(ids - set(names))
+        if missing:
+            accounts = await self._store.accounts.get_many(missing)
+            names.update({i: a.name for i, a in accounts.items()})
+        return names
+
+    def format(self, state: State, messages: Sequence[Memory]) -> str:
+        """Messages as prompts show them ("Name: text"), long ones cut."""
+        limit = self._max_chars
+        lines = []
+        for m in messages:
+            text = m.content.text if len(m.content.text) <= limit else m.content.text[:limit] + "…"
+            lines.append(f"{state.name_of(m.user_id)}: {text}")
+        return "\n".join(lines)
+
+    def cut(self, text: str) -> str:
+        """One message's text cut as prompts cut it."""
+        return text if len(text) <= self._max_chars else text[: self._max_chars] + "…"
+
+
+@dataclass(frozen=True)
+class ModelHandle:
+    """The language model as a plugin calls it: `await ctx.model.generate(prompt)`.
+
+    Calls are accounted under the part's own task (`evaluator:NAME`, `action:NAME`, ...),
+    which is also what the offline model dispatches on, so a plugin's offline answer is
+    found without the plugin naming its task twice."""
+
+    model: LanguageModel
+    task: str
+    templates: Mapping[str, str] = field(default_factory=dict)
+    ledger: UsageLedger | None = None
+
+    async def generate(
+        self,
+        prompt: str,
+        *,
+        model_class: ModelClass = ModelClass.LARGE,
+        state: State | None = None,
+        max_tokens: int | None = None,
+        task: str | None = None,
+        json_answer: JsonAnswer | None = None,
+    ) -> str:
+        """The model's answer (untrusted text); raises `ModelError` when it cannot answer.
+
+        `json_answer` (the JSON shape wanted) makes it a JSON task: structured output where
+        the endpoint accepts it, and a low temperature. Size `max_tokens` to the answer."""
+        return await self.model.generate_text(
+            prompt,
+            model_class=model_class,
+            task=task or self.task,
+            state=state,
+            max_tokens=max_tokens,
+            json_answer=json_answer,
+        )
+
+    def reject(self, reason: str, raw: str, *, count: int = 1, task: str | None = None) -> None:
+        """Count an answer (or `count` parts of one) that could not be used, by reason; the
+        raw answer is logged once at DEBUG. Failures of a model's output must be visible."""
+        if self.ledger is not None:
+            self.ledger.record_reject(task or self.task, reason, raw, count)
+
+    def template(self, name: str, default: str) -> str:
+        """The character's override of a prompt template, else the plugin's own."""
+        return self.templates.get(name) or default
+
+    def render(self, name: str, default: str, values: Mapping[str, str]) -> str:
+        """The template (possibly the character's override) with `{{placeholders}}` filled."""
+        return render(self.template(name, default), dict(values))
+
+
+__all__ = ["Agent", "Collections", "Conversations", "ModelHandle"]

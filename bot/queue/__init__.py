@@ -1,0 +1,1 @@
+"""The evaluation queue: a leased, per-room FIFO of durable jobs in MongoDB."""

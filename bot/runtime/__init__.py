@@ -1,0 +1,1 @@
+"""The runtime: one message in, a reply out, and learning afterwards."""

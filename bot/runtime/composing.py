@@ -1,0 +1,197 @@
+"""StateComposer: what the runtime knows when it prompts about one message.
+
+It gathers the conversation up to the message, the people in it and the room, then runs every
+plugin provider concurrently and merges what they returned into the `State`. It also picks a
+prompt template (the character's own, else the built-in one). The reply path and the
+evaluation path both compose through it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from bot.domain.records import Fact, Memory, Room, utcnow
+from bot.knowledge.store import Knowledge
+from bot.plugin.api import Provided, Provider
+from bot.plugin.host import PluginHost
+from bot.plugin.loading import Registry
+from bot.runtime.characters import Character
+from bot.runtime.prompts import BUILTIN_TEMPLATES, character_values, format_actions
+from bot.runtime.state import State
+from bot.runtime.types import RuntimeOptions
+from bot.storage.documents import load_all, millis
+from bot.storage.known_facts import PREFETCHED_FACTS
+from bot.storage.mongo import MongoStore
+from bot.storage.window_reads import Read, Window, read_window
+
+log = logging.getLogger(__name__)
+
+# Under this name a reply's window holds the current facts about its people (known_facts.py).
+FACTS_AT_HAND = "facts_at_hand"
+
+
+class StateComposer:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        character: Character,
+        store: MongoStore,
+        knowledge: Knowledge,
+        registry: Registry,
+        plugins: PluginHost,
+        options: RuntimeOptions,
+    ) -> None:
+        self.agent_id = agent_id
+        self.character = character
+        self.store = store
+        self.knowledge = knowledge
+        self.registry = registry
+        self.plugins = plugins
+        # Replaced by the runtime when its options change.
+        self.options = options
+
+    def template(self, name: str, default: str | None = None) -> str:
+        return self.character.template(name, default or BUILTIN_TEMPLATES[name])
+
+    async def compose_state(
+        self,
+        memory: Memory,
+        *,
+        data: dict[str, Any] | None = None,
+        providers: bool = True,
+        room: Room | None = None,
+        window: Window | None = None,
+    ) -> State:
+        """The state for prompting about `memory`. `window` is what `window()` read for it,
+        when the caller has it already (an evaluation finds its message in it)."""
+        if window is None:
+            window = await self.window(memory, with_room=room is None)
+        room = room or window.room
+        recent = window.messages
+        if not any(m.id == memory.id for m in recent):
+            recent = [*recent, memory][-self.options.recent_messages :]
+        people = ({m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)) - {
+            self.agent_id
+        }
+        actors = {i: a for i, a in window.accounts.items() if i in people}
+        if unread := sorted(people - set(window.accounts) - window.asked):
+            actors.update(await self.store.accounts.get_many(unread))
+        state = State(
+            message=memory,
+            agent_id=self.agent_id,
+            agent_name=self.character.name,
+            sender=actors.get(memory.user_id),
+            room=room,
+            recent_messages=recent,
+            actors=actors,
+            data=dict(data or {}),
+        )
+        state.data.setdefault("actions", [a.name for a in self.registry.actions])
+        state.values.update(character_values(self.character))
+        state.values.update(
+            senderName=state.name_of(memory.user_id),
+            recentMessages=self.format_messages(state, recent),
+            actors=", ".join(a.name for a in actors.values()),
+            actions=format_actions(self.registry.actions),
+            actionNames=", ".join(a.name for a in self.registry.actions),
+            currentTime=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
+        )
+        if providers:
+            facts = window.extra.get(FACTS_AT_HAND)
+            if facts is None:
+                sections = await self._run_providers(memory, state)
+            else:
+                with self.knowledge.at_hand.holding(
+                    memory.world_id, _about_whom(memory), load_all(Fact, facts)
+                ):
+                    sections = await self._run_providers(memory, state)
+            state.values["providers"] = "\n\n".join(s for s in sections if s)
+        return state
+
+    async def reply_window(
+        self, memory: Memory, *, with_room: bool, extra: Mapping[str, Read | list[Read]]
+    ) -> Window:
+        """`window()` for a reply, read at intake with the `extra` reads and the current facts
+        about the sender and the people mentioned (the facts provider's read, done here)."""
+        facts = self.store.facts.about_read(
+            _about_whom(memory), memory.world_id, limit=PREFETCHED_FACTS
+        )
+        return await self.window(memory, with_room=with_room, extra={**extra, FACTS_AT_HAND: facts})
+
+    async def window(
+        self,
+        memory: Memory,
+        *,
+        with_room: bool = False,
+        with_people: bool = True,
+        extra: Mapping[str, Read | list[Read]] | None = None,
+    ) -> Window:
+        """The conversation up to and including this message, never what came after it: an
+        evaluation that runs late (a slow model, a busy room) reads what was said then. With
+        the accounts of everyone in it (the sender and the people mentioned too, unless
+        `with_people` is False), and the room: one round trip (bot/storage/window_reads.py)."""
+        return await self.window_through(
+            memory.room_id,
+            millis(memory.created_at),
+            people=[memory.user_id, *memory.mentions] if with_people else [],
+            with_room=with_room,
+            extra=extra,
+        )
+
+    async def window_through(
+        self,
+        room_id: str,
+        through_ms: int,
+        *,
+        people: list[str],
+        with_room: bool,
+        extra: Mapping[str, Read | list[Read]] | None = None,
+    ) -> Window:
+        """The window up to and including `through_ms` (integer milliseconds)."""
+        return await read_window(
+            self.store.db,
+            room_id,
+            self.options.recent_messages,
+            before_ms=through_ms + 1,
+            people=[p for p in people if p != self.agent_id],
+            with_room=with_room,
+            extra=extra,
+        )
+
+    async def display_names(self, state: State, ids: set[str]) -> dict[str, str]:
+        """Names for account ids: from the state's actors, else looked up."""
+        return await self.plugins.conversations.display_names(state, ids)
+
+    async def _run_providers(self, memory: Memory, state: State) -> list[str]:
+        """Run the providers concurrently, then merge what they returned into the state in
+        registration order (providers never write into the shared state themselves)."""
+
+        async def one(provider: Provider) -> Provided:
+            context = self.plugins.context(provider, memory, state)
+            try:
+                output = await provider.get(context)
+            except Exception:
+                log.exception("provider %s failed", provider.name)
+                return Provided()
+            return output if isinstance(output, Provided) else Provided(text=output or "")
+
+        providers = self.registry.providers
+        outputs = await asyncio.gather(*(one(p) for p in providers))
+        for provider, output in zip(providers, outputs, strict=True):
+            state.values[provider.name] = output.text
+            if output.data is not None:
+                state.provided[provider.name] = output.data
+        return [output.text for output in outputs]
+
+    def format_messages(self, state: State, messages: list[Memory]) -> str:
+        return self.plugins.conversations.format(state, messages)
+
+
+def _about_whom(memory: Memory) -> list[str]:
+    """The people a message's facts are about: its sender and whoever it mentions (as the
+    facts provider asks for them)."""
+    return list(dict.fromkeys([memory.user_id, *memory.mentions]))

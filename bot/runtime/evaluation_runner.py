@@ -1,0 +1,274 @@
+"""EvaluationRunner: learning from one message after the reply, the elizaOS flow (seeds/003).
+
+An evaluator's handler runs only if (1) it has a handler, (2) the bot responded or it is
+`always_run`, (3) its `validate()` is true, and (4) the selection step names it. `run_job`
+is one attempt at a durable job from the evaluation queue: what an earlier attempt finished
+(the selection, completed handlers) is recorded on the job and not done again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
+
+from bot.domain.records import EvaluationJob, Memory
+from bot.knowledge.store import Knowledge
+from bot.llm.accounting import UsageLedger
+from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
+from bot.llm.parsing import read_evaluator_selection
+from bot.ops.faults import FaultHook
+from bot.plugin.api import Context, Evaluator
+from bot.plugin.host import PluginHost
+from bot.plugin.loading import Registry
+from bot.queue.worker import EvaluationFailed
+from bot.runtime.composing import StateComposer
+from bot.runtime.handler_deadline import SafePointModel, SafePoints, run_with_deadline
+from bot.runtime.prompts import format_evaluators, names_json, render, selection_answer
+from bot.runtime.state import State
+from bot.runtime.types import RuntimeOptions, Send
+from bot.storage.jobs import JobStore
+from bot.storage.mongo import MongoStore
+from bot.storage.window_reads import Window
+
+log = logging.getLogger(__name__)
+
+SELECTION_CONTEXT_MESSAGES = 4
+# The selection answer is a few names: its token budget is a few per candidate.
+SELECTION_MAX_TOKENS = 100
+
+
+class EvaluationRunner:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        store: MongoStore,
+        jobs: JobStore,
+        knowledge: Knowledge,
+        model: LanguageModel,
+        registry: Registry,
+        plugins: PluginHost,
+        ledger: UsageLedger,
+        composer: StateComposer,
+        options: RuntimeOptions,
+        faults: FaultHook,
+    ) -> None:
+        self.agent_id = agent_id
+        self.store = store
+        self.jobs = jobs
+        self.knowledge = knowledge
+        self.model = model
+        self.registry = registry
+        self.plugins = plugins
+        self.ledger = ledger
+        self.composer = composer
+        # Replaced by the runtime when its options change.
+        self.options = options
+        self._faults = faults
+
+    async def run_job(self, job: EvaluationJob) -> list[str]:
+        """One attempt at a job. What an earlier attempt finished is not done again: the
+        selection is reused and evaluators that completed are skipped; one interrupted midway
+        runs again with the same `ctx.job_id`, its idempotency key."""
+        message, window = await self._message_and_window(job)
+        if message is None:
+            log.info("evaluation %s: message was forgotten; nothing to learn", job.id)
+            return []
+        if window is None:
+            return await self._run(job, message, None)
+        with self.plugins.conversations.marks_known(job.room_id, window.marks):
+            return await self._run(job, message, window)
+
+    async def _run(self, job: EvaluationJob, message: Memory, window: Window | None) -> list[str]:
+        if message.user_id != self.agent_id and job.trigger == "message":
+            await self.knowledge.index_message(message)
+        # Evaluators build their own prompts (elizaOS's compose their own state too), so the
+        # providers' retrieval, paid once for the reply, is not paid again here.
+        state = await self.composer.compose_state(
+            message,
+            data={"trigger": job.trigger, "position": job.position},
+            providers=False,
+            window=window,
+        )
+        validated = await self._validated(message, state, job.did_respond, None, job.id)
+        candidates = [evaluator for evaluator, _ in validated]
+        if job.selected is None:
+            chosen = await self._select(candidates, state) if candidates else []
+            await self.jobs.record_selection(job.id, [e.name for e in chosen])
+        else:
+            chosen = [e for e in candidates if e.name in job.selected]
+        found = {id(evaluator): finding for evaluator, finding in validated}
+        ran = list(job.ran)
+        failures: list[str] = []
+        to_run = [e for e in chosen if e.name not in ran]
+        for number, evaluator in enumerate(to_run, 1):  # one after another, in order
+            context = self._context(evaluator, message, state, None, job.id)
+            problem = await self._run_handler(evaluator, context, found[id(evaluator)])
+            if problem is not None:
+                failures.append(f"{evaluator.name}: {problem}")
+                continue
+            ran.append(evaluator.name)
+            # After the last one the queue's `finish` records them all, in the same write.
+            if number < len(to_run) or failures:
+                await self.jobs.record_ran(job.id, ran)
+            self._faults.reached("evaluation:handler-ran")
+        if failures:
+            raise EvaluationFailed("; ".join(failures))
+        return ran
+
+    async def _message_and_window(self, job: EvaluationJob) -> tuple[Memory | None, Window | None]:
+        """The job's message, and the room's window up to it when that found it: one read
+        when the job knows its message's time (its message is in the window unless it was
+        forgotten), else the message by id and the window composed later."""
+        if job.message_ms is None:
+            return await self.store.memories.get(job.message_id), None
+        window = await self.composer.window_through(
+            job.room_id, job.message_ms, people=job.people, with_room=True
+        )
+        message = next((m for m in window.messages if m.id == job.message_id), None)
+        if message is None:
+            # Forgotten, or stored from a copy with another time (a platform that redelivered
+            # it differently): looked up by id, and the window read again around it.
+            return await self.store.memories.get(job.message_id), None
+        return message, window
+
+    async def evaluate(
+        self,
+        message: Memory,
+        state: State,
+        *,
+        did_respond: bool,
+        callback: Send | None = None,
+        job_id: str | None = None,
+    ) -> list[str]:
+        """Run the evaluators that pass all four conditions; returns the names that ran.
+        A failed selection raises EvaluationFailed; a failed handler is logged and skipped."""
+        validated = await self._validated(message, state, did_respond, callback, job_id)
+        if not validated:
+            return []
+        # By identity: evaluators are frozen dataclasses holding lists, so not hashable.
+        found = {id(evaluator): finding for evaluator, finding in validated}
+        chosen = await self._select([evaluator for evaluator, _ in validated], state)
+        ran = []
+        for evaluator in chosen:  # one after another, in registration order
+            context = self._context(evaluator, message, state, callback, job_id)
+            if await self._run_handler(evaluator, context, found[id(evaluator)]) is None:
+                ran.append(evaluator.name)
+        return ran
+
+    async def _run_handler(self, evaluator: Evaluator, context: Context, found: Any) -> str | None:
+        """Run one evaluator's handler; None when it completed, else why it did not. Past
+        its time limit it is stopped only at a safe point (see bot.runtime.handler_deadline)."""
+        if evaluator.handler is None:
+            return "no handler"
+
+        def start(points: SafePoints) -> Awaitable[Any]:
+            # The handler's model calls mark where its time limit may stop it.
+            model = replace(context.model, model=SafePointModel(context.model.model, points))
+            return _call_handler(evaluator, replace(context, model=model), found)
+
+        outcome = await run_with_deadline(
+            start, self.options.evaluator_timeout, name=evaluator.name
+        )
+        return None if outcome.completed else outcome.problem
+
+    def _context(
+        self,
+        evaluator: Evaluator,
+        message: Memory,
+        state: State,
+        callback: Send | None = None,
+        job_id: str | None = None,
+    ) -> Context:
+        return self.plugins.context(evaluator, message, state, callback=callback, job_id=job_id)
+
+    async def _validated(
+        self,
+        message: Memory,
+        state: State,
+        did_respond: bool,
+        callback: Send | None,
+        job_id: str | None,
+    ) -> list[tuple[Evaluator, Any]]:
+        """The evaluators passing conditions 1-3, each with what its validate found."""
+
+        async def check(evaluator: Evaluator) -> tuple[Evaluator, Any] | None:
+            if evaluator.handler is None:  # condition 1
+                return None
+            if not did_respond and not evaluator.always_run:  # condition 2
+                return None
+            context = self._context(evaluator, message, state, callback, job_id)
+            try:  # condition 3
+                found = await asyncio.wait_for(
+                    evaluator.validate(context), self.options.evaluator_timeout
+                )
+            except Exception:
+                log.exception("evaluator %s validate failed", evaluator.name)
+                return None
+            return (evaluator, found) if found else None
+
+        checked = await asyncio.gather(*(check(e) for e in self.registry.evaluators))
+        return [pair for pair in checked if pair is not None]
+
+    async def _select(self, candidates: list[Evaluator], state: State) -> list[Evaluator]:
+        """Condition 4: which validated evaluators run. `all` mode skips the model call."""
+        if self.options.evaluator_selection == "all":
+            return candidates
+        state.data["evaluator_names"] = [e.name for e in candidates]
+        values = {
+            **state.values,
+            # Deciding relevance needs the latest turns, not the whole window.
+            "recentMessages": self.composer.format_messages(
+                state, state.recent_messages[-SELECTION_CONTEXT_MESSAGES:]
+            ),
+            "evaluators": format_evaluators(candidates),
+            "evaluatorNames": ", ".join(e.name for e in candidates),
+            "evaluatorNamesJson": names_json([e.name for e in candidates]),
+        }
+        prompt = render(self.composer.template("evaluationTemplate"), values)
+        names = [e.name for e in candidates]
+        try:
+            raw = await self.model.generate_text(
+                prompt,
+                model_class=ModelClass.SMALL,
+                task=Task.EVALUATOR_SELECTION,
+                state=state,
+                max_tokens=SELECTION_MAX_TOKENS,
+                json_answer=selection_answer(names),
+            )
+        except ModelError as error:
+            # Not "nothing to run": the job is retried, never counted as a run.
+            raise EvaluationFailed(f"evaluator selection failed: {error}") from error
+        selection = read_evaluator_selection(raw, [(e.name, e.similes) for e in candidates])
+        if selection.named_nothing_known:
+            self.ledger.record_reject(Task.EVALUATOR_SELECTION, "named nothing known", raw)
+            log.warning(
+                "evaluator selection named only unknown evaluators %s; none ran",
+                selection.unknown[:5],
+            )
+        elif not selection.parsed and not selection.names:
+            self.ledger.record_reject(Task.EVALUATOR_SELECTION, "unreadable", raw)
+            log.warning("evaluator selection answer was not readable; none ran")
+        return [e for e in candidates if e.name in selection.names]
+
+
+def _call_handler(evaluator: Evaluator, context: Context, found: Any) -> Awaitable[Any]:
+    """`handler(ctx, found)` for a handler taking what validate found (python-telegram-bot's
+    check_update -> handle_update(check_result)), else `handler(ctx)`."""
+    assert evaluator.handler is not None
+    if _takes_finding(evaluator.handler):
+        return evaluator.handler(context, found)
+    return evaluator.handler(context)
+
+
+def _takes_finding(handler: Callable[..., Any]) -> bool:
+    try:
+        parameters = inspect.signature(handler).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)

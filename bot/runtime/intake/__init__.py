@@ -1,0 +1,1 @@
+"""Intake: a message is kept (database or local journal) before anything else."""

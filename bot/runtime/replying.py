@@ -1,0 +1,230 @@
+"""Replier: the reply to one message, from the composed state to the stored replies.
+
+It asks the LARGE model for a reply, reads the answer tolerantly (a model's syntax is never
+shown to a person), runs the action the reply names if it validates, sends the words (split
+by the adapter) and stores the replies as the bot's messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from bot.domain.records import Content, Memory, Room, reply_id, utcnow
+from bot.llm.accounting import UsageLedger
+from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
+from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
+from bot.ops.events import NO_EVENTS, RuntimeEvents
+from bot.ops.faults import FaultHook
+from bot.plugin.api import Action
+from bot.plugin.host import PluginHost
+from bot.plugin.loading import Registry
+from bot.runtime.composing import StateComposer
+from bot.runtime.intake.sent_replies import SentReplies
+from bot.runtime.prompts import render, reply_answer
+from bot.runtime.ratelimit import ReplyLimit
+from bot.runtime.state import State
+from bot.runtime.types import HandleResult, RuntimeOptions, Send, Typing
+from bot.storage.mongo import MongoStore
+from bot.storage.window_reads import Window
+
+log = logging.getLogger(__name__)
+
+RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
+MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
+# Sent when the model's answer holds no words to send (empty, or only JSON syntax).
+EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
+# Tokens allowed per reply character of the cap (a token is ~4 characters of English; the
+# margin covers the JSON around the text and other languages).
+REPLY_TOKENS_PER_CHAR = 0.4
+
+
+class Replier:
+    def __init__(
+        self,
+        *,
+        agent_id: str,
+        store: MongoStore,
+        model: LanguageModel,
+        registry: Registry,
+        plugins: PluginHost,
+        ledger: UsageLedger,
+        composer: StateComposer,
+        options: RuntimeOptions,
+        rate_limiter: ReplyLimit | None = None,
+        events: RuntimeEvents = NO_EVENTS,
+        faults: FaultHook | None = None,
+        sent_replies: SentReplies | None = None,
+    ) -> None:
+        self.agent_id = agent_id
+        self.store = store
+        self.model = model
+        self.registry = registry
+        self.plugins = plugins
+        self.ledger = ledger
+        self.composer = composer
+        # Replaced by the runtime when its options change.
+        self.options = options
+        self.rate_limiter = rate_limiter
+        self.events = events
+        self._faults = faults or FaultHook()
+        self.sent_replies = SentReplies(None) if sent_replies is None else sent_replies
+
+    async def answer(
+        self,
+        memory: Memory,
+        send: Send,
+        typing: Typing,
+        result: HandleResult,
+        room: Room | None,
+        *,
+        arrived: float | None = None,
+        keep: bool = True,
+        window: Window | None = None,
+    ) -> None:
+        """Reply while showing "typing…", unless the author is over the rate limit (then a
+        polite line, no model call); `arrived` (perf_counter) times the reply. `window`: the
+        room's window, when the caller read it already."""
+        if self.rate_limiter is not None and not await self.rate_limiter.allow(memory.user_id):
+            await send(Content(text=RATE_LIMITED_REPLY))
+            return
+        async with typing():
+            await self.respond(memory, send, result, room, keep=keep, window=window)
+        if result.replies and arrived is not None:
+            self.events.replied(len(result.replies), time.perf_counter() - arrived)
+
+    async def respond(
+        self,
+        memory: Memory,
+        send: Send,
+        result: HandleResult,
+        room: Room | None,
+        *,
+        keep: bool = True,
+        window: Window | None = None,
+    ) -> None:
+        """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
+        may quote the message) and no action runs (actions may keep what they were given)."""
+        state = await self.composer.compose_state(memory, room=room, window=window)
+        system = render(self.composer.template("systemTemplate"), state.values)
+        prompt = render(self.composer.template("messageHandlerTemplate"), state.values)
+        try:
+            raw = await self.model.generate_text(
+                prompt,
+                model_class=ModelClass.LARGE,
+                task=Task.REPLY,
+                state=state,
+                system=system,
+                max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
+                json_answer=reply_answer([a.name for a in self.registry.actions]),
+            )
+        except ModelError as error:
+            log.warning("reply failed for message %s: %s", memory.id, error)
+            await send(Content(text=MODEL_FAILED_REPLY))
+            return
+        draft = self._read_reply(raw, memory)
+        replies: list[Memory] = []
+        sent = False
+
+        async def say(content: Content, *, store: bool = True) -> None:
+            nonlocal sent
+            if not content.text.strip():
+                return
+            await send(content)
+            sent = result.responded = True  # known even if storing it fails later
+            if not keep:
+                return
+            reply = Memory(
+                id=reply_id(memory.id, self.agent_id, len(replies)),
+                user_id=self.agent_id,
+                agent_id=self.agent_id,
+                room_id=memory.room_id,
+                world_id=memory.world_id,
+                content=content.model_copy(update={"in_reply_to": memory.id}),
+                # Strictly after the message, even when the platform's clock runs ahead of ours.
+                created_at=max(
+                    utcnow(), memory.created_at + timedelta(milliseconds=1 + len(replies))
+                ),
+            )
+            # Recorded before anything yields to the event loop: a kill from here on does not
+            # answer the message again after the restart (bot/runtime/intake/sent_replies.py).
+            self.sent_replies.record(memory.id, reply, store=store)
+            self._faults.reached("handle:reply-sent")
+            if not store:
+                return
+            replies.append(reply)  # a later part never reuses this id
+            # Stored with the message and the job's release, or before an action runs, below.
+            result.unstored.append(reply)
+
+        action = await self._chosen_action(draft, memory, state, say) if keep else None
+        if action is None or not action.suppress_initial_message:
+            if draft.text:
+                # Words recovered from an unreadable answer are sent, never stored as the
+                # bot's: stored, they return in later prompts and the model copies them.
+                await say(Content(text=draft.text, action=draft.action), store=draft.readable)
+            elif action is None:
+                await say(Content(text=EMPTY_REPLY), store=False)
+        if action is not None:
+            # The message and what was sent so far are stored before the action, which may
+            # take a while: a crash during it must not send those replies again.
+            await self._store_unstored(memory, result)
+            context = self.plugins.context(action, memory, state, callback=say)
+            try:
+                await action.handler(context)
+            except Exception:
+                log.exception("action %s failed", action.name)
+                await say(Content(text=f"Sorry, I couldn't finish that ({action.name})."))
+            result.action = action.name
+        result.replies = replies
+        result.responded = sent
+
+    async def _store_unstored(self, memory: Memory, result: HandleResult) -> None:
+        """Store the message (when new) and the replies sent so far, one by one, each left
+        in `result` until it is stored (MongoDB gone midway: the rest goes to the journal)."""
+        if result.message_unstored:
+            position = await self.store.memories.insert(memory)
+            result.message_unstored = False
+            result.position = max(result.position, position or 0)
+        while result.unstored:
+            position = await self.store.memories.insert(result.unstored[0])
+            result.unstored.pop(0)
+            result.position = max(result.position, position or 0)
+
+    def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:
+        """The model's reply as words to send: no JSON syntax, at most the reply cap; what
+        could not be read is counted and logged once."""
+        draft = parse_reply(raw)
+        if not draft.text:
+            self.ledger.record_reject(Task.REPLY, "empty reply", raw)
+            log.warning("the reply to message %s was empty; sent a short fallback", memory.id)
+        elif not draft.readable:
+            self.ledger.record_reject(Task.REPLY, "unreadable reply", raw)
+            log.warning(
+                "the reply to message %s was not readable JSON; sent its words, not stored",
+                memory.id,
+            )
+        text = cap_reply(draft.text, self.options.max_reply_chars)
+        if text != draft.text:
+            log.info(
+                "the reply to message %s was cut from %d to %d characters",
+                memory.id,
+                len(draft.text),
+                len(text),
+            )
+        return ReplyDraft(text, draft.action, readable=draft.readable)
+
+    async def _chosen_action(
+        self, draft: ReplyDraft, memory: Memory, state: State, say: Send
+    ) -> Action | None:
+        action = self.registry.find_action(draft.action)
+        if action is None:
+            if draft.action:
+                log.info("model named unknown action %r; ignoring it", draft.action)
+            return None
+        context = self.plugins.context(action, memory, state, callback=say)
+        try:
+            return action if await action.validate(context) else None
+        except Exception:
+            log.exception("action %s validate failed", action.name)
+            return None
