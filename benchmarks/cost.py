@@ -43,12 +43,12 @@ from bot.app.composition import App, open_app
 from bot.config.settings import (
     Settings,
 )
+from bot.domain.state import State
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import JsonAnswer, LanguageModel, ModelClass
 from bot.llm.openai_model import OpenAIModel
 from bot.ops.spend import flush_usage
 from bot.plugin.loading import PluginError, Registry, discover, plugin_sources
-from bot.runtime.state import State
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, RecordedRequest, last_user_message

@@ -4,7 +4,7 @@ A scripted conversation (many rooms, a fixed seed) is fed to a Mnemo worker proc
 reads the script the way a platform delivers updates: a message is acknowledged (appended,
 fsynced, to `acked.log`) only once `handle()` returned, and everything unacknowledged is
 delivered again after a restart. The worker runs with the test-only fault hook
-(`MNEMO_TEST_FAULT`, see bot/ops/faults.py) set to a point of `handle()` or of an evaluation, so
+(`MNEMO_TEST_FAULT`, see bot/faults.py) set to a point of `handle()` or of an evaluation, so
 it SIGKILLs itself there; it is then started again (with the next fault, or none). Before the
 last, clean run the Chroma folder is wiped. The last run waits for every evaluation and writes
 a report from MongoDB, Chroma and the reply log:
@@ -44,7 +44,7 @@ from pymongo.errors import DuplicateKeyError
 if TYPE_CHECKING:
     pass
 
-# Points of handle() and of an evaluation where a worker may be killed (bot/ops/faults.py).
+# Points of handle() and of an evaluation where a worker may be killed (bot/faults.py).
 FAULT_POINTS = (
     "handle:job-written",
     "handle:message-stored",

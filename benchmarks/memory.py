@@ -41,10 +41,10 @@ from benchmarks.cost import (
 )
 from benchmarks.stats import REPO_ROOT, BenchError
 from bot.app.composition import App, open_app
+from bot.app.model_choice import make_model
 from bot.config.settings import ModelSettings, Settings
 from bot.domain.records import Fact
 from bot.llm.accounting import UsageLedger
-from bot.llm.factory import make_model
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat
 

@@ -41,7 +41,9 @@ from benchmarks.round_trips import RoundTrips
 from benchmarks.stats import BenchError, cpu_seconds, rate, summary
 from bot import Context, Evaluator, Plugin
 from bot.app.composition import agent_id_for
+from bot.domain.characters import load_character
 from bot.domain.records import Content, Memory
+from bot.domain.state import State
 from bot.knowledge.embeddings import CachedEmbedder, Embedder, OpenAIEmbedder
 from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
@@ -49,8 +51,6 @@ from bot.llm.accounting import UsageLedger
 from bot.llm.base import Task
 from bot.plugin.loading import Registry
 from bot.runtime.agent import AgentRuntime, RuntimeOptions
-from bot.runtime.characters import load_character
-from bot.runtime.state import State
 from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore
 from bot.testing.harness import TestChat

@@ -7,6 +7,7 @@ API (defined in `bot.plugin.api`, documented in docs/plugins.md).
 """
 
 from bot.domain.records import Account, Content, Memory, Room, stable_id, utcnow
+from bot.domain.state import State
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json_array, parse_json_object
 from bot.plugin.api import (
@@ -28,7 +29,6 @@ from bot.plugin.api import (
     Provided,
     Provider,
 )
-from bot.runtime.state import State
 
 __all__ = [
     "Account",

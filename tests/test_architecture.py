@@ -1,95 +1,114 @@
-"""The shape of `bot/`: no import cycles, and no module over 400 lines without saying why.
+"""The shape of Mnemo, as contracts on its import graph (grimp, the library behind
+import-linter; imports under `TYPE_CHECKING` count: they still tie two designs together).
 
-The import graph comes from grimp (the library behind import-linter), annotation-only
-imports under `TYPE_CHECKING` included: they still tie two modules' designs together. A long
-module states its reason in its docstring, on a line starting with `Over 400 lines:`.
+- `bot/` is layered: a package imports only packages below it in `LAYERS` (or beside it on the
+  same line), so the lower layers can be read, tested and replaced without the upper ones.
+- No package imports another package's private module (a name starting with `_`).
+- No import cycles anywhere in `bot/`.
 
-Cycles and long modules known today are listed below with who is on them; a new one fails.
-An entry is removed from its list once fixed (not enforced, so that the fix lands without
-touching this file).
+A module is as long as its one idea: there is no line limit.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from pathlib import Path
 
 import grimp
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-MAX_LINES = 400
-REASON = re.compile(r"^Over 400 lines: \S.{20,}", re.MULTILINE)
 
-# Each known cycle, as the set of modules it runs through, with who removes it.
-KNOWN_CYCLES: dict[frozenset[str], str] = {}
-# Long modules without a stated reason, with who splits them.
-KNOWN_LONG: dict[str, str] = {}
+# Top to bottom. A package may import any package on a lower line, and the utilities.
+LAYERS: list[tuple[str, ...]] = [
+    ("bot.testing",),
+    ("bot.app",),
+    ("bot.adapters",),
+    ("bot.commands",),
+    ("bot.ops",),
+    ("bot.runtime",),
+    ("bot.privacy",),
+    ("bot.plugin",),
+    ("bot.queue", "bot.knowledge"),
+    ("bot.storage",),
+    ("bot.llm",),
+    ("bot.config",),
+    ("bot.domain",),
+]
+# Small modules with no Mnemo imports of their own, usable from every layer.
+UTILITIES = {"bot.cancelling", "bot.faults"}
+# The public API (`bot/__init__.py`) re-exports from the layers; `python -m bot` starts the app.
+ENTRY_POINTS = {"bot", "bot.__main__"}
+MAX_TOP_LEVEL_MODULES = 10
 
 
-def _cycles() -> dict[frozenset[str], tuple[str, ...]]:
-    """Every group of modules that import each other (directly or not), with one cycle
-    through the group as an example."""
-    graph = grimp.build_graph("bot", cache_dir=None)
-    examples: list[tuple[str, ...]] = []
+@pytest.fixture(scope="module")
+def graph() -> grimp.ImportGraph:
+    return grimp.build_graph("bot", cache_dir=None)
+
+
+def _package_of(module: str) -> str | None:
+    for line in LAYERS:
+        for package in line:
+            if module == package or module.startswith(package + "."):
+                return package
+    return None
+
+
+def _rank(package: str) -> int:
+    return next(i for i, line in enumerate(LAYERS) if package in line)
+
+
+def test_every_module_of_bot_is_in_a_layer(graph: grimp.ImportGraph) -> None:
+    lost = sorted(
+        m for m in graph.modules if _package_of(m) is None and m not in UTILITIES | ENTRY_POINTS
+    )
+    assert not lost, f"modules in no layer (add their package to LAYERS): {lost}"
+
+
+def test_layers_import_only_downwards(graph: grimp.ImportGraph) -> None:
+    upward = []
+    for importer in sorted(graph.modules):
+        low = _package_of(importer)
+        if low is None:
+            continue
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            high = _package_of(imported)
+            if high is None or high == low:
+                continue
+            if _rank(high) <= _rank(low):
+                upward.append(f"{importer} -> {imported}")
+    assert not upward, "imports against the layers (see LAYERS):\n" + "\n".join(upward)
+
+
+def test_utilities_import_nothing_of_mnemo(graph: grimp.ImportGraph) -> None:
+    for utility in UTILITIES:
+        assert not graph.find_modules_directly_imported_by(utility), utility
+
+
+def test_no_package_imports_a_private_module_of_another(graph: grimp.ImportGraph) -> None:
+    reaching = []
+    for importer in sorted(graph.modules):
+        for imported in sorted(graph.find_modules_directly_imported_by(importer)):
+            parts = imported.split(".")
+            private = next((i for i, p in enumerate(parts) if p.startswith("_")), None)
+            if private is None:
+                continue
+            owner = ".".join(parts[:private])
+            if not importer.startswith(owner + "."):
+                reaching.append(f"{importer} -> {imported}")
+    assert not reaching, "\n".join(reaching)
+
+
+def test_no_import_cycles_in_bot(graph: grimp.ImportGraph) -> None:
+    cycles = []
     for importer in sorted(graph.modules):
         for imported in sorted(graph.find_modules_directly_imported_by(importer)):
             back = graph.find_shortest_chain(importer=imported, imported=importer)
             if back is not None:
-                examples.append((importer, *back[:-1]))
-    # Cycles sharing a module are one group (the strongly connected component).
-    groups: list[tuple[set[str], tuple[str, ...]]] = []
-    for cycle in examples:
-        members, example = set(cycle), cycle
-        for group in [g for g in groups if g[0] & members]:
-            groups.remove(group)
-            members |= group[0]
-            example = min(example, group[1], key=len)
-        groups.append((members, example))
-    return {frozenset(members): example for members, example in groups}
+                cycles.append(" -> ".join((importer, *back)))
+    assert not cycles, "import cycles in bot/:\n" + "\n".join(cycles[:10])
 
 
-def _long_modules_without_reason() -> dict[str, int]:
-    offenders = {}
-    for path in sorted((REPO / "bot").rglob("*.py")):
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        if lines <= MAX_LINES:
-            continue
-        docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
-        if not REASON.search(docstring):
-            offenders[path.relative_to(REPO).as_posix()] = lines
-    return offenders
-
-
-def test_no_new_import_cycles_in_bot() -> None:
-    cycles = _cycles()
-    new = [" -> ".join(example) for group, example in cycles.items() if group not in KNOWN_CYCLES]
-    assert not new, "import cycles in bot/ (break them, do not list them):\n" + "\n".join(new)
-
-
-def test_no_new_module_over_400_lines_without_a_reason() -> None:
-    offenders = _long_modules_without_reason()
-    new = {path: lines for path, lines in offenders.items() if path not in KNOWN_LONG}
-    assert not new, (
-        f"modules over {MAX_LINES} lines: split them, or say why at the top of the docstring "
-        f"('Over 400 lines: ...'): {new}"
-    )
-
-
-def test_the_cycle_check_sees_an_annotation_only_cycle(tmp_path: Path) -> None:
-    # The check is only as good as the graph: a cycle through `if TYPE_CHECKING:` counts.
-    package = tmp_path / "cyclic"
-    package.mkdir()
-    (package / "__init__.py").write_text("")
-    (package / "a.py").write_text("from cyclic import b\n")
-    (package / "b.py").write_text(
-        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from cyclic import a\n"
-    )
-    with pytest.MonkeyPatch.context() as patch:
-        patch.syspath_prepend(str(tmp_path))
-        graph = grimp.build_graph("cyclic", cache_dir=None)
-    assert graph.find_shortest_chain(importer="cyclic.b", imported="cyclic.a") == (
-        "cyclic.b",
-        "cyclic.a",
-    )
+def test_few_modules_directly_under_bot() -> None:
+    top = sorted(p.name for p in (REPO / "bot").glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top

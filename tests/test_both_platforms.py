@@ -8,10 +8,10 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from bot.adapters.discord import DiscordAdapter
-from bot.adapters.startup import run_platforms
 from bot.adapters.telegram import TelegramAdapter
+from bot.app.platforms import run_platforms
 from bot.config.settings import PlatformSettings
-from bot.runtime.state import State
+from bot.domain.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeDiscordServer, Person, pointed_at

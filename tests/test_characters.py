@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.runtime.characters import Character, CharacterError, load_character
+from bot.domain.characters import Character, CharacterError, load_character
 
 REPO = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

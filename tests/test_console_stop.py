@@ -10,8 +10,8 @@ from pathlib import Path
 
 from bot.adapters.console import ConsoleChat
 from bot.domain.records import reply_id
+from bot.domain.state import State
 from bot.llm.base import Task
-from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 

@@ -26,13 +26,13 @@ from bot.adapters.discord import (
     to_memory,
     world_of,
 )
-from bot.adapters.startup import PlatformError, PlatformStartupError
 from bot.app.composition import App
+from bot.app.platforms import PlatformError, PlatformStartupError
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Content, Fact, Memory, Room, account_id, message_id, room_id
+from bot.domain.state import State
 from bot.llm.base import Task
 from bot.runtime.agent import RATE_LIMITED_REPLY
-from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.goals import GoalStore

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from bot.domain.records import Account, Content, Fact, Memory
+from bot.domain.state import State
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task, evaluator_task
-from bot.llm.offline import MAX_REPLY_CHARS, OfflineModel
 from bot.llm.parsing import parse_json_array, parse_reply
 from bot.plugin.loading import Registry
-from bot.runtime.state import State
+from bot.plugin.offline_model import MAX_REPLY_CHARS, OfflineModel
 from bot.testing.scripted import ModelCall, ScriptedModel, UnscriptedCall
 from plugins.facts import plugin as facts_plugin
 from plugins.facts.offline import statements

@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator
 import openai
 import pytest
 
+from bot.app.model_choice import make_model
 from bot.config.settings import ModelSettings
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import JSON_TEMPERATURE, JsonAnswer, LanguageModel, ModelClass, ModelError
-from bot.llm.factory import make_model
-from bot.llm.offline import OfflineModel
 from bot.llm.openai_model import OpenAIModel
+from bot.plugin.offline_model import OfflineModel
 from bot.testing.openai_server import (
     DEFAULT_REPLY,
     FakeOpenAIServer,

@@ -8,8 +8,8 @@ import asyncio
 from pathlib import Path
 
 from bot.commands.command_set import DATABASE_AWAY, FORGOTTEN, Commands, Request
+from bot.domain.state import State
 from bot.llm.base import Task
-from bot.runtime.state import State
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.test_outage import (

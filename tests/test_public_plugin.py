@@ -100,7 +100,7 @@ async def test_a_public_api_plugin_works_offline_with_its_collection_and_command
     assert imported == {"json", "bot"}  # nothing of Mnemo but the public module
     registry = discover(folder, use_entry_points=False)
 
-    caplog.set_level(logging.WARNING, logger="bot.llm.offline")
+    caplog.set_level(logging.WARNING, logger="bot.plugin.offline_model")
     async with open_test_app(
         tmp_path / "app",
         plugins=registry.plugins,

@@ -9,11 +9,11 @@ from datetime import timedelta
 from pathlib import Path
 
 from bot.commands.command_set import Commands, Request
+from bot.config.privacy import PrivacySettings
 from bot.domain.records import Content, Fact, Memory, stable_id, utcnow
 from bot.knowledge.store import Knowledge
 from bot.llm.base import Task
 from bot.privacy.retention import Retention, delete_expired
-from bot.privacy.settings import PrivacySettings
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 

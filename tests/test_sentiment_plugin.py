@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from bot.app.composition import App
+from bot.domain.state import State
 from bot.llm.base import ModelClass, ModelError, Task
-from bot.runtime.state import State
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.sentiment import (

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot.adapters.startup import PlatformStartupError, run_platforms
 from bot.adapters.telegram import BAD_TOKEN, TelegramAdapter
 from bot.app.composition import App
+from bot.app.platforms import PlatformStartupError, run_platforms
 from bot.config.settings import PlatformSettings
-from bot.runtime.state import State
+from bot.domain.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.telegram_server import FakeTelegramServer

@@ -15,10 +15,10 @@ import pytest
 from pydantic import SecretStr
 
 from bot import Context, Evaluator, Plugin
-from bot.adapters.startup import PlatformStartupError
 from bot.adapters.telegram import BAD_TOKEN, FORGET_PROMPT, TelegramAdapter
 from bot.adapters.telegram.commands import SENT_PRIVATELY, START_A_CHAT
 from bot.app.composition import App
+from bot.app.platforms import PlatformStartupError
 from bot.config.settings import PlatformSettings
 from bot.domain.records import (
     Content,
@@ -30,9 +30,9 @@ from bot.domain.records import (
     room_id,
     world_id,
 )
+from bot.domain.state import State
 from bot.llm.base import Task
 from bot.runtime.agent import RATE_LIMITED_REPLY
-from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.goals import GoalStore

@@ -23,8 +23,8 @@ from bot.adapters.telegram import TelegramAdapter, webhook_secret
 from bot.app.composition import App
 from bot.config.settings import PlatformSettings
 from bot.domain.records import room_id
+from bot.domain.state import State
 from bot.runtime.intake.outage import FULL_REPLY, TROUBLE_REPLY
-from bot.runtime.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.telegram_server import FakeChat, FakeTelegramServer, FakeUser

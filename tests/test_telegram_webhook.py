@@ -20,7 +20,7 @@ from pydantic import SecretStr
 from bot.adapters.telegram import TelegramAdapter, webhook_secret
 from bot.app.composition import App
 from bot.config.settings import PlatformSettings
-from bot.runtime.state import State
+from bot.domain.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.telegram_server import FakeTelegramServer

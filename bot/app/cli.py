@@ -28,12 +28,12 @@ EXIT_FAILED = 1
 
 
 def _startup_errors() -> tuple[type[BaseException], ...]:
+    from bot.domain.characters import CharacterError
     from bot.knowledge.embeddings import EmbedderError
     from bot.knowledge.vectors import VectorIndexError
     from bot.ops.backup import BackupError
     from bot.ops.migrations import MigrationError
     from bot.plugin.loading import PluginError
-    from bot.runtime.characters import CharacterError
     from bot.storage.bundled.server import EmbeddedMongoError
     from bot.storage.mongo import StorageUnavailable
 
@@ -49,7 +49,7 @@ def _startup_errors() -> tuple[type[BaseException], ...]:
         BackupError,
     ]
     with contextlib.suppress(ImportError):
-        from bot.adapters.startup import PlatformStartupError
+        from bot.app.platforms import PlatformStartupError
 
         errors.append(PlatformStartupError)
     return tuple(errors)
@@ -120,7 +120,7 @@ async def _run(settings: Settings, name: str | None = None) -> None:
         print("No DISCORD_TOKEN or TELEGRAM_TOKEN set: starting the console chat.", flush=True)
         await _chat(settings, name)
         return
-    from bot.adapters.startup import run_platforms
+    from bot.app.platforms import run_platforms
 
     # The platforms connect once the database answers: waited for, not a reason to exit.
     async with open_app(settings, wait_for_database=True) as app:

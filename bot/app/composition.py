@@ -16,10 +16,13 @@ from dataclasses import dataclass
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo import monitoring
 
+from bot.app.model_choice import make_model
 from bot.app.scheduler import build_scheduler
 from bot.cancelling import cancel_and_wait
 from bot.config.settings import Settings
+from bot.domain.characters import Character, load_character
 from bot.domain.records import stable_id
+from bot.faults import FaultHook
 from bot.knowledge.embedder_factory import make_embedder
 from bot.knowledge.embeddings import Embedder
 from bot.knowledge.reindex import Missing, heal_in_background
@@ -27,9 +30,6 @@ from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
-from bot.llm.factory import make_model
-from bot.ops.events import NO_EVENTS
-from bot.ops.faults import FaultHook
 from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer
@@ -41,7 +41,7 @@ from bot.privacy.retention import Retention
 from bot.queue.succession import take_over
 from bot.queue.worker import RetryPolicy
 from bot.runtime.agent import AgentRuntime, RuntimeOptions
-from bot.runtime.characters import Character, load_character
+from bot.runtime.events import NO_EVENTS
 from bot.runtime.intake.journal import Journal
 from bot.runtime.intake.outage import Outage, wait_until_reachable
 from bot.runtime.intake.sent_replies import SentReplies
@@ -108,7 +108,7 @@ async def open_app(
     wait_for_database: bool = False,
 ) -> AsyncIterator[App]:
     """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches).
-    `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.ops.faults).
+    `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.faults).
     `mongo_listeners` watch every command the app's MongoDB client sends (round trips).
     `usage_flush_seconds`: how often per-world model usage is written (a benchmark counting
     round trips per message sets it beyond its run). `wait_for_database`: MongoDB unreachable

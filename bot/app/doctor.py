@@ -94,7 +94,7 @@ class Doctor:
     # -- the checks ---------------------------------------------------------------------------
 
     async def character(self) -> str:
-        from bot.runtime.characters import load_character
+        from bot.domain.characters import load_character
 
         path = self.settings.runtime.character
         return f"{load_character(path).name} ({path})"
@@ -158,9 +158,9 @@ class Doctor:
         return f"{embedder.name}, {len(vector)} dimensions"
 
     async def model(self) -> str:
+        from bot.app.model_choice import make_model
         from bot.llm.accounting import UsageLedger
         from bot.llm.base import ModelClass
-        from bot.llm.factory import make_model
 
         settings = self.settings.model
         if settings.offline:

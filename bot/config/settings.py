@@ -30,9 +30,9 @@ from bot.config.base import (
     SettingsGroup,
 )
 from bot.config.platforms import PlatformSettings
+from bot.config.privacy import PrivacySettings, default_privacy
 from bot.config.runtime import OpsSettings, RuntimeSettings, default_ops
 from bot.config.services import EmbeddingSettings, ModelSettings, StorageSettings
-from bot.privacy.settings import PrivacySettings, default_privacy
 
 __all__ = [
     "BUILTIN_CHARACTERS",
@@ -68,7 +68,7 @@ class Settings:
     platforms: PlatformSettings
     runtime: RuntimeSettings
     ops: OpsSettings = dataclasses.field(default_factory=default_ops)
-    # Retention and the /privacy text (bot/privacy/settings.py).
+    # Retention and the /privacy text (bot/config/privacy.py).
     privacy: PrivacySettings = dataclasses.field(default_factory=default_privacy)
     # The settings file these came from, if any: plugins' settings models read it too. Where
     # the values came from does not make two settings different.

@@ -234,4 +234,4 @@ class EvaluationJob(Document):
     people: list[str] = Field(default_factory=list)
 
 
-from bot.runtime.characters import Character  # noqa: E402,F401  (listed with the domain models)
+from bot.domain.characters import Character  # noqa: E402,F401  (listed with the domain models)

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from bot.runtime.state import State
+    from bot.domain.state import State
 
 
 class ModelClass(StrEnum):

@@ -15,8 +15,8 @@ from bot.llm.base import JsonAnswer, ModelClass, ModelError
 
 if TYPE_CHECKING:
     from bot.config.settings import ModelSettings
+    from bot.domain.state import State
     from bot.llm.accounting import UsageLedger
-    from bot.runtime.state import State
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from bot.domain.records import Content, Memory
+from bot.domain.state import State
 from bot.llm.base import ModelClass
 from bot.plugin.services import (
     Agent,
@@ -29,7 +30,6 @@ from bot.plugin.services import (
     ModelHandle,
     UndeclaredCollection,
 )
-from bot.runtime.state import State
 
 if TYPE_CHECKING:
     from bot.knowledge.store import Knowledge

@@ -31,11 +31,11 @@ from bot.storage.mongo import CORE_COLLECTIONS
 
 if TYPE_CHECKING:
     from bot.domain.records import Memory
+    from bot.domain.state import State
     from bot.knowledge.store import Knowledge
     from bot.llm.accounting import UsageLedger
     from bot.llm.base import LanguageModel
     from bot.plugin.loading import Registry
-    from bot.runtime.state import State
     from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)

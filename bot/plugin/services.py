@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 from pymongo.errors import DuplicateKeyError
 
 from bot.domain.records import Account, Memory, Room
+from bot.domain.state import State
 from bot.llm.base import JsonAnswer, ModelClass
 from bot.llm.templating import render
-from bot.runtime.state import State
 from bot.storage.rooms import check_mark_key
 
 if TYPE_CHECKING:

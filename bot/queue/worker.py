@@ -28,7 +28,7 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from bot.domain.records import EvaluationJob, Memory, Trigger, stable_id
-from bot.ops.faults import FaultHook
+from bot.faults import FaultHook
 from bot.queue.blame import blame
 from bot.queue.leases import RoomLeases
 from bot.queue.slots import RunSlots

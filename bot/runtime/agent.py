@@ -20,13 +20,14 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from bot.domain.characters import Character
 from bot.domain.records import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
+from bot.domain.state import State
+from bot.faults import FaultHook
 from bot.knowledge.prefetch import Background
 from bot.knowledge.store import Knowledge
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
-from bot.ops.events import NO_EVENTS, RuntimeEvents
-from bot.ops.faults import FaultHook
 from bot.plugin.api import Agent
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
@@ -34,9 +35,9 @@ from bot.privacy.consent import COLLECTION as CONSENT
 from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue, RetryPolicy
-from bot.runtime.characters import Character
 from bot.runtime.composing import StateComposer
 from bot.runtime.evaluation_runner import EvaluationRunner
+from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.journaled import KeptIntake
 from bot.runtime.intake.outage import Outage
 from bot.runtime.intake.recovery import IntakeRecovery
@@ -44,7 +45,6 @@ from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.ratelimit import ReplyLimit
 from bot.runtime.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Replier
-from bot.runtime.state import State
 from bot.runtime.types import HandleResult, RuntimeOptions, Send, SenderFor, Typing
 from bot.runtime.types import no_typing as _no_typing
 from bot.storage.intake import IntakeWrites

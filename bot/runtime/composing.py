@@ -13,14 +13,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from bot.domain.characters import Character
 from bot.domain.records import Fact, Memory, Room, utcnow
+from bot.domain.state import State
 from bot.knowledge.store import Knowledge
 from bot.plugin.api import Provided, Provider
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
-from bot.runtime.characters import Character
 from bot.runtime.prompts import BUILTIN_TEMPLATES, character_values, format_actions
-from bot.runtime.state import State
 from bot.runtime.types import RuntimeOptions
 from bot.storage.documents import load_all, millis
 from bot.storage.known_facts import PREFETCHED_FACTS

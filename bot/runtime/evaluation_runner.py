@@ -16,11 +16,12 @@ from dataclasses import replace
 from typing import Any
 
 from bot.domain.records import EvaluationJob, Memory
+from bot.domain.state import State
+from bot.faults import FaultHook
 from bot.knowledge.store import Knowledge
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import read_evaluator_selection
-from bot.ops.faults import FaultHook
 from bot.plugin.api import Context, Evaluator
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
@@ -28,7 +29,6 @@ from bot.queue.worker import EvaluationFailed
 from bot.runtime.composing import StateComposer
 from bot.runtime.handler_deadline import SafePointModel, SafePoints, run_with_deadline
 from bot.runtime.prompts import format_evaluators, names_json, render, selection_answer
-from bot.runtime.state import State
 from bot.runtime.types import RuntimeOptions, Send
 from bot.storage.jobs import JobStore
 from bot.storage.mongo import MongoStore

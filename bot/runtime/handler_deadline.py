@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from bot.domain.state import State
     from bot.llm.base import JsonAnswer, LanguageModel, ModelClass
-    from bot.runtime.state import State
 
 log = logging.getLogger(__name__)
 

@@ -21,8 +21,8 @@ from bot.llm.templating import fill_names as fill_names
 from bot.llm.templating import render as render
 
 if TYPE_CHECKING:
+    from bot.domain.characters import Character
     from bot.plugin.api import Action, Evaluator, EvaluatorExample
-    from bot.runtime.characters import Character
 
 # The character's standing text: sent as the system message, apart from the conversation.
 SYSTEM_TEMPLATE = """{{system}}

@@ -12,19 +12,19 @@ import time
 from datetime import timedelta
 
 from bot.domain.records import Content, Memory, Room, reply_id, utcnow
+from bot.domain.state import State
+from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
-from bot.ops.events import NO_EVENTS, RuntimeEvents
-from bot.ops.faults import FaultHook
 from bot.plugin.api import Action
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
 from bot.runtime.composing import StateComposer
+from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.prompts import render, reply_answer
 from bot.runtime.ratelimit import ReplyLimit
-from bot.runtime.state import State
 from bot.runtime.types import HandleResult, RuntimeOptions, Send, Typing
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Window

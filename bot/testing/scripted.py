@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING
 from bot.llm.base import JsonAnswer, ModelClass
 
 if TYPE_CHECKING:
+    from bot.domain.state import State
     from bot.llm.accounting import UsageLedger
-    from bot.runtime.state import State
 
 Answer = str | BaseException
 ScriptResponder = Callable[[str, str, "State | None"], "str | Awaitable[str]"]

@@ -17,7 +17,7 @@ from typing import Any
 
 from bot import OfflineRequest, State
 from bot.domain.records import Fact
-from bot.llm.offline import cap, greets, normalise, reply_json, small_talk
+from bot.plugin.offline_model import cap, greets, normalise, reply_json, small_talk
 
 from .claims import FACT_REFS
 from .offline_changes import SAID_IN, more_claims, reconcile

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from bot import OfflineRequest
-from bot.llm.offline import normalise
+from bot.plugin.offline_model import normalise
 
 
 def _words(text: str) -> frozenset[str]:

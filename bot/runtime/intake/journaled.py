@@ -16,9 +16,9 @@ from typing import Literal, Protocol
 from pymongo.errors import ConnectionFailure
 
 from bot.domain.records import Account, EvaluationJob, Memory, Room
-from bot.ops.events import RuntimeEvents
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue
+from bot.runtime.events import RuntimeEvents
 from bot.runtime.intake.journal import JournalEntry
 from bot.runtime.intake.outage import Outage
 from bot.runtime.profiles import KnownProfiles

@@ -26,7 +26,7 @@ from pymongo.errors import ConnectionFailure
 
 from bot.cancelling import cancel_and_wait
 from bot.domain.records import Content
-from bot.ops.faults import FaultHook
+from bot.faults import FaultHook
 from bot.runtime.intake.journal import Journal, JournalEntry, JournalFull, JournalRecord
 from bot.storage.mongo import StorageUnavailable
 

@@ -6,8 +6,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from bot.llm.offline import OfflineModel
 from bot.llm.openai_model import OpenAIModel
+from bot.plugin.offline_model import OfflineModel
 
 if TYPE_CHECKING:
     from bot.config.settings import ModelSettings

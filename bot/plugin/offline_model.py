@@ -24,8 +24,8 @@ from bot.llm.base import JsonAnswer, ModelClass, Task
 from bot.plugin.api import OfflineAnswer, OfflineRequest
 
 if TYPE_CHECKING:
+    from bot.domain.state import State
     from bot.llm.accounting import UsageLedger
-    from bot.runtime.state import State
 
 log = logging.getLogger(__name__)
 
