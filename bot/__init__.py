@@ -1,15 +1,31 @@
-"""Mnemo. A plugin needs only this module:
+"""Mnemo's plugin SDK. A plugin needs only this module:
 
     from bot import Plugin, Evaluator, Provider, Action, Command, Context, CommandContext
 
-The rest of the package is Mnemo's own and may change; what is exported here is the plugin
-API (defined in `bot.plugin.api`, documented in docs/plugins.md).
+with `bot.offline` for its offline answers and `bot.testing` for its tests. The rest of the
+package is Mnemo's own and may change; what is exported here is the plugin API (defined in
+`bot.plugin.api`, documented in docs/plugins.md), and `tests/test_architecture.py` checks that
+the built-in plugins need nothing else.
 """
 
-from bot.domain.records import Account, Content, Memory, Room, stable_id, utcnow
+from bot.domain.records import (
+    Account,
+    Content,
+    Document,
+    Fact,
+    FactType,
+    Memory,
+    Room,
+    epoch_millis,
+    new_id,
+    reply_id,
+    stable_id,
+    utcnow,
+)
 from bot.domain.state import State
+from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
-from bot.llm.parsing import parse_json_array, parse_json_object
+from bot.llm.parsing import parse_json, parse_json_array, parse_json_object
 from bot.plugin.api import (
     Action,
     Agent,
@@ -29,6 +45,7 @@ from bot.plugin.api import (
     Provided,
     Provider,
 )
+from bot.runtime.prompts import format_example
 
 __all__ = [
     "Account",
@@ -40,11 +57,15 @@ __all__ = [
     "Content",
     "Context",
     "Conversations",
+    "Document",
     "Evaluator",
     "EvaluatorExample",
     "ExampleTurn",
+    "Fact",
+    "FactType",
     "JsonAnswer",
     "Memory",
+    "MessageRetriever",
     "ModelClass",
     "ModelError",
     "ModelHandle",
@@ -54,10 +75,16 @@ __all__ = [
     "PluginContext",
     "Provided",
     "Provider",
+    "RetrieverOptions",
     "Room",
     "State",
+    "epoch_millis",
+    "format_example",
+    "new_id",
+    "parse_json",
     "parse_json_array",
     "parse_json_object",
+    "reply_id",
     "stable_id",
     "utcnow",
 ]

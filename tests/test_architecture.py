@@ -4,6 +4,7 @@ import-linter; imports under `TYPE_CHECKING` count: they still tie two designs t
 - `bot/` is layered: a package imports only packages below it in `LAYERS` (or beside it on the
   same line), so the lower layers can be read, tested and replaced without the upper ones.
 - No package imports another package's private module (a name starting with `_`).
+- Plugins, the built-in ones included, import only the SDK: `bot`, `bot.offline`, `bot.testing`.
 - No import cycles anywhere in `bot/`.
 
 A module is as long as its one idea: there is no line limit.
@@ -11,6 +12,7 @@ A module is as long as its one idea: there is no line limit.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import grimp
@@ -36,8 +38,9 @@ LAYERS: list[tuple[str, ...]] = [
 ]
 # Small modules with no Mnemo imports of their own, usable from every layer.
 UTILITIES = {"bot.cancelling", "bot.faults"}
-# The public API (`bot/__init__.py`) re-exports from the layers; `python -m bot` starts the app.
-ENTRY_POINTS = {"bot", "bot.__main__"}
+# The SDK (`bot/__init__.py`, `bot/offline.py`) re-exports from the layers; `python -m bot`
+# starts the app.
+ENTRY_POINTS = {"bot", "bot.__main__", "bot.offline"}
 MAX_TOP_LEVEL_MODULES = 10
 
 
@@ -112,3 +115,32 @@ def test_no_import_cycles_in_bot(graph: grimp.ImportGraph) -> None:
 def test_few_modules_directly_under_bot() -> None:
     top = sorted(p.name for p in (REPO / "bot").glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+
+
+# What a plugin may import of Mnemo: the SDK (`bot`), the offline answers' helpers and the
+# test harness. Everything else is Mnemo's own and may change.
+PUBLIC_MODULES = {"bot", "bot.offline", "bot.testing"}
+
+
+def _imports_of(path: Path) -> list[str]:
+    names: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.append(node.module)
+    return names
+
+
+def test_plugins_import_only_the_public_api() -> None:
+    reaching = [
+        f"{path.relative_to(REPO)}: {name}"
+        for path in sorted((REPO / "plugins").rglob("*.py"))
+        for name in _imports_of(path)
+        if name.startswith("bot.")
+        and name.split(".")[:2] != ["bot", "testing"]
+        and name not in PUBLIC_MODULES
+    ]
+    assert not reaching, "plugins import only the SDK (export what they need from `bot`):\n" + (
+        "\n".join(reaching)
+    )

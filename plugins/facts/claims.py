@@ -15,8 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot.domain.records import Account, FactType, Memory
-from bot.llm.parsing import parse_json_array
+from bot import Account, FactType, Memory, parse_json_array
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Sequence
 
 import bm25s
 
-from bot import EvaluatorExample
-from bot.llm.parsing import parse_json
+from bot import EvaluatorExample, parse_json
 
 # Why a claim was not used: counted per reason by the model handle's `reject`.
 COPIED_EXAMPLE = "claim copies the prompt's example"

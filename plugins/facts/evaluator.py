@@ -25,14 +25,16 @@ from bot import (
     Account,
     Context,
     Evaluator,
+    Fact,
     JsonAnswer,
     Memory,
     ModelClass,
     ModelError,
     State,
+    epoch_millis,
+    reply_id,
     stable_id,
 )
-from bot.domain.records import Fact, epoch_millis, reply_id
 
 from . import offline
 from .claims import (

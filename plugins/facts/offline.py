@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot import OfflineRequest, State
-from bot.domain.records import Fact
-from bot.plugin.offline_model import cap, greets, normalise, reply_json, small_talk
+from bot import Fact, OfflineRequest, State
+from bot.offline import cap, greets, normalise, reply_json, small_talk
 
 from .claims import FACT_REFS
 from .offline_changes import SAID_IN, more_claims, reconcile

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.domain.records import Fact, Memory
+from bot import Fact, Memory
 
 Claim = dict[str, Any]
 # The offline claims carry the id of the message that said them (a model's claims do not;

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from bot import EvaluatorExample, ExampleTurn
-from bot.runtime.prompts import format_example
+from bot import EvaluatorExample, ExampleTurn, format_example
 
 TEMPLATE_NAME = "factsTemplate"
 

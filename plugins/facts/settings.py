@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bot.domain.records import FactType
+from bot import FactType
 
 
 class FactsSettings(BaseSettings):

@@ -22,8 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot.domain.records import utcnow
-from bot.llm.parsing import parse_json
+from bot import parse_json, utcnow
 
 from .store import Goal, GoalStatus, Objective
 

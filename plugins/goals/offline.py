@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from bot import OfflineRequest, State
-from bot.plugin.offline_model import normalise, reply_json
+from bot.offline import normalise, reply_json
 
 from .store import Goal
 

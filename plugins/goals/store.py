@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
-from bot.domain.records import Document, new_id, utcnow
+from bot import Document, new_id, utcnow
 
 if TYPE_CHECKING:
     from pymongo.asynchronous.collection import AsyncCollection

@@ -13,8 +13,15 @@ from __future__ import annotations
 
 import logging
 
-from bot import Context, Memory, PluginContext, Provided, Provider
-from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
+from bot import (
+    Context,
+    Memory,
+    MessageRetriever,
+    PluginContext,
+    Provided,
+    Provider,
+    RetrieverOptions,
+)
 
 from .settings import RecallSettings
 

@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from bot import OfflineRequest
-from bot.plugin.offline_model import normalise
+from bot.offline import normalise
 
 
 def _words(text: str) -> frozenset[str]:

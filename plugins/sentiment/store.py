@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from bot.domain.records import Memory, stable_id, utcnow
+from bot import Memory, stable_id, utcnow
 
 if TYPE_CHECKING:
     from pymongo.asynchronous.collection import AsyncCollection

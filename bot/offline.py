@@ -1,0 +1,9 @@
+"""For a plugin's offline answers (what the offline model says for the plugin's tasks when no
+model is configured): the helpers the built-in plugins' answers are written with.
+
+    from bot.offline import normalise, reply_json
+"""
+
+from bot.plugin.offline_model import cap, greets, normalise, reply_json, small_talk
+
+__all__ = ["cap", "greets", "normalise", "reply_json", "small_talk"]
