@@ -16,6 +16,7 @@ from bot.config.settings import Settings, load_settings
 from bot.testing.openai_server import FakeOpenAIServer, status
 from tests.fakes.discord_fakes import FakeDiscordServer, pointed_at
 from tests.fakes.telegram_server import FakeTelegramServer
+from tests.shipped_plugins import shipped_plugins
 
 KEY = "sk-doctor-secret-0123456789"
 
@@ -55,7 +56,7 @@ def test_zero_set_up_passes_from_any_folder(tmp_path: Path, model_dir: Path) -> 
         "model",
     ]
     assert all(line.startswith("ok ") for line in lines[:-1])
-    assert "facts, goals, recall, sentiment" in result.stdout
+    assert f"plugins    {shipped_plugins()} (settings valid)" in result.stdout
     assert lines[-1] == "all checks passed"
     assert result.stderr == ""
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
-from bot.commands.fact_history import asks_history, history_of, open_to_all
+from bot.commands.fact_history import SUBCOMMAND, asks_history, help_line, history_of, open_to_all
 from bot.commands.parsing import command_parts, echo, parse_person_search_page  # noqa: F401
 from bot.commands.types import (  # noqa: F401  (surfaces import the layer's types from here)
     Answer,
@@ -69,7 +69,7 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     CommandInfo(
         "facts",
         "Admins: facts learned here",
-        usage="[@user] [text] [page] | history [@user]",
+        usage="[@user] [text] [page]",
         admin_only=True,
         slow=True,
     ),
@@ -159,6 +159,8 @@ class Commands:
     def help(self, *, is_admin: bool) -> str:
         lines = ["I remember what people tell me, and only in the chat where they said it."]
         for info in self.all():
+            if open_to_all(info.name, SUBCOMMAND):  # `/facts history`: everyone's, own line
+                lines.append(help_line(is_admin=is_admin))
             if info.admin_only and not is_admin:
                 continue
             usage = f" {info.usage}" if info.usage else ""

@@ -22,6 +22,12 @@ MAX_CHAINS = 30
 MAX_PAGE_DIGITS = 4
 # `/facts history` is read as this subcommand of `/facts` on every surface.
 SUBCOMMAND = "history"
+# Its /help line: everyone may use it (their own history), so it is shown to everyone and
+# never under the "Admins:" label of the rest of /facts.
+HELP_FOR_EVERYONE = f"/facts {SUBCOMMAND} - How what I know about you changed"
+HELP_FOR_ADMINS = (
+    f"/facts {SUBCOMMAND} [@user] - How what I know about you changed (admins: anyone's)"
+)
 OTHERS_ONLY_FOR_ADMINS = (
     "Only admins can see someone else's history; /facts history alone shows yours."
 )
@@ -102,6 +108,11 @@ class Asking(Protocol):
 def asks_history(args: str) -> bool:
     """`/facts history ...` rather than a `/facts` listing."""
     return [word.casefold() for word in args.split()[:1]] == [SUBCOMMAND]
+
+
+def help_line(*, is_admin: bool) -> str:
+    """The /help line of `/facts history`, for everyone (not under "Admins:")."""
+    return HELP_FOR_ADMINS if is_admin else HELP_FOR_EVERYONE
 
 
 def open_to_all(command: str, args: str) -> bool:
