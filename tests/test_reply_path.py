@@ -192,7 +192,7 @@ async def test_the_reply_knows_the_sender_as_the_platform_shows_them_now(
         await chat.say("hello")
         chat.account = chat.account.model_copy(update={"name": "Sam Rivera"})
         await chat.say("I changed my name")
-        await app.store.accounts.set_told_name(chat.account.id, "Sammy")
+        await app.store.accounts.set_told_name(chat.account.id, chat.room.world_id, "Sammy")
         chat.account = chat.account.model_copy(update={"name": "S. Rivera"})
         await chat.say("and again")
     assert senders == ["sam", "Sam Rivera", "Sammy"]

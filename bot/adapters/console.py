@@ -53,6 +53,7 @@ from bot.domain.records import (
     to_millis,
     world_id,
 )
+from bot.privacy.forgetting import forget_exports
 from bot.runtime.agent import AgentRuntime
 
 log = logging.getLogger(__name__)
@@ -292,6 +293,8 @@ class ConsoleChat:
             text = f"{FORGET_ME_PROMPT} {CONFIRM_FORGET}"
         self.say(f"{text}\n{QUIT_HELP}" if name == "help" else text)
         if name == "forgetme" and answer.text.startswith(FORGOTTEN):
+            # Its /export files on disk quote what was just forgotten.
+            forget_exports(self.exports_dir, self.account.id, self.room.world_id)
             self._forgotten()
         return True
 

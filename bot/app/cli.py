@@ -12,13 +12,14 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from bot.app.logs import configure_logging
+from bot.app.logs import configure_logging, secrets_of
 from bot.config.settings import (
     ConfigError,
     Settings,
@@ -27,6 +28,7 @@ from bot.config.settings import (
     setting_names,
     unknown_setting_warnings,
 )
+from bot.ops.permissions import owner_only
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +65,8 @@ def _startup_errors() -> tuple[type[BaseException], ...]:
 
 
 def _secrets(settings: Settings) -> list[str]:
-    values = [
-        settings.model.openai_api_key,
-        settings.storage.mongodb_uri,
-        settings.platforms.discord_token,
-        settings.platforms.telegram_token,
-    ]
-    return [v.get_secret_value() for v in values if v is not None]
+    # From the settings model itself: every SecretStr field, whatever its name.
+    return secrets_of(settings)
 
 
 def shown_path(path: Path) -> str:
@@ -327,6 +324,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mnemo: {error}", file=sys.stderr)
             return EXIT_CONFIG
         data_dir_usable = False
+    if not data_dir_usable:
+        return _run_command(command, args, settings, data_dir_usable=False)
+    # Before the log file or anything else in the data folder is created; restored after, for
+    # callers that run `main` in their own process (tests).
+    previous_umask = owner_only(settings.storage.data_dir)
+    try:
+        return _run_command(command, args, settings, data_dir_usable=True)
+    finally:
+        os.umask(previous_umask)
+
+
+def _run_command(
+    command: str, args: argparse.Namespace, settings: Settings, *, data_dir_usable: bool
+) -> int:
     configure_logging(
         settings.runtime.log_level,
         _secrets(settings),

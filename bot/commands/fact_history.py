@@ -139,10 +139,12 @@ async def facts_history(runtime: AgentRuntime, request: Asking) -> str:
         return OTHERS_ONLY_FOR_ADMINS
     if subject_id is not None:
         known = await runtime.store.accounts.get_many([subject_id])
-        name = known[subject_id].name if subject_id in known else "them"
+        name = known[subject_id].in_world(world_id).name if subject_id in known else "them"
         return history_text(name, await runtime.knowledge.fact_history(subject_id, world_id))
     subjects = await runtime.knowledge.fact_subjects(world_id)
-    found = named(list((await runtime.store.accounts.get_many(subjects)).values()), wanted)
+    # As they are known here: by the name told in this world, if any.
+    accounts = await runtime.store.accounts.get_many(subjects)
+    found = named([a.in_world(world_id) for a in accounts.values()], wanted)
     if not found:
         return f"I know nothing about {wanted} here."
     if len(found) > 1:

@@ -226,8 +226,8 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     for fact in stored:
         name = told_name(fact.text)
         if name is not None and fact.subject_id != ctx.agent.id:
-            # The account shows the name they told us, on every surface, from now on.
-            await ctx.knowledge.learn_name(fact.subject_id, name)
+            # Shown by the name they told us in this world, on every surface of it.
+            await ctx.knowledge.learn_name(fact.subject_id, name, fact.world_id)
     if plan.retract:
         await ctx.knowledge.retract_facts(
             plan.retract, world_id=message.world_id, when=_said_at(users)

@@ -181,7 +181,7 @@ class TelegramAdapter:
             # Telegram's flood limits for every request (send.py).
             .rate_limiter(AIORateLimiter(max_retries=FLOOD_RETRIES))
             .get_updates_request(
-                PollingRequest(self._token_rejected, self._fetched_kept, connection_pool_size=1)
+                PollingRequest(self._token_rejected, self._fetched_kept, self._kept.unconfirmed)
             )
         )
         if self.settings.telegram_webhook_url is not None:
