@@ -181,11 +181,12 @@ async def test_a_rerun_extraction_stores_nothing_twice_and_closes_nothing_twice(
         before_move = await app.store.rooms.get_mark(room, MARK)
         moved = await say_and_learn(chat, "We moved to Porto")
         first = {f.text: f for f in await history(chat)}
-        # The same job again (a redelivery after a crash before the mark moved): same window.
+        # The same job again (a redelivery after a crash before the mark moved and before the
+        # handler was recorded as run): the queue's runner, the same window, the same job id.
         await app.store.rooms.set_mark(room, MARK, before_move)
-        state = await app.runtime.compose_state(moved, data={"trigger": "idle"}, providers=False)
-        job = stable_id("evaluation", "idle", moved.id)  # the job that ran it the first time
-        assert await app.runtime.evaluate(moved, state, did_respond=True, job_id=job)
+        job = await app.store.jobs.get(stable_id("evaluation", "idle", moved.id))
+        assert job is not None and job.ran == ["GET_FACTS"]
+        assert await app.runtime.evaluator.run_job(job.model_copy(update={"ran": []}))
         second = {f.text: f for f in await history(chat)}
 
     assert len(model.calls_for(FACTS)) == 3

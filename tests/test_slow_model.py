@@ -22,7 +22,7 @@ async def test_a_deadline_on_learning_leaves_the_model_call_running_to_the_end(
             await release.wait()  # a local model taking its time
         return '{"text": "Hi", "action": "NONE"}'
 
-    async def learn(ctx: Context) -> None:
+    async def learn(ctx: Context, found: object) -> None:
         try:
             await ctx.model.generate("learn", model_class=ModelClass.LARGE)
         except asyncio.CancelledError:

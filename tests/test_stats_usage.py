@@ -30,7 +30,7 @@ async def always(ctx: Context) -> bool:
     return True
 
 
-async def nothing(ctx: Context) -> None:
+async def nothing(ctx: Context, found: object) -> None:
     return None
 
 

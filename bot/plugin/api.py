@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from bot.domain.records import Content, Memory
+from bot.domain.records import Content, Memory, Trigger
 from bot.domain.state import State
 from bot.llm.base import ModelClass
 from bot.plugin.services import (
@@ -69,6 +69,9 @@ class Context(Generic[SettingsT]):
     # make its writes idempotent with it. None outside evaluations.
     job_id: str | None = None
     callback: Callback = _no_callback
+    # Why this evaluation runs: "message" (a message arrived) or "idle" (the idle flush, or
+    # /learn, re-evaluating a quiet room; only evaluators with an `idle_mark` get these).
+    trigger: Trigger = "message"
 
 
 @dataclass(frozen=True)
@@ -147,8 +150,8 @@ class Evaluator:
     name: str
     description: str
     # async (ctx, found) -> anything, where `found` is what `validate` returned (python-
-    # telegram-bot's check_update -> handle_update(check_result)); async (ctx) also works.
-    handler: Callable[..., Awaitable[Any]] | None
+    # telegram-bot's check_update -> handle_update(check_result)); checked at load time.
+    handler: Callable[[Context, Any], Awaitable[Any]] | None
     # async (ctx) -> falsy to skip, or truthy; a value other than True is handed to `handler`.
     validate: Callable[[Context], Awaitable[Any]] = _always
     similes: Sequence[str] = ()
@@ -157,8 +160,10 @@ class Evaluator:
     always_run: bool = False
     # The offline model's answer to this evaluator's task (`evaluator:NAME`).
     offline: OfflineAnswer | None = None
-    # A room mark the handler moves past what it has read. The idle flush evaluates a quiet
-    # room again (trigger "idle") when its newest message is newer than this mark.
+    # A room mark the handler moves past what it has read. Declaring one opts in to idle
+    # jobs: the idle flush (and /learn) evaluates a quiet room again (`ctx.trigger == "idle"`)
+    # when its newest message is newer than this mark. Evaluators without one get no idle
+    # jobs: they judge each message as it arrives.
     idle_mark: str | None = None
 
 
