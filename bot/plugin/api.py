@@ -34,8 +34,11 @@ from bot.plugin.services import (
 if TYPE_CHECKING:
     from bot.knowledge.store import Knowledge
 
-# Unparameterised `Context` means `Context[Any]`: typing the settings is optional.
+# `Context[MySettings, MyState]`: the plugin's settings model and what its `setup()` returns,
+# so `ctx.settings` and `ctx.plugin_state` are typed for it. Both default to Any: a bare
+# `Context` (or `Context[MySettings]`) still works, typing is optional.
 SettingsT = TypeVar("SettingsT", default=Any)
+PluginStateT = TypeVar("PluginStateT", default=Any)
 
 # Sends extra content to the room the message came from (actions and evaluators may speak).
 Callback = Callable[[Content], Awaitable[None]]
@@ -51,7 +54,7 @@ async def _no_callback(content: Content) -> None:
 
 
 @dataclass(frozen=True)
-class Context(Generic[SettingsT]):
+class Context(Generic[SettingsT, PluginStateT]):
     """What an evaluator, provider or action gets: everything it may touch, nothing global."""
 
     message: Memory
@@ -64,7 +67,7 @@ class Context(Generic[SettingsT]):
     agent: Agent
     log: logging.Logger
     # What the plugin's `setup()` returned for this runtime (None without a setup).
-    plugin_state: Any = None
+    plugin_state: PluginStateT = None  # type: ignore[assignment]
     # The evaluation job's id: stable across retries of the same job, so an evaluator can
     # make its writes idempotent with it. None outside evaluations.
     job_id: str | None = None
@@ -75,7 +78,7 @@ class Context(Generic[SettingsT]):
 
 
 @dataclass(frozen=True)
-class PluginContext(Generic[SettingsT]):
+class PluginContext(Generic[SettingsT, PluginStateT]):
     """What `setup()` and the privacy hooks get: the plugin's own things, no message."""
 
     settings: SettingsT
@@ -85,11 +88,11 @@ class PluginContext(Generic[SettingsT]):
     agent: Agent
     log: logging.Logger
     # None while `setup()` runs (it is what setup returns).
-    plugin_state: Any = None
+    plugin_state: PluginStateT = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
-class CommandContext(Generic[SettingsT]):
+class CommandContext(Generic[SettingsT, PluginStateT]):
     """What a command's handler gets: who asked, where, the text after the command, and the
     plugin's own things. `is_admin` is decided by the surface the command came from."""
 
@@ -99,7 +102,7 @@ class CommandContext(Generic[SettingsT]):
     args: str
     is_admin: bool
     settings: SettingsT
-    plugin_state: Any
+    plugin_state: PluginStateT
     collections: Collections
     conversations: Conversations
     knowledge: Knowledge
