@@ -84,7 +84,9 @@ async def test_a_move_updates_the_fact_and_keeps_where_they_lived_as_history(
         chat = TestChat(app.runtime, name="Sarah")
         await say_and_learn(chat, "I live in Seattle")
         moved = await say_and_learn(chat, "I moved to Berlin last month")
-        scope = commands.scope_of(moved)
+        scope = commands.Scope(
+            world_id=moved.world_id, room_id=moved.room_id, user_id=moved.user_id
+        )
         listed = await commands.list_facts(app.runtime, scope)
         me = await commands.describe_me(app.runtime, scope)
         probe = await app.runtime.compose_state(chat.message("Where do I live now?"))

@@ -245,7 +245,7 @@ def test_plugin_settings_are_read_at_discovery(
     settings = registry.settings["weather"]
     assert settings.max_items == 9
     assert type(settings).__name__ == "WeatherSettings"
-    assert registry.settings_for(registry.evaluators[0]) is settings
+    assert registry.settings[registry.plugin_of(registry.evaluators[0]).name] is settings
 
 
 def test_bad_plugin_setting_names_the_plugin_and_the_variable(
