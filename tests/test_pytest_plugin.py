@@ -8,10 +8,15 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
+import venv
 from pathlib import Path
 
 import pytest
+
+# The wheel as `pip install mnemo-bot` gets it (built once for this module).
+from tests.test_packaging import wheel  # noqa: F401
 
 TEMPLATE = Path(__file__).resolve().parent.parent / "plugins" / "_template.py"
 
@@ -48,9 +53,11 @@ def plugin_project(folder: Path) -> Path:
     return folder
 
 
-def run_pytest(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_pytest(
+    project: Path, env: dict[str, str], python: Path | str = sys.executable
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"],
+        [str(python), "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"],
         cwd=project,
         env=env,
         capture_output=True,
@@ -83,3 +90,48 @@ def test_without_the_model_the_fixture_skips_with_the_reason(tmp_path: Path) -> 
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     assert "1 skipped" in run.stdout
     assert "set MNEMO_TEST_MODEL_DIR to the ONNX folder" in run.stdout
+
+
+def test_pip_installed_mnemo_gives_a_plugin_project_its_fixtures(
+    wheel: Path,  # noqa: F811
+    tmp_path: Path,
+    model_dir: Path,
+) -> None:
+    """No checkout at all: a new virtualenv with the wheel installed (its dependencies seen
+    as plain paths from this venv, so nothing is downloaded and this checkout's editable
+    install is not run), and the author's project elsewhere."""
+    fresh = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=False).create(fresh)
+    python = fresh / "bin" / "python"
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "dependencies.pth").write_text(sysconfig.get_path("purelib") + "\n")
+    installed = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr[-2000:]
+
+    project = plugin_project(tmp_path / "my-plugin")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["MNEMO_TEST_MODEL_DIR"] = str(model_dir)
+    env.pop("MNEMO_TEST_MONGODB_URI", None)
+    loaded = subprocess.run(
+        [str(python), "-c", "import bot.testing.pytest_plugin as p; print(p.__file__)"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert loaded.startswith(site), loaded  # the wheel's copy, not the checkout's
+    run = run_pytest(project, env, python)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    assert "1 passed" in run.stdout
