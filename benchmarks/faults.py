@@ -446,7 +446,7 @@ async def _worker(folder: Path) -> None:
     acked = {int(line) for line in _lines(folder / "acked.log")}
     replies_log = folder / "replies.log"
 
-    async def effect(ctx: Context) -> None:
+    async def effect(ctx: Context, found: object) -> None:
         database = ctx.knowledge.store.db
         await database[RUNS].insert_one({"job": ctx.job_id, "message": ctx.message.id})
         # The idempotent effect: keyed by the job id, a second insert is "done already".

@@ -400,7 +400,7 @@ async def test_me_shows_only_what_was_learned_about_the_caller_in_this_server(
 async def test_me_includes_what_was_said_just_before_it(
     tmp_path: Path, model_dir: Path, mongo_uri: str
 ) -> None:
-    async def remember(ctx: Context) -> None:
+    async def remember(ctx: Context, found: object) -> None:
         await asyncio.sleep(0.5)  # learning takes a moment; /me must wait for it
         fact = Fact(
             text=f"Sarah said: {ctx.message.content.text}",

@@ -47,7 +47,13 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
 DIST_INFO = "mnemo_bot-0.1.0.dist-info"
 
 # What a plugin author tests with (docs/plugins.md); the platform fakes are not among them.
-PLUGIN_AUTHOR_TOOLS = {"__init__.py", "harness.py", "scripted.py", "openai_server.py"}
+PLUGIN_AUTHOR_TOOLS = {
+    "__init__.py",
+    "harness.py",
+    "scripted.py",
+    "openai_server.py",
+    "pytest_plugin.py",
+}
 
 
 @pytest.fixture(scope="module")

@@ -90,7 +90,7 @@ async def test_the_character_goes_in_the_system_message(tmp_path: Path, model_di
 async def test_selection_naming_nothing_known_is_counted(tmp_path: Path, model_dir: Path) -> None:
     ran: list[str] = []
 
-    async def note(ctx: object) -> None:
+    async def note(ctx: object, found: object) -> None:
         ran.append("NOTE")
 
     plugin = Plugin("note", evaluators=[Evaluator("NOTE", "notes", handler=note)])
@@ -122,7 +122,7 @@ async def test_request_shape_against_an_openai_compatible_server(
     with a 400 naming it, and then goes on without failing."""
     ran: list[str] = []
 
-    async def note(ctx: object) -> None:
+    async def note(ctx: object, found: object) -> None:
         ran.append("NOTE")
 
     plugin = Plugin("note", evaluators=[Evaluator("NOTE", "notes", handler=note)])

@@ -33,7 +33,7 @@ from bot.commands.types import (  # noqa: F401  (surfaces import the layer's typ
     Scope,
 )
 from bot.config.settings import PlatformSettings
-from bot.domain.records import Memory, account_id
+from bot.domain.records import account_id
 from bot.ops.spend import describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
 from bot.privacy.export import Exporting, told_name_line
@@ -416,7 +416,3 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     usage = await usage_in_world(runtime.ledger, runtime.store, scope.world_id)
     spent = describe_usage(usage, runtime.ledger)
     return f"{said}\nFacts: {facts}\n{kept}Evaluations: {evaluations}\n{spent}"
-
-
-def scope_of(memory: Memory) -> Scope:
-    return Scope(world_id=memory.world_id, room_id=memory.room_id, user_id=memory.user_id)

@@ -130,7 +130,7 @@ async def validate(ctx: Context) -> list[Memory] | None:
     """The messages to extract from (handed to `handle`, which need not read them again),
     or None when it is not time to extract."""
     settings = settings_of(ctx)
-    if ctx.state.data.get("trigger") != "idle":
+    if ctx.trigger != "idle":
         every = reflection_interval(settings.conversation_length)
         # The message's own position in the room, recorded when it was stored: exact even
         # when the job runs late in a busy room (a count read now could step over the multiple).
