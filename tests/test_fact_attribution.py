@@ -141,6 +141,8 @@ async def test_a_person_who_tells_their_name_is_shown_by_it_from_then_on(
         [account] = (await app.store.accounts.get_many([chat.account.id])).values()
         state = await app.runtime.compose_state(chat.message("hello again"), providers=False)
 
-    assert account.name == "Priya" and account.platform_id == "root"
+    # The told name belongs to the world it was told in (the console's own), not the account.
+    assert account.in_world(said.world_id).name == "Priya" and account.platform_id == "root"
+    assert account.in_world("another world").name == "root"
     assert state.values["senderName"] == "Priya"
     assert "Priya: hello again" in state.values["recentMessages"]

@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 COLLECTION = "forget_ledger"
 LEDGER_FILE = "forget_ledger.jsonl"
 # Plugins' collections (`plugin_<name>_...`, bot/plugin/services.py) of a restored database are
-# swept by `user_id` and `world_id`, as the shipped plugins' goals and tallies are keyed.
+# swept by `user_id` and `world_id`, as the shipped plugins key what they keep.
 PLUGIN_PREFIX = "plugin_"
 
 
