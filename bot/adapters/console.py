@@ -42,6 +42,7 @@ from bot.domain.records import (
     new_id,
     room_id,
     to_millis,
+    utcnow,
     world_id,
 )
 from bot.runtime.agent import AgentRuntime
@@ -101,7 +102,7 @@ def to_memory(
         room_id=me.room.id,
         world_id=me.room.world_id,
         content=Content(text=text, source=PLATFORM),
-        **({} if received_at is None else {"created_at": to_millis(received_at)}),
+        created_at=utcnow() if received_at is None else to_millis(received_at),
     )
     return Incoming(memory, me.account, me.room)
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from bot.config.settings import Settings
 
@@ -187,7 +187,7 @@ class Doctor:
 
         token = self.settings.platforms.telegram_token
         assert token is not None
-        options = {}
+        options: dict[str, Any] = {}
         if self.endpoints.telegram_base_url is not None:
             options["base_url"] = self.endpoints.telegram_base_url
         bot = telegram.Bot(token.get_secret_value(), **options)

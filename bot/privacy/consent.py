@@ -163,7 +163,7 @@ class ConsentStore:
             return NotLearning("person", notify=person.get("notified_ms") is None)
         for kind in ("room", "world"):
             if kind in found:
-                return NotLearning(kind)  # type: ignore[arg-type]
+                return NotLearning(kind)
         return None
 
     async def state(self, *, user_id: str, room_id: str, world_id: str) -> LearningState:

@@ -54,7 +54,7 @@ class RetryPolicy:
     max_delay: float = 600.0
 
     def delay(self, attempts: int) -> float:
-        return min(self.base_delay * 2 ** max(attempts - 1, 0), self.max_delay)
+        return min(self.base_delay * 2.0 ** max(attempts - 1, 0), self.max_delay)
 
 
 def describe_queue(counts: Mapping[str, int]) -> str:
