@@ -28,6 +28,8 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from bot.domain.records import now_ms
+
 log = logging.getLogger(__name__)
 
 META_COLLECTION = "mnemo_meta"
@@ -70,10 +72,6 @@ async def schema_version(db: AsyncDatabase) -> int:
     return int(document["version"]) if document else 0
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 async def migrate(
     db: AsyncDatabase,
     migrations: Sequence[Migration] = MIGRATIONS,
@@ -105,7 +103,7 @@ async def migrate(
             await migration.apply(db)
             await db[META_COLLECTION].update_one(
                 {"_id": SCHEMA_ID},
-                {"$set": {"version": migration.version, "migrated_ms": _now_ms()}},
+                {"$set": {"version": migration.version, "migrated_ms": now_ms()}},
                 upsert=True,
             )
             applied.append(migration.version)
@@ -132,7 +130,7 @@ async def _lock(db: AsyncDatabase, wait_seconds: float) -> AsyncIterator[Callabl
         while True:
             await asyncio.sleep(RENEW_EVERY_SECONDS)
             result = await meta.update_one(
-                {"_id": LOCK_ID, "owner": owner}, {"$set": {"expires_ms": _now_ms() + LOCK_TTL_MS}}
+                {"_id": LOCK_ID, "owner": owner}, {"$set": {"expires_ms": now_ms() + LOCK_TTL_MS}}
             )
             held = result.matched_count == 1
 
@@ -147,7 +145,7 @@ async def _lock(db: AsyncDatabase, wait_seconds: float) -> AsyncIterator[Callabl
 
 
 async def _try_take(meta: AsyncCollection, owner: str) -> bool:
-    now = _now_ms()
+    now = now_ms()
     try:
         await meta.insert_one({"_id": LOCK_ID, "owner": owner, "expires_ms": now + LOCK_TTL_MS})
         return True

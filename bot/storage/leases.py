@@ -16,7 +16,6 @@ Keys: `process:<uuid>` while a process runs, `room:<room id>` for a room's evalu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping
 from typing import ClassVar
 
@@ -24,11 +23,9 @@ from pymongo import IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from bot.domain.records import now_ms
+
 COLLECTION = "leases"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def room_key(room_id: str) -> str:
