@@ -43,8 +43,10 @@ class Leases:
     # `_id` is the key; the rest is read by key, so no other index is needed.
     INDEXES: ClassVar[Mapping[str, list[IndexModel]]] = {}
 
-    def __init__(self, db: AsyncDatabase) -> None:
-        self._leases = db[COLLECTION]
+    def __init__(self, db: AsyncDatabase, *, collection: str = COLLECTION) -> None:
+        # Another `collection` keeps a lease where earlier releases kept it (the migration
+        # lock, in mnemo_meta), so processes of both releases contend for the same document.
+        self._leases = db[collection]
 
     async def take(self, key: str, owner: str, ttl_ms: int, *, now: int | None = None) -> bool:
         """Take or renew `key` for `ttl_ms` from `now` (ms; default the clock's); False while
