@@ -1,9 +1,25 @@
-# Mnemo as a container: the README's own install (`pip install .`, runtime dependencies only),
-# on a slim Python, run by a user without privileges. Not built on the machine these files
-# were written on (it cannot pull images); see docs/deploy.md.
+# Mnemo as a container: what `make run` installs (Mnemo's runtime dependencies at the versions
+# of the lock, constraints.txt), from the wheel a release would publish, on a slim Python, run by
+# a user without privileges. tests/test_deploy_steps.py follows these steps without Docker (each
+# COPY into a scratch folder, each RUN with a fresh virtualenv as the image's Python) and chats
+# with the result; the image itself is not built on the machine these files were written on (it
+# cannot pull images); see docs/deploy.md.
 #
 #   docker build -t mnemo-bot .                          # fetches the embedding model once
 #   docker build --build-arg FETCH_MODEL=0 -t mnemo-bot . # no model: mount one at /models
+
+# Stage 1: the wheel. setup.py maps characters/ and plugins/ into the package (bot/_builtin), so
+# the default character and the built-in plugins are inside the wheel; no copy of them is needed
+# beside it.
+FROM python:3.11-slim AS wheel
+WORKDIR /src
+COPY pyproject.toml setup.py README.md LICENSE ./
+COPY bot ./bot
+COPY characters ./characters
+COPY plugins ./plugins
+RUN pip wheel --no-deps --wheel-dir /wheels .
+
+# Stage 2: the image.
 FROM python:3.11-slim
 
 ARG FETCH_MODEL=1
@@ -16,15 +32,18 @@ RUN useradd --create-home --uid 10001 mnemo \
     && mkdir -p /data /models \
     && chown mnemo:mnemo /data /models
 
-WORKDIR /app
-# Dependencies first, so editing the code does not reinstall them.
-COPY pyproject.toml README.md ./
-COPY bot ./bot
-RUN pip install .
-# The persona and the built-in plugins are read from the working folder, as in a checkout.
-COPY characters ./characters
-COPY plugins ./plugins
+# The dependencies first, at the versions of the lock, so editing Mnemo's code reuses this layer.
+COPY constraints.txt pyproject.toml /wheels/
+RUN python -c "import tomllib; print(*tomllib.load(open('/wheels/pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
+        > /wheels/requirements.txt \
+    && pip install --constraint /wheels/constraints.txt --requirement /wheels/requirements.txt
+COPY --from=wheel /wheels/ /wheels/
+RUN pip install --constraint /wheels/constraints.txt /wheels/mnemo_bot-*.whl \
+    && rm -rf /wheels
 
+# Nothing is read from here: the character and the plugins come with the package. A folder of
+# your own characters can be mounted at /app/characters (MNEMO_CHARACTER=name).
+WORKDIR /app
 USER mnemo
 # all-MiniLM-L6-v2 (~90 MB) fetched through Mnemo's own locator (chromadb's download) and
 # kept in /models, so the container starts without network. With FETCH_MODEL=0, mount the

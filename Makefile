@@ -4,7 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # One stamp per set of extras, inside the venv so `rm -rf .venv` resets all. Running needs the
 # runtime dependencies only; the test and benchmark tools (pytest, ruff, matplotlib, tiktoken)
-# are added by the targets that use them. Each stamp is redone when pyproject.toml changes.
+# are added by the targets that use them. Each stamp is redone when pyproject.toml or the lock
+# changes. Every install takes its versions from constraints.txt (the lock: the exact versions
+# the tests passed with), so a clone installs the same stack next month; `make lock` refreshes it.
+LOCK := constraints.txt
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 STAMP_BENCH := $(VENV)/.installed-bench
@@ -32,22 +35,35 @@ endif
 endif
 endif
 
-.PHONY: run chat doctor test lint format bench clean
+.PHONY: run chat doctor test lint format bench clean lock
 
-$(VENV)/.installed-run: pyproject.toml
+$(VENV)/.installed-run: pyproject.toml setup.py $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing Mnemo into $(VENV) (first run only)..."
 	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --quiet -e .
+	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) -e .
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-run
-	@$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) -e '.[dev,bench]'
 	@touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-run
-	@$(BIN)/python -m pip install --quiet -e '.[bench]'
+	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) -e '.[bench]'
 	@touch $@
+
+# Refresh the lock: the newest versions pyproject.toml's ranges allow, resolved in a fresh venv
+# with every extra, frozen. Run `make test` with the result before committing it.
+LOCK_VENV := $(VENV)-lock
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install --quiet '.[dev,bench]'
+	{ echo "# The versions Mnemo is tested with, for pip --constraint. Made by \`make lock\`"; \
+	  echo "# (a fresh venv, pip install '.[dev,bench]', pip freeze) with $$($(LOCK_VENV)/bin/python --version)."; \
+	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude pip --exclude mnemo-bot; } > $(LOCK)
+	rm -rf $(LOCK_VENV) build
 
 run: $(STAMP_RUN)
 	@$(BIN)/mnemo run
@@ -76,4 +92,4 @@ bench: $(STAMP_BENCH)
 	$(BIN)/mnemo bench all --processes 1,2
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) $(LOCK_VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -54,6 +54,9 @@ SIZES: dict[str, tuple[Any, Any]] = {
     "fault_rooms": (100, 10),
     "fault_messages": (2, 2),
     "faults": (12, 4),
+    "server_kills": (100, 10),
+    "full_disk_chats": (50, 5),
+    "adapter_rooms": (100, 10),
 }
 
 
@@ -117,6 +120,13 @@ def _scale_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="cap on a run's messages: rooms × min(messages, cap // rooms) (default 1000)",
     )
+    scale.add_argument(
+        "--adapter-rooms",
+        type=int,
+        help="with the full variant, also measure end to end through the Telegram adapter "
+        "(fake Bot API, polling and webhook): this many chats, --messages each (default 100; "
+        "0 skips it)",
+    )
 
 
 def _recall_options(parser: argparse.ArgumentParser) -> None:
@@ -177,6 +187,17 @@ def _faults_options(parser: argparse.ArgumentParser) -> None:
     faults.add_argument("--fault-messages", type=int, help="messages per room (default 2)")
     faults.add_argument("--faults", type=int, help="kill -9s at random points (default 12)")
     faults.add_argument("--seed", type=int, default=1, help="seed of the script and the faults")
+    faults.add_argument(
+        "--server-kills",
+        type=int,
+        help="kill -9s of the process owning the bundled database, under writes (default 100)",
+    )
+    faults.add_argument(
+        "--full-disk-chats",
+        type=int,
+        help="people writing to a `mnemo run` on Telegram polling while its disk is full "
+        "(default 50; 0 skips it)",
+    )
 
 
 # A new benchmark is one module here plus one Part (and its runner in `run_parts`).
@@ -292,6 +313,17 @@ def run_scale_part(args: argparse.Namespace) -> dict[str, Any]:
             max_messages=args.max_messages,
         )
     )
+    if args.adapter_rooms > 0 and "full" in variants:  # the same real embedder as `full`
+        from benchmarks.adapter_scale import run_adapter_scale
+
+        result["adapter"] = asyncio.run(
+            run_adapter_scale(
+                rooms=args.adapter_rooms,
+                messages=args.messages,
+                model_dir=_model_dir(args),
+                mongodb_uri=args.mongodb_uri,
+            )
+        )
     if args.processes:
         from benchmarks.topology import run_topology
 
@@ -420,7 +452,7 @@ def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
 def run_faults_part(args: argparse.Namespace) -> dict[str, Any]:
     import os
 
-    from benchmarks.faults import fault_plan, run_faults
+    from benchmarks.faults import fault_plan, run_faults, run_full_disk, run_server_kills
 
     if min(args.fault_rooms, args.fault_messages, args.faults) < 1:
         raise BenchError("--fault-rooms, --fault-messages and --faults must be at least 1")
@@ -435,7 +467,24 @@ def run_faults_part(args: argparse.Namespace) -> dict[str, Any]:
             faults=plan,
             seed=args.seed,
         )
-    return {**report.as_dict(), "faults": plan, "seed": args.seed}
+    with tempfile.TemporaryDirectory(prefix="mnemo-bench-server-kills-") as folder:
+        server = run_server_kills(Path(folder), kills=max(args.server_kills, 0), seed=args.seed)
+    full_disk = None
+    if args.full_disk_chats > 0:
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-full-disk-") as folder:
+            full_disk = run_full_disk(
+                Path(folder),
+                chats=args.full_disk_chats,
+                messages=args.fault_messages,
+                model_dir=_model_dir(args),
+            ).as_dict()
+    return {
+        **report.as_dict(),
+        "faults": plan,
+        "seed": args.seed,
+        "server_kills": server.as_dict(),
+        "full_disk": full_disk,
+    }
 
 
 # ---------------------------------------------------------------------------------------------

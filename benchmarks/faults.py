@@ -44,6 +44,8 @@ from pymongo.errors import DuplicateKeyError
 if TYPE_CHECKING:
     pass
 
+log = logging.getLogger(__name__)
+
 # Points of handle() and of an evaluation where a worker may be killed (bot/faults.py).
 FAULT_POINTS = (
     "handle:job-written",
@@ -154,6 +156,263 @@ def run_faults(
     return FaultReport(**report)
 
 
+# ------------------------------------------------------------ the bundled server's kill loop
+@dataclass(frozen=True)
+class ServerKillReport:
+    """kill -9 of the process owning the bundled nx-27017, under writes, again and again."""
+
+    kills: int
+    # Servers still running 5 s after their owner was killed (the audit's orphan).
+    orphans: int
+    # Starts after a kill that failed (the audit: "NX-27017 is already running").
+    failed_starts: int
+    # Documents written before the kills that were missing afterwards.
+    lost_writes: int
+    slowest_start_seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_server_kills(folder: Path, *, kills: int, seed: int) -> ServerKillReport:
+    """`kills` rounds on one data folder: an owner process starts the bundled server and
+    writes to it without pause; it is SIGKILLed after a random delay (fixed seed). Counts
+    servers that outlived their owner and starts that failed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    orphans = failed = 0
+    slowest = 0.0
+    acknowledged = 0
+    for round_number in range(kills):
+        started = time.monotonic()
+        owner = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks.faults", "server-owner", str(folder)],
+            env=_worker_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert owner.stdout is not None
+        line = owner.stdout.readline().decode().strip()
+        if not line.isdigit():
+            failed += 1
+            owner.kill()
+            owner.wait()
+            log.error("server-kills: round %d: the bundled server did not start", round_number)
+            continue
+        slowest = max(slowest, time.monotonic() - started)
+        server_pid = int(line)
+        time.sleep(rng.uniform(0.05, 0.6))  # somewhere in the middle of its writes
+        owner.kill()
+        owner.wait()
+        acknowledged = max(acknowledged, _last_acknowledged(folder))
+        if not _gone_within(server_pid, 5.0):
+            orphans += 1
+            log.error("server-kills: round %d: the server outlived its owner", round_number)
+    lost = _missing_writes(folder, acknowledged)
+    return ServerKillReport(kills, orphans, failed, lost, round(slowest, 2))
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).resolve().parent.parent), env.get("PYTHONPATH", "")]
+    )
+    return env
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _last_acknowledged(folder: Path) -> int:
+    """The highest write the owner saw acknowledged (it appends each number, unbuffered)."""
+    numbers = [int(n) for n in _lines(folder / "acknowledged.log") if n.strip().isdigit()]
+    return max(numbers, default=0)
+
+
+def _missing_writes(folder: Path, acknowledged: int) -> int:
+    """How many acknowledged writes are not in the database (a last start reads them)."""
+    from pymongo import MongoClient
+
+    from bot.storage.bundled.server import EmbeddedMongo
+
+    server = EmbeddedMongo(folder)
+    asyncio.run(server.start())
+    try:
+        client: MongoClient[dict[str, Any]] = MongoClient(server.uri)
+        try:
+            stored = {doc["_id"] for doc in client["mnemo"]["kill_loop"].find({}, {"_id": 1})}
+        finally:
+            client.close()
+    finally:
+        asyncio.run(server.stop())
+    return sum(1 for number in range(1, acknowledged + 1) if number not in stored)
+
+
+async def _server_owner(folder: Path) -> None:
+    """Start the bundled server, say its pid, then write numbered documents until killed."""
+    from pymongo import AsyncMongoClient
+
+    from bot.storage.bundled.server import EmbeddedMongo
+
+    server = EmbeddedMongo(folder)
+    await server.start()
+    print(server.pid, flush=True)
+    client: AsyncMongoClient[dict[str, Any]] = AsyncMongoClient(server.uri)
+    collection = client["mnemo"]["kill_loop"]
+    number = _last_acknowledged(folder)
+    descriptor = os.open(folder / "acknowledged.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    while True:
+        number += 1
+        await collection.update_one({"_id": number}, {"$set": {"n": number}}, upsert=True)
+        os.write(descriptor, f"{number}\n".encode())
+
+
+# ------------------------------------------------------------------------ a full disk
+@dataclass(frozen=True)
+class FullDiskReport:
+    """A real `mnemo run` on Telegram polling whose disk fills while messages arrive."""
+
+    chats: int
+    sent: int
+    # Messages Telegram was told had arrived (confirmed) while the disk was full, but that
+    # were never answered: lost for good. Must be 0.
+    lost: int
+    answered: int
+    # Messages answered more than once after the disk had room again.
+    duplicated: int
+    # Chats told that their message could not be kept (once each).
+    told: int
+    recover_seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def run_full_disk(folder: Path, *, chats: int, messages: int, model_dir: Path) -> FullDiskReport:
+    """`chats` people each send `messages` while the data folder's disk is full (a file size
+    limit of one byte on Mnemo and its database, RLIMIT_FSIZE: every write that would grow a
+    file fails, as on a full disk), then the disk has room again. Telegram and the model are
+    local fakes (tests/fakes, bot/testing)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(_full_disk(folder, chats=chats, messages=messages, model_dir=model_dir))
+
+
+async def _full_disk(folder: Path, *, chats: int, messages: int, model_dir: Path) -> FullDiskReport:
+    import resource
+    import signal
+
+    from bot.runtime.intake.journaled import CANNOT_KEEP_REPLY
+    from bot.testing.openai_server import FakeOpenAIServer
+    from tests.fakes.telegram_server import FakeTelegramServer
+
+    reply = '{"text": "Got it.", "action": "NONE"}'
+    async with FakeTelegramServer() as telegram, FakeOpenAIServer(responder=lambda _: reply) as ai:
+        people = [telegram.user(f"Person {n}") for n in range(chats)]
+        rooms = [telegram.private_chat(person) for person in people]
+        bot = _start_polling_bot(folder, telegram.token, telegram.base_url, ai.base_url, model_dir)
+        try:
+            await _until(lambda: bool(telegram.calls_to("getUpdates")), bot, folder, 120)
+            telegram.push_message(rooms[0], people[0], "before the disk filled")
+            await telegram.wait_for_sent(1, timeout=120)
+            await asyncio.sleep(1)
+            database = _bundled_server_pid(folder / "data")
+            limited = [bot.pid, database]
+            infinity = resource.RLIM_INFINITY
+            for pid in limited:
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, (1, infinity))
+            try:
+                for number in range(messages):
+                    for person, room in zip(people, rooms, strict=True):
+                        telegram.push_message(room, person, f"full disk {number}")
+                await asyncio.sleep(5)  # several polls: nothing may be confirmed
+            finally:
+                for pid in limited:
+                    resource.prlimit(pid, resource.RLIMIT_FSIZE, (infinity, infinity))
+            started = time.monotonic()
+            sent = chats * messages
+            told = sum(1 for m in telegram.sent if m.text == CANNOT_KEEP_REPLY)
+            expected = 1 + told + sent
+            with contextlib.suppress(AssertionError):
+                await telegram.wait_for_sent(expected, timeout=60 + sent)
+            recover = time.monotonic() - started
+            await asyncio.sleep(2)
+            answers = [m for m in telegram.sent if m.text == "Got it."]
+            bot.send_signal(signal.SIGINT)
+            await asyncio.to_thread(bot.wait, 60)
+        finally:
+            if bot.poll() is None:
+                bot.kill()
+                bot.wait()
+    per_chat: dict[int, int] = {}
+    for m in answers:
+        per_chat[m.chat_id] = per_chat.get(m.chat_id, 0) + 1
+    expected_per_chat = {room.id: messages for room in rooms}
+    expected_per_chat[rooms[0].id] += 1  # the message before the disk filled
+    lost = sum(max(0, n - per_chat.get(c, 0)) for c, n in expected_per_chat.items())
+    duplicated = sum(max(0, per_chat.get(c, 0) - n) for c, n in expected_per_chat.items())
+    return FullDiskReport(
+        chats=chats,
+        sent=sent,
+        lost=lost,
+        answered=max(0, len(answers) - 1),
+        duplicated=duplicated,
+        told=told,
+        recover_seconds=round(recover, 1),
+    )
+
+
+def _bundled_server_pid(data_dir: Path) -> int:
+    return int((data_dir / "mongo" / "nx-27017.pid").read_text().strip())
+
+
+def _start_polling_bot(
+    folder: Path, token: str, telegram_url: str, model_url: str, model_dir: Path
+) -> subprocess.Popen[bytes]:
+    env_file = folder / "empty.env"  # a `.env` in the checkout must not leak in
+    env_file.touch()
+    env = {
+        **_worker_env(),
+        "HOME": str(folder),
+        "MNEMO_DATA_DIR": str(folder / "data"),
+        "MNEMO_EMBEDDING_MODEL_DIR": str(model_dir),
+        "MNEMO_DISABLED_PLUGINS": "facts,goals,recall,sentiment",
+        "MNEMO_RATE_LIMIT_PER_MINUTE": "0",
+        "OPENAI_API_KEY": "sk-bench",
+        "OPENAI_BASE_URL": model_url,
+        "TELEGRAM_TOKEN": token,
+        "MNEMO_TELEGRAM_API_URL": telegram_url,
+    }
+    for name in ("MONGODB_URI", "MNEMO_TELEGRAM_WEBHOOK_URL"):
+        env.pop(name, None)
+    with (folder / "process.log").open("ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bot", "--env-file", str(env_file), "run"],
+            cwd=folder,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
+
+
+async def _until(ready: Any, bot: subprocess.Popen[bytes], folder: Path, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not ready():
+        if bot.poll() is not None or time.monotonic() > deadline:
+            tail = (folder / "process.log").read_bytes()[-3000:].decode(errors="replace")
+            raise RuntimeError(f"mnemo run did not start:\n{tail}")
+        await asyncio.sleep(0.1)
+
+
 # ------------------------------------------------------------------------------ the worker
 def _append(path: Path, line: str) -> None:
     with path.open("a", encoding="utf-8") as file:
@@ -187,7 +446,7 @@ async def _worker(folder: Path) -> None:
     acked = {int(line) for line in _lines(folder / "acked.log")}
     replies_log = folder / "replies.log"
 
-    async def effect(ctx: Context) -> None:
+    async def effect(ctx: Context, found: object) -> None:
         database = ctx.knowledge.store.db
         await database[RUNS].insert_one({"job": ctx.job_id, "message": ctx.message.id})
         # The idempotent effect: keyed by the job id, a second insert is "done already".
@@ -305,8 +564,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     worker = sub.add_parser("worker", help="one worker run (used by the scenario)")
     worker.add_argument("folder", type=Path)
+    owner = sub.add_parser("server-owner", help="own the bundled server and write (kill loop)")
+    owner.add_argument("folder", type=Path)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    if args.command == "server-owner":
+        asyncio.run(_server_owner(args.folder))
+        return 0
     asyncio.run(_worker(args.folder))
     return 0
 

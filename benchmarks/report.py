@@ -389,7 +389,31 @@ def scale_section(part: dict[str, Any], chart: str | None) -> list[str]:
         lines += [f"![Throughput and reply latency by number of rooms]({chart})", ""]
     if part.get("topology"):
         lines += _topology(part["topology"])
+    if part.get("adapter"):
+        lines += _adapter(part["adapter"])
     return lines
+
+
+def _adapter(adapter: dict[str, Any]) -> list[str]:
+    """End to end through the Telegram adapter (benchmarks/adapter_scale.py)."""
+    rows = [
+        [
+            mode,
+            f"{run['messages']:,} from {run['rooms']:,} chats",
+            f"{run['replies_per_second']}",
+            str(run["lost"]),
+            f"{run['seconds']} s",
+        ]
+        for mode, run in adapter.items()
+    ]
+    return [
+        "End to end through the Telegram adapter: each message an update (getUpdates, or a "
+        "webhook POST), kept first, answered with sendMessage, against the local fake Bot API "
+        "in the same process (its work is counted); a scripted model.",
+        "",
+        *_table(["receiving", "messages", "replies/s", "lost", "took"], rows, "llrrr"),
+        "",
+    ]
 
 
 def _topology(topology: dict[str, Any]) -> list[str]:
@@ -588,6 +612,28 @@ def faults_section(part: dict[str, Any]) -> list[str]:
     ]
     rows.append(["evaluations left dead (interrupted by every attempt)", str(part["dead_jobs"])])
     rows.append(["time to recover (last restart to all learned)", f"{part['recover_seconds']} s"])
+    server = part.get("server_kills")
+    if server and server.get("kills"):
+        rows += [
+            ["bundled database: owner killed -9 under writes", f"{server['kills']:,} times"],
+            ["servers that outlived their owner (must be 0)", str(server["orphans"])],
+            ["starts that failed after a kill (must be 0)", str(server["failed_starts"])],
+            ["acknowledged writes lost (must be 0)", str(server["lost_writes"])],
+            ["slowest start after a kill", f"{server['slowest_start_seconds']} s"],
+        ]
+    disk = part.get("full_disk")
+    if disk:
+        rows += [
+            [
+                "full disk: messages sent while nothing could be written",
+                f"{disk['sent']:,} from {disk['chats']} chats",
+            ],
+            ["lost (confirmed to Telegram, never answered; must be 0)", str(disk["lost"])],
+            ["answered once the disk had room", f"{disk['answered']:,}"],
+            ["answered twice (must be 0)", str(disk["duplicated"])],
+            ["chats told their message could not be kept", str(disk["told"])],
+            ["time to answer all once the disk had room", f"{disk['recover_seconds']} s"],
+        ]
     return [
         f"{part['rooms']} rooms, {part['sent']:,} messages; the worker process was killed -9 "
         f"{part['kills']} times at random points of handle() and of evaluations (seed "

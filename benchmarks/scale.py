@@ -88,7 +88,7 @@ class OrderProbe:
     seen: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
     def plugin(self) -> Plugin:
-        async def record(ctx: Context) -> None:
+        async def record(ctx: Context, found: object) -> None:
             self.seen[ctx.message.room_id].append(ctx.message.id)
 
         return Plugin(

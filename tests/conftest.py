@@ -1,12 +1,15 @@
 """Shared fixtures. Real parts only: the bundled MongoDB server over the wire, a real Chroma,
-the real ONNX embedding model (from ../shared in CI, or MNEMO_TEST_MODEL_DIR)."""
+the real ONNX embedding model (from ../shared in CI, or MNEMO_TEST_MODEL_DIR).
+
+`model_dir` and `mongo_uri` come from Mnemo's pytest plugin (bot/testing/pytest_plugin.py,
+registered by the `pytest11` entry point), the same fixtures plugin authors get; the ones
+here are Mnemo's own (its stores and embedder)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,49 +18,19 @@ from bot.knowledge.embeddings import CachedEmbedder
 from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
-from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore
 
 REPO = Path(__file__).resolve().parent.parent
+# The model's usual place beside the checkout (CI's ../shared), unless told otherwise: the
+# plugin's `model_dir` reads MNEMO_TEST_MODEL_DIR, as does the harness.
+SHARED_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
+if (SHARED_MODEL / "model.onnx").exists():
+    os.environ.setdefault("MNEMO_TEST_MODEL_DIR", str(SHARED_MODEL))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     # Scale tests run small in `make test`; `--large` runs them at the issue's sizes.
     parser.addoption("--large", action="store_true", help="run scale tests at full size")
-
-
-@pytest.fixture(scope="session")
-def model_dir() -> Path:
-    """The all-MiniLM-L6-v2 ONNX folder; tests that need it skip with a reason when absent."""
-    configured = os.environ.get("MNEMO_TEST_MODEL_DIR")
-    candidates = [Path(configured)] if configured else []
-    candidates.append(REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx")
-    for candidate in candidates:
-        if (candidate / "model.onnx").exists():
-            # The harness (bot.testing.harness) reads the same variable.
-            os.environ["MNEMO_TEST_MODEL_DIR"] = str(candidate)
-            return candidate
-    pytest.skip("embedding model not found: set MNEMO_TEST_MODEL_DIR to the ONNX folder")
-
-
-@pytest.fixture(scope="session")
-def mongo_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A MongoDB for the whole session: MNEMO_TEST_MONGODB_URI if set, else one bundled
-    nx-27017 server in a temporary folder.
-
-    Started synchronously (asyncio.run) rather than as a session-loop fixture: tests run in
-    function-scoped loops, and the server is a plain child process that outlives any loop.
-    """
-    configured = os.environ.get("MNEMO_TEST_MONGODB_URI")
-    if configured:
-        yield configured
-        return
-    server = EmbeddedMongo(tmp_path_factory.mktemp("mongo"))
-    asyncio.run(server.start())
-    try:
-        yield server.uri
-    finally:
-        asyncio.run(server.stop())
 
 
 @pytest.fixture

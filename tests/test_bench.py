@@ -374,3 +374,17 @@ def test_a_topology_run_adds_up_its_processes() -> None:
     assert run["evaluations_per_second"] == round(9 / 3.0, 1)
     assert (run["lost"], run["duplicated"]) == (1, 2 + 1)
     assert run["mongodb_commands_per_message"] == 15.0
+
+
+async def test_adapter_scale_answers_every_update_by_polling_and_by_webhook(
+    model_dir: Path, mongo_uri: str
+) -> None:
+    from benchmarks.adapter_scale import run_adapter_scale
+
+    result = await run_adapter_scale(
+        rooms=3, messages=2, model_dir=model_dir, mongodb_uri=mongo_uri
+    )
+    for mode in ("polling", "webhook"):
+        run = result[mode]
+        assert (run["messages"], run["answered"], run["lost"]) == (6, 6, 0), mode
+        assert run["replies_per_second"] > 0

@@ -400,7 +400,7 @@ async def test_me_shows_only_what_was_learned_about_the_caller_in_this_server(
 async def test_me_includes_what_was_said_just_before_it(
     tmp_path: Path, model_dir: Path, mongo_uri: str
 ) -> None:
-    async def remember(ctx: Context) -> None:
+    async def remember(ctx: Context, found: object) -> None:
         await asyncio.sleep(0.5)  # learning takes a moment; /me must wait for it
         fact = Fact(
             text=f"Sarah said: {ctx.message.content.text}",
@@ -671,7 +671,7 @@ async def test_start_up_without_the_message_content_intent_says_how_to_fix_it(
     assert str(raised.value) == INTENT_MISSING
 
 
-async def test_start_connects_syncs_commands_per_server_and_answers_over_the_gateway(
+async def test_start_connects_registers_commands_and_answers_over_the_gateway(
     tmp_path: Path, model_dir: Path, mongo_uri: str
 ) -> None:
     async with (
@@ -688,7 +688,7 @@ async def test_start_connects_syncs_commands_per_server_and_answers_over_the_gat
                 # The gateway identified with the intents Mnemo needs.
                 intents = discord.Intents._from_value(server.identified[0]["intents"])
                 assert intents.message_content and intents.guild_messages and intents.dm_messages
-                await server.until(lambda: guild.id in server.commands)
+                await server.until(lambda: guild.id in server.commands and None in server.commands)
                 sarah = Person(server.snowflakes(), "Sarah")
                 await server.push(
                     "MESSAGE_CREATE", server.message(guild, sarah, f"<@{server.bot.id}> hi!")
@@ -696,15 +696,22 @@ async def test_start_connects_syncs_commands_per_server_and_answers_over_the_gat
                 await asyncio.wait_for(server.message_arrived.wait(), 10)
             finally:
                 await adapter.stop()
-    commands = {c["name"]: c for c in server.commands[guild.id]}
-    built_in = {"me", "forgetme", "export", "mydata", "help", "facts", "forget", "stats"}
-    built_in |= {"privacy", "optout", "optin", "learning"}
-    assert set(commands) == built_in | {"goals", "goal"}  # the goals plugin's too
+    # Personal commands globally (servers and DMs); admin ones in the server, Manage Server.
+    everywhere = {c["name"]: c for c in server.commands[None]}
+    in_server = {c["name"]: c for c in server.commands[guild.id]}
+    personal = {"me", "forgetme", "export", "mydata", "help", "facts", "privacy", "optout"}
+    assert set(everywhere) == personal | {"optin"}
+    assert set(in_server) == {"forget", "stats", "learning", "goals", "goal"}  # goals: admins'
+    commands = everywhere | in_server
     assert all(c["description"] for c in commands.values())
+    assert all(c["contexts"] == [0, 1] for c in everywhere.values())
+    assert all(c["default_member_permissions"] is None for c in everywhere.values())
+    assert all(c["contexts"] == [0] and not c["dm_permission"] for c in in_server.values())
+    manage_server = discord.Permissions(manage_guild=True).value
+    assert all(int(c["default_member_permissions"]) == manage_server for c in in_server.values())
     assert [o["name"] for o in commands["facts"]["options"]] == ["member", "search", "page"]
     assert [o["name"] for o in commands["goal"]["options"]] == ["args"]
     assert [o["name"] for o in commands["learning"]["options"]] == ["args"]
-    assert None not in server.commands  # per-server sync, nothing global
     [(channel, sent)] = server.sent
     assert channel == int(guild.payload["channels"][0]["id"]) and sent["content"] == "Hello there!"
     assert adapter.client.is_closed()
@@ -743,13 +750,16 @@ async def test_a_dropped_connection_resumes_and_a_revoked_token_ends_with_one_li
     assert str(raised.value).startswith(TOKEN_REJECTED) and "\n" not in str(raised.value)
 
 
-async def test_global_sync_registers_commands_once_for_every_server() -> None:
+async def test_global_sync_registers_every_command_once_admin_ones_for_servers_only() -> None:
     adapter = DiscordAdapter(settings(global_sync=True))
     fake = FakeDiscord(adapter.client, tree=adapter.tree)
     guilds = [fake.guild("Book Club"), fake.guild("Chess")]
     await adapter.sync_commands(guilds)
-    assert list(fake.http.commands) == [None]
-    assert len(fake.http.commands[None]) == 8  # the built-in ones; no runtime, no plugins
+    assert fake.http.registrations == [None]  # one call, for every server
+    commands = {c["name"]: c for c in fake.http.commands[None]}
+    assert len(commands) == 11  # the built-in ones; no runtime, no plugins
+    assert commands["me"]["contexts"] == [0, 1]
+    assert commands["stats"]["contexts"] == [0] and commands["stats"]["default_member_permissions"]
 
 
 class Crash(BaseException):

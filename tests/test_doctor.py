@@ -13,9 +13,10 @@ from pydantic import SecretStr
 
 from bot.app.doctor import Doctor, PlatformEndpoints
 from bot.config.settings import Settings, load_settings
-from bot.testing.openai_server import FakeOpenAIServer, status
+from bot.testing.openai_server import FakeOpenAIServer, Outcome, status
 from tests.fakes.discord_fakes import FakeDiscordServer, pointed_at
 from tests.fakes.telegram_server import FakeTelegramServer
+from tests.shipped_plugins import shipped_plugins
 
 KEY = "sk-doctor-secret-0123456789"
 
@@ -47,15 +48,17 @@ def test_zero_set_up_passes_from_any_folder(tmp_path: Path, model_dir: Path) -> 
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
     assert [line.split()[1] for line in lines[:-1]] == [
+        "data",
         "character",
         "plugins",
+        "settings",
         "mongodb",
         "chroma",
         "embedder",
         "model",
     ]
     assert all(line.startswith("ok ") for line in lines[:-1])
-    assert "facts, goals, recall, sentiment" in result.stdout
+    assert f"plugins    {shipped_plugins()} (settings valid)" in result.stdout
     assert lines[-1] == "all checks passed"
     assert result.stderr == ""
 
@@ -161,5 +164,135 @@ async def test_good_tokens_and_key_pass(tmp_path: Path, model_dir: Path) -> None
         )
         with pointed_at(discord_api):
             assert await doctor.run(out), out.getvalue()
-        assert len(openai_api.chat_requests) == 1  # one tiny real call
-    assert "@mnemo_bot (getMe)" in out.getvalue()
+        # One tiny real call per model: replies use LARGE, evaluations SMALL.
+        asked = [request.json["model"] for request in openai_api.chat_requests]
+        assert asked == [settings.model.small_model, settings.model.large_model]
+    assert "@mnemo_bot (getMe at 127.0.0.1:" in out.getvalue()
+
+
+async def test_a_wrong_large_model_fails_the_model_check_naming_it(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """Before, only SMALL was called: a wrong MNEMO_LARGE_MODEL passed, then every reply
+    failed."""
+
+    def no_such_model(request: dict[str, object]) -> Outcome | str:
+        return status(404, message="model not found") if request["model"] == "gpt-typo" else "OK"
+
+    async with FakeOpenAIServer(responder=no_such_model) as openai_api:
+        settings = load_settings(
+            env_file=None,
+            storage={"data_dir": tmp_path / "data"},
+            embedding={"model_dir": model_dir},
+            model={
+                "openai_api_key": SecretStr(KEY),
+                "openai_base_url": openai_api.base_url,
+                "large_model": "gpt-typo",
+            },
+        )
+        out = io.StringIO()
+        assert not await Doctor(settings, secrets=[KEY], environ={}).run(out)
+    [failed] = [line for line in out.getvalue().splitlines() if line.startswith("FAIL")]
+    assert failed.split()[1] == "model"
+    assert "MNEMO_LARGE_MODEL=gpt-typo" in failed
+    assert "MNEMO_SMALL_MODEL" not in failed
+
+
+async def test_the_telegram_check_asks_the_configured_bot_api_server(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """MNEMO_TELEGRAM_API_URL (a self-hosted Bot API server) is where the adapter goes, so the
+    check goes there too, not to api.telegram.org."""
+    async with FakeTelegramServer() as telegram_api:
+        settings = load_settings(
+            env_file=None,
+            storage={"data_dir": tmp_path / "data"},
+            embedding={"model_dir": model_dir},
+            platforms={
+                "telegram_token": SecretStr(telegram_api.token),
+                "telegram_api_url": telegram_api.base_url,
+            },
+        )
+        out = io.StringIO()
+        assert await Doctor(settings, environ={}).run(out), out.getvalue()
+    [line] = [line for line in out.getvalue().splitlines() if line.split()[1] == "telegram"]
+    assert line.startswith("ok ") and "@mnemo_bot (getMe at 127.0.0.1:" in line
+
+
+def test_mistyped_setting_names_are_warned_with_the_nearest_one(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """In the environment and in the settings file; plugins' settings and the test tools'
+    variables are names too. A warning, not a failure: nothing else is wrong."""
+    settings_file = tmp_path / "prod.env"
+    settings_file.write_text("MNEMO_LARGE_MODLE=gpt-4o\nMNEMO_RECALL_LIMIT=3\n", encoding="utf-8")
+    result = doctor(
+        tmp_path,
+        model_dir,
+        "--env-file",
+        str(settings_file),
+        MNEMO_DATADIR=str(tmp_path / "elsewhere"),
+        MNEMO_TEST_MODEL_DIR=str(model_dir),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    warned = [line for line in result.stdout.splitlines() if line.startswith("warn")]
+    assert warned == [
+        "warn settings   MNEMO_DATADIR (in the environment) is not a setting of Mnemo or of a "
+        "loaded plugin; did you mean MNEMO_DATA_DIR?",
+        f"warn settings   MNEMO_LARGE_MODLE (in {settings_file}) is not a setting of Mnemo or "
+        "of a loaded plugin; did you mean MNEMO_LARGE_MODEL?",
+    ]
+    assert result.stdout.splitlines()[-1] == "all checks passed, 2 warning(s)"
+
+
+def test_mnemo_chat_warns_about_a_mistyped_name_before_the_banner(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    (tmp_path / ".env").write_text("MNEMO_SMAL_MODEL=gpt-4o-mini\n", encoding="utf-8")
+    result = subprocess.run(
+        [sys.executable, "-m", "bot", "chat"],
+        input="",
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_clean_env(model_dir),
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.splitlines() == [
+        "mnemo: warning: MNEMO_SMAL_MODEL (in .env) is not a setting of Mnemo or of a loaded "
+        "plugin; did you mean MNEMO_SMALL_MODEL?"
+    ]
+
+
+def _unwritable_data_dir(tmp_path: Path) -> Path:
+    """A data folder nobody can create, root included: its parent is a file."""
+    occupied = tmp_path / "occupied"
+    occupied.write_text("not a folder", encoding="utf-8")
+    return occupied / "data"
+
+
+def test_an_unwritable_data_folder_is_one_line_at_start(tmp_path: Path, model_dir: Path) -> None:
+    data_dir = _unwritable_data_dir(tmp_path)
+    expected = (
+        f"mnemo: setting MNEMO_DATA_DIR: cannot write to the folder {data_dir} (Not a directory)"
+    )
+    for command in ("chat", "run"):
+        result = subprocess.run(
+            [sys.executable, "-m", "bot", command],
+            input="hello\n",
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=_clean_env(model_dir, MNEMO_DATA_DIR=str(data_dir)),
+            timeout=240,
+        )
+        assert (result.returncode, result.stderr.splitlines()) == (2, [expected]), result.stderr
+    checked = doctor(tmp_path, model_dir, MNEMO_DATA_DIR=str(data_dir))
+    assert checked.returncode == 1
+    failed = [line for line in checked.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed[0] == (
+        f"FAIL data       setting MNEMO_DATA_DIR: cannot write to the folder {data_dir} "
+        "(Not a directory)"
+    )
+    assert "Traceback" not in checked.stderr

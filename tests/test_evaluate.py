@@ -1,23 +1,29 @@
-"""evaluate() exactly as seeds/003 describes: the four conditions, selection, order, isolation."""
+"""Evaluation exactly as seeds/003 describes (the four conditions, selection, order, isolation),
+on the production path: a person's message through the runtime (`TestChat.say`), its job run
+by the evaluation queue's worker, what ran read back from the job the queue keeps."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from bot import Context, Evaluator, Plugin
+from bot.app.composition import App
+from bot.domain.records import EvaluationJob
 from bot.llm.base import Task
 from bot.testing.harness import TestChat, open_test_app
-from bot.testing.scripted import ScriptedModel
+from bot.testing.scripted import ModelCall, ScriptedModel
+
+REPLY = '{"text": "Noted.", "action": "NONE"}'
 
 
 @dataclass
 class Probe:
-    """Records which evaluator handlers ran and what validate() saw."""
+    """Records which evaluator handlers ran."""
 
     ran: list[str] = field(default_factory=list)
 
@@ -35,7 +41,7 @@ class Probe:
         async def validate(ctx: Context) -> bool:
             return valid
 
-        async def handler(ctx: Context) -> None:
+        async def handler(ctx: Context, found: object) -> None:
             if hangs:
                 await asyncio.sleep(3600)
             if fails:
@@ -52,8 +58,37 @@ class Probe:
         )
 
 
-def selection_calls(model: ScriptedModel) -> list:
+def selection_calls(model: ScriptedModel) -> list[ModelCall]:
     return [c for c in model.calls if c.task == Task.EVALUATOR_SELECTION]
+
+
+async def settled(app: App, job_id: str, timeout: float = 20.0) -> EvaluationJob:
+    """The job once the queue is done with it (done, or dead after its retries)."""
+
+    async def wait() -> EvaluationJob:
+        while True:
+            job = await app.store.jobs.get(job_id)
+            if job is not None and job.status in ("done", "dead"):
+                return job
+            await asyncio.sleep(0.05)
+
+    return await asyncio.wait_for(wait(), timeout)
+
+
+async def said_and_evaluated(
+    app: App, text: str, *, responds: bool = True
+) -> tuple[EvaluationJob, TestChat]:
+    """A person says `text` (in a DM the bot answers; in a group, not addressed to it, the
+    bot only overhears) and the queue's worker runs the message's evaluation job."""
+    chat = TestChat(app.runtime, kind="dm" if responds else "group")
+    result = await chat.say(text)
+    assert result.responded is responds
+    assert result.job is not None
+    return await settled(app, result.job.id), chat
+
+
+def model_naming(*answers: str) -> ScriptedModel:
+    return ScriptedModel(answers={Task.REPLY: [REPLY], Task.EVALUATOR_SELECTION: list(answers)})
 
 
 # handler, did_respond, always_run, validate, named by the model -> handler runs?
@@ -84,16 +119,13 @@ async def test_a_handler_runs_only_when_all_four_conditions_hold(
     evaluator = probe.evaluator(
         "LEARN", has_handler=has_handler, always_run=always_run, valid=valid
     )
-    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: ['["LEARN"]' if named else "[]"]})
+    model = model_naming('["LEARN"]' if named else "[]")
     async with open_test_app(
         tmp_path, plugins=[Plugin("p", evaluators=[evaluator])], model=model
     ) as app:
-        chat = TestChat(app.runtime)
-        message = chat.message("I moved to Lisbon last week.")
-        await app.store.memories.insert(message)
-        state = await app.runtime.compose_state(message)
-        ran = await app.runtime.evaluate(message, state, did_respond=did_respond)
-    assert (ran == ["LEARN"]) is runs
+        job, _ = await said_and_evaluated(app, "I moved to Lisbon last week.", responds=did_respond)
+    assert job.status == "done" and job.did_respond is did_respond
+    assert (job.ran == ["LEARN"]) is runs
     assert (probe.ran == ["LEARN"]) is runs
     # The selection call is made only when some evaluator passed conditions 1-3.
     passed_validation = has_handler and (did_respond or always_run) and valid
@@ -112,16 +144,13 @@ async def test_selection_prompt_lists_only_validated_evaluators(
             probe.evaluator("NO_HANDLER", has_handler=False),
         ],
     )
-    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: ['["KEEP_ME"]']})
+    model = model_naming('["KEEP_ME"]')
     async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
-        chat = TestChat(app.runtime)
-        message = chat.message("hello")
-        await app.store.memories.insert(message)
-        state = await app.runtime.compose_state(message)
-        await app.runtime.evaluate(message, state, did_respond=True)
+        job, _ = await said_and_evaluated(app, "hello")
     [call] = selection_calls(model)
     assert "KEEP_ME" in call.prompt
     assert "NOT_VALID" not in call.prompt and "NO_HANDLER" not in call.prompt
+    assert job.ran == ["KEEP_ME"] and job.selected == ["KEEP_ME"]
 
 
 @pytest.mark.parametrize(
@@ -146,14 +175,11 @@ async def test_selection_parsing_runs_the_named_in_registration_order(
             probe.evaluator("SECOND"),
         ],
     )
-    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: [answer]})
-    async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
-        chat = TestChat(app.runtime)
-        message = chat.message("hello")
-        await app.store.memories.insert(message)
-        state = await app.runtime.compose_state(message)
-        ran = await app.runtime.evaluate(message, state, did_respond=True)
-    assert ran == expected
+    async with open_test_app(tmp_path, plugins=[plugin], model=model_naming(answer)) as app:
+        job, _ = await said_and_evaluated(app, "hello")
+    # An unreadable answer runs nothing, and the job is done: not retried forever.
+    assert job.status == "done" and job.attempts == 1
+    assert job.ran == expected
     assert probe.ran == expected
 
 
@@ -165,17 +191,13 @@ async def test_all_mode_runs_every_validated_evaluator_without_a_model_call(
         "p",
         evaluators=[probe.evaluator("A"), probe.evaluator("B", valid=False), probe.evaluator("C")],
     )
-    model = ScriptedModel(answers={Task.EVALUATOR_SELECTION: ["[]"]})
     async with open_test_app(
-        tmp_path, plugins=[plugin], model=model, evaluator_selection="all"
+        tmp_path, plugins=[plugin], model=model_naming("[]"), evaluator_selection="all"
     ) as app:
-        chat = TestChat(app.runtime)
-        message = chat.message("hello")
-        await app.store.memories.insert(message)
-        state = await app.runtime.compose_state(message)
-        ran = await app.runtime.evaluate(message, state, did_respond=True)
-    assert ran == ["A", "C"]
-    assert selection_calls(model) == []
+        job, _ = await said_and_evaluated(app, "hello")
+        model = app.model
+    assert job.ran == ["A", "C"]
+    assert isinstance(model, ScriptedModel) and selection_calls(model) == []
 
 
 async def test_a_failing_or_hanging_evaluator_does_not_stop_the_others(
@@ -191,15 +213,20 @@ async def test_a_failing_or_hanging_evaluator_does_not_stop_the_others(
         ],
     )
     async with open_test_app(
-        tmp_path, plugins=[plugin], model=ScriptedModel(), evaluator_selection="all"
+        tmp_path,
+        plugins=[plugin],
+        model=model_naming("[]"),
+        evaluator_selection="all",
+        evaluator_timeout=0.05,
+        evaluation_max_attempts=2,
+        evaluation_retry_seconds=0.05,
     ) as app:
-        app.runtime.options = replace(app.runtime.options, evaluator_timeout=0.2)
-        chat = TestChat(app.runtime)
-        message = chat.message("hello")
-        await app.store.memories.insert(message)
-        state = await app.runtime.compose_state(message)
-        with caplog.at_level(logging.ERROR):
-            ran = await app.runtime.evaluate(message, state, did_respond=True)
-    assert ran == ["FINE"]
+        with caplog.at_level(logging.WARNING):
+            job, _ = await said_and_evaluated(app, "hello")
+    # FINE ran, once: the queue retried the job for the two that failed, not for FINE.
+    assert probe.ran == ["FINE"]
+    assert job.ran == ["FINE"]
+    assert job.status == "dead" and job.attempts == 2
+    assert job.error is not None and "BOOM" in job.error and "SLOW" in job.error
     assert "BOOM" in caplog.text and "exploded" in caplog.text
     assert "SLOW timed out" in caplog.text

@@ -38,7 +38,7 @@ def recorder(ran: list[str], *names: str, fail_once: str | None = None) -> Plugi
     failed: set[str] = set()
 
     def evaluator(name: str) -> Evaluator:
-        async def handler(ctx: Context) -> None:
+        async def handler(ctx: Context, found: object) -> None:
             if name == fail_once and name not in failed:
                 failed.add(name)
                 raise RuntimeError(f"{name} hit a transient error")
@@ -106,7 +106,7 @@ async def test_a_job_that_crashes_the_process_is_not_retried_forever(
 ) -> None:
     crashes: list[str] = []
 
-    async def handler(ctx: Context) -> None:
+    async def handler(ctx: Context, found: object) -> None:
         crashes.append(ctx.message.id)
         raise Crash
 

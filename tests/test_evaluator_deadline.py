@@ -34,7 +34,7 @@ def notes_plugin(
     """A plugin whose evaluator writes two notes, slowly: between them it waits (for a slow
     disk, or for the model when `ask_model`)."""
 
-    async def take_notes(ctx: Context) -> None:
+    async def take_notes(ctx: Context, found: object) -> None:
         notes = ctx.collections["notes"]
         await notes.insert_one({"_id": f"{ctx.job_id}-first", "job": ctx.job_id})
         if first_written is not None:

@@ -60,6 +60,9 @@ async def test_export_writes_everything_forgetme_would_remove_to_a_private_file(
             exports_dir=exports,
         ).run(app.runtime)  # fmt: skip
         before = await documents(app)
+        # Read now: /forgetme deletes the export files written for her.
+        [path] = re.findall(r"Written to (\S+\.json)", first.getvalue())
+        exported, mode = read(Path(path))
         second = io.StringIO()
         await ConsoleChat(
             user_name="p4711", stdin=io.StringIO("/forgetme\n/forgetme yes\n/me\n"),
@@ -67,9 +70,8 @@ async def test_export_writes_everything_forgetme_would_remove_to_a_private_file(
         ).run(app.runtime)  # fmt: skip
         after = await documents(app)
 
-    [path] = re.findall(r"Written to (\S+\.json)", first.getvalue())
-    exported, mode = read(Path(path))
     assert Path(path).parent == exports.resolve()
+    assert list(exports.glob("*.json")) == []  # forgotten with the rest
     assert mode == 0o600
     assert "Everything I keep about you here (4 messages" in first.getvalue()
     # The history: Reykjavik held until she moved to Oslo.

@@ -30,7 +30,7 @@ class Crash(BaseException):
 
 
 def learner(learned: list[str]) -> Plugin:
-    async def handler(ctx: Context) -> None:
+    async def handler(ctx: Context, found: object) -> None:
         learned.append(ctx.message.content.text)
 
     return Plugin("probe", evaluators=[Evaluator("LEARN", "learns", handler, always_run=True)])

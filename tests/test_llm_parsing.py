@@ -9,7 +9,6 @@ import pytest
 from bot.llm.parsing import (
     ReplyDraft,
     cap_reply,
-    parse_evaluator_selection,
     parse_json_array,
     parse_json_object,
     parse_reply,
@@ -216,11 +215,11 @@ SELECTIONS: list[tuple[str, str, list[str]]] = [
     ("text", "expected"), [c[1:] for c in SELECTIONS], ids=[c[0] for c in SELECTIONS]
 )
 def test_parse_evaluator_selection(text: str, expected: list[str]) -> None:
-    assert parse_evaluator_selection(text, CANDIDATES) == expected
+    assert read_evaluator_selection(text, CANDIDATES).names == expected
 
 
 def test_selection_without_candidates() -> None:
-    assert parse_evaluator_selection('["GET_FACTS"]', []) == []
+    assert read_evaluator_selection('["GET_FACTS"]', []).names == []
 
 
 def test_unreadable_reply_gives_plain_words_marked_unreadable() -> None:
@@ -282,4 +281,4 @@ def test_placeholder_selection_names_nothing_known() -> None:
 
 def test_selection_object_answer() -> None:
     answer = '{"evaluators": ["SENTIMENT", "GET_FACTS"]}'
-    assert parse_evaluator_selection(answer, CANDIDATES) == ["GET_FACTS", "SENTIMENT"]
+    assert read_evaluator_selection(answer, CANDIDATES).names == ["GET_FACTS", "SENTIMENT"]

@@ -157,7 +157,7 @@ async def test_a_taken_port_is_one_clear_line(tmp_path: Path) -> None:
 
 
 async def test_retried_and_dead_jobs_show_on_the_page(tmp_path: Path, model_dir: Path) -> None:
-    async def learn(ctx: Context) -> None:
+    async def learn(ctx: Context, found: object) -> None:
         return None
 
     plugin = Plugin("learner", evaluators=[Evaluator("LEARN", "learns", learn)])

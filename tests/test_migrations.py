@@ -90,7 +90,11 @@ async def test_two_processes_starting_together_migrate_once(
             )
 
     await store.db["facts"].insert_one({"_id": "f1", "text": "Sarah has a dog"})
-    migrations = (*MIGRATIONS, Migration(2, "facts carry their text length", add_text_length))
+    next_version = latest_version() + 1
+    migrations = (
+        *MIGRATIONS,
+        Migration(next_version, "facts carry their text length", add_text_length),
+    )
     other = MongoStore.from_uri(mongo_uri, store.db.name)  # the second process's own client
     try:
         first, second = await asyncio.gather(
@@ -99,8 +103,8 @@ async def test_two_processes_starting_together_migrate_once(
     finally:
         await other.close()
     assert runs == ["v2"]
-    assert sorted(first + second) == [1, 2]
-    assert await schema_version(store.db) == 2
+    assert sorted(first + second) == [*range(1, next_version + 1)]
+    assert await schema_version(store.db) == next_version
     assert (await store.db["facts"].find_one({"_id": "f1"}))["text_length"] == 15
 
 
@@ -111,7 +115,7 @@ async def test_a_lock_left_by_a_dead_process_is_taken_over(
         {"_id": LOCK_ID, "owner": "dead-process", "expires_ms": 1_000}
     )
     with caplog.at_level(logging.WARNING, logger="bot.ops.migrations"):
-        assert await migrate(store.db) == [1]
+        assert await migrate(store.db) == [m.version for m in MIGRATIONS]
     assert await store.db[META_COLLECTION].find_one({"_id": LOCK_ID}) is None
     assert "took over the migration lock" in caplog.text
 
@@ -120,7 +124,7 @@ async def test_a_free_lock_is_taken_without_a_take_over_warning(
     store: MongoStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING, logger="bot.ops.migrations"):
-        assert await migrate(store.db) == [1]
+        assert await migrate(store.db) == [m.version for m in MIGRATIONS]
     assert "took over" not in caplog.text
 
 

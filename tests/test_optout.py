@@ -20,7 +20,7 @@ from bot.testing.scripted import ScriptedModel
 NOTES = "notes"
 
 
-async def keep(ctx: Context) -> None:
+async def keep(ctx: Context, found: object) -> None:
     """Learns everything: a fact per message and a copy in its own collection."""
     message = ctx.message
     fact = Fact(

@@ -14,11 +14,18 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 import venv
 import zipfile
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
+from typing import Any
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+from tests.shipped_plugins import shipped_plugins
 
 REPO = Path(__file__).resolve().parent.parent
 _NOT_SOURCES = shutil.ignore_patterns(
@@ -40,7 +47,13 @@ def _ignore(folder: str, names: list[str]) -> set[str]:
 DIST_INFO = "mnemo_bot-0.1.0.dist-info"
 
 # What a plugin author tests with (docs/plugins.md); the platform fakes are not among them.
-PLUGIN_AUTHOR_TOOLS = {"__init__.py", "harness.py", "scripted.py", "openai_server.py"}
+PLUGIN_AUTHOR_TOOLS = {
+    "__init__.py",
+    "harness.py",
+    "scripted.py",
+    "openai_server.py",
+    "pytest_plugin.py",
+}
 
 
 @pytest.fixture(scope="module")
@@ -285,7 +298,53 @@ def test_a_fresh_virtualenv_installs_the_wheel_and_runs_mnemo_from_anywhere(
     shipped = Path(site, "bot", "_builtin")
     lines = doctor.stdout.splitlines()
     assert f"ok   character  Mnemo ({shipped / 'characters' / 'mnemo.json'})" in lines
-    assert "ok   plugins    facts, goals, recall, sentiment (settings valid)" in lines
+    assert f"ok   plugins    {shipped_plugins()} (settings valid)" in lines
     assert lines[-1] == "all checks passed"
     # What it created, it created in the folder it was started in.
     assert (elsewhere / "data" / "mongo").is_dir()
+
+
+def _project() -> dict[str, Any]:
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _locked() -> dict[str, str]:
+    lines = (REPO / "constraints.txt").read_text(encoding="utf-8").splitlines()
+    pins = [line.split("==") for line in lines if line and not line.startswith("#")]
+    assert all(len(pin) == 2 for pin in pins), "constraints.txt holds exact pins only"
+    return {canonicalize_name(name): version for name, version in pins}
+
+
+def _requirements() -> list[Requirement]:
+    project = _project()
+    wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"]]
+    for extra in project["project"]["optional-dependencies"].values():
+        wanted += extra
+    return [Requirement(text) for text in wanted]
+
+
+def test_every_dependency_has_an_upper_bound_and_the_lock_pins_it_within_range() -> None:
+    """Next month's install is this month's: a new major (openai 4, nx-27017 0.9) is never
+    picked up unseen, and `make`, CI and the Dockerfile install the lock's exact versions."""
+    locked = _locked()
+    assert "mnemo-bot" not in locked
+    for requirement in _requirements():
+        bounds = {spec.operator for spec in requirement.specifier}
+        assert bounds & {"<", "<=", "==", "~="}, f"{requirement} has no upper bound"
+        name = canonicalize_name(requirement.name)
+        assert name in locked, f"constraints.txt does not pin {name}"
+        assert requirement.specifier.contains(locked[name]), (requirement, locked[name])
+    nx = next(r for r in _requirements() if r.name == "nx-27017")
+    assert not nx.specifier.contains("0.9.0"), "nx-27017 0.9 needs Python 3.12, untested"
+
+
+def test_the_tests_run_with_the_locked_versions() -> None:
+    """What `make test` installed is what the lock says (the venv is redone when it changes)."""
+    locked = _locked()
+    for requirement in _requirements():
+        name = canonicalize_name(requirement.name)
+        try:
+            installed = version(requirement.name)
+        except PackageNotFoundError:
+            continue  # an extra this venv was not set up with
+        assert installed == locked[name], f"{name}: installed {installed}, locked {locked[name]}"

@@ -24,7 +24,7 @@ def simple_plugin(
     """Source of a plugin module with the named evaluators and providers."""
     lines = [
         HEADER,
-        "async def handle(ctx):\n    return None\n\n",
+        "async def handle(ctx, found):\n    return None\n\n",
         "async def get(ctx):\n    return ''\n\n",
     ]
     evals = ", ".join(f"Evaluator(name={e!r}, description='d', handler=handle)" for e in evaluators)
@@ -163,7 +163,7 @@ def test_duplicate_names_inside_one_plugin(folder: Path) -> None:
 def test_duplicate_action_name(folder: Path) -> None:
     source = HEADER + textwrap.dedent(
         """
-        async def handle(ctx):
+        async def handle(ctx, found):
             return None
 
         remember = Action(name="REMEMBER", description="d", handler=handle)
@@ -180,7 +180,7 @@ def test_duplicate_action_name(folder: Path) -> None:
     ("body", "reason"),
     [
         (
-            "def handle(ctx):\n    return None\n\n"
+            "def handle(ctx, found):\n    return None\n\n"
             "plugin = Plugin(name='p', evaluators=[Evaluator('E', 'd', handler=handle)])",
             "evaluator 'E' handler must be declared with `async def`",
         ),
@@ -224,7 +224,7 @@ SETTINGS_PLUGIN = HEADER + textwrap.dedent(
         api_key: SecretStr | None = None
         units: str = "metric"
 
-    async def handle(ctx):
+    async def handle(ctx, found):
         return ctx.settings
 
     plugin = Plugin(
@@ -245,7 +245,7 @@ def test_plugin_settings_are_read_at_discovery(
     settings = registry.settings["weather"]
     assert settings.max_items == 9
     assert type(settings).__name__ == "WeatherSettings"
-    assert registry.settings_for(registry.evaluators[0]) is settings
+    assert registry.settings[registry.plugin_of(registry.evaluators[0]).name] is settings
 
 
 def test_bad_plugin_setting_names_the_plugin_and_the_variable(
@@ -294,7 +294,7 @@ def test_relative_imports_inside_a_plugin_package(folder: Path) -> None:
             from .parsing import parse
             from . import prompts
 
-            async def handle(ctx):
+            async def handle(ctx, found):
                 return parse(TEMPLATE)
 
             plugin = Plugin(
@@ -413,7 +413,7 @@ def test_entry_point_plugins_follow_folder_plugins(
 
 
 def test_registry_add_in_code() -> None:
-    async def handle(ctx: object) -> None:
+    async def handle(ctx: object, found: object) -> None:
         return None
 
     registry = Registry()

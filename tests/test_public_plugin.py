@@ -35,7 +35,7 @@ async def validate(ctx: Context) -> bool:
     return ctx.message.user_id != ctx.agent.id
 
 
-async def note_mood(ctx: Context) -> None:
+async def note_mood(ctx: Context, found: bool) -> None:
     raw = await ctx.model.generate("How does this sound?", model_class=ModelClass.SMALL,
                                    state=ctx.state)
     mood = json.loads(raw)["mood"]
@@ -47,7 +47,7 @@ async def note_mood(ctx: Context) -> None:
     )
 
 
-async def guess(ctx: Context) -> None:
+async def guess(ctx: Context, found: bool) -> None:
     # Asks the model for a task nobody answers offline.
     await ctx.model.generate("Guess.", state=ctx.state)
 

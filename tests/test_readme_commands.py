@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.shipped_plugins import shipped_plugins
+
 REPO = Path(__file__).resolve().parent.parent
 # The venv running these tests: CI's, built by `make test` from this checkout.
 VENV = Path(sys.prefix)
@@ -154,7 +156,7 @@ def test_installed_mnemo_chat_works_from_a_folder_outside_the_repository(
     assert result.returncode == 0, result.stderr
     # The default character and the built-in plugins come with the installation.
     assert result.stdout.startswith("Mnemo — console chat")
-    assert "plugins: facts, goals, recall, sentiment" in result.stdout
+    assert f"plugins: {shipped_plugins()}\n" in result.stdout
     listing = result.stdout.split("Facts (", 1)[1]
     assert "lives in Lisbon" in listing and "cat named Pixel" in listing
     assert (elsewhere / "data" / "mongo" / "mnemo.db").is_file()
@@ -176,8 +178,9 @@ def _planned(target: str, venv: Path) -> str:
 def test_make_run_installs_only_what_running_needs(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     run = _planned("run", venv)
-    assert "pip install --quiet -e .\n" in run
+    # At the versions of the lock, so a clone installs next month what the tests passed with.
+    assert "pip install --quiet --constraint constraints.txt -e .\n" in run
     assert "[dev" not in run and "bench]" not in run  # no pytest, ruff, matplotlib, tiktoken
-    assert "'.[dev,bench]'" in _planned("test", venv)
+    assert "--constraint constraints.txt -e '.[dev,bench]'" in _planned("test", venv)
     bench = _planned("bench", venv)
-    assert "'.[bench]'" in bench and "dev" not in bench
+    assert "--constraint constraints.txt -e '.[bench]'" in bench and "dev" not in bench

@@ -6,6 +6,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from bot.testing.harness import TestChat, open_test_app
+from bot.testing.scripted import ScriptedModel
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
@@ -25,3 +28,22 @@ def readme_example() -> dict[str, Any]:
 async def test_the_readme_plugin_example_counts_questions(tmp_path: Path, model_dir: Path) -> None:
     example = readme_example()
     await example["test_questions_are_counted"](tmp_path, model_dir)
+
+
+async def test_the_readme_plugin_counts_a_question_once_when_its_job_runs_again(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    example = readme_example()
+    model = ScriptedModel(
+        answers={"reply": ['{"text": "Sure."}'], "evaluator_selection": ['["COUNT_QUESTIONS"]']}
+    )
+    async with open_test_app(tmp_path, plugins=[example["plugin"]], model=model) as app:
+        chat = TestChat(app.runtime)
+        result = await chat.say("Where is the station?")
+        await chat.settle()
+        assert result.job is not None
+        job = await app.store.jobs.get(result.job.id)
+        assert job is not None and job.ran == ["COUNT_QUESTIONS"]
+        # Handed out again, as after a crash before the job was recorded done.
+        await app.runtime.evaluator.run_job(job.model_copy(update={"ran": []}))
+        assert await app.store.db["plugin_questions_asked"].count_documents({}) == 1

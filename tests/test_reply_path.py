@@ -90,7 +90,7 @@ async def test_the_character_goes_in_the_system_message(tmp_path: Path, model_di
 async def test_selection_naming_nothing_known_is_counted(tmp_path: Path, model_dir: Path) -> None:
     ran: list[str] = []
 
-    async def note(ctx: object) -> None:
+    async def note(ctx: object, found: object) -> None:
         ran.append("NOTE")
 
     plugin = Plugin("note", evaluators=[Evaluator("NOTE", "notes", handler=note)])
@@ -122,7 +122,7 @@ async def test_request_shape_against_an_openai_compatible_server(
     with a 400 naming it, and then goes on without failing."""
     ran: list[str] = []
 
-    async def note(ctx: object) -> None:
+    async def note(ctx: object, found: object) -> None:
         ran.append("NOTE")
 
     plugin = Plugin("note", evaluators=[Evaluator("NOTE", "notes", handler=note)])
@@ -192,7 +192,7 @@ async def test_the_reply_knows_the_sender_as_the_platform_shows_them_now(
         await chat.say("hello")
         chat.account = chat.account.model_copy(update={"name": "Sam Rivera"})
         await chat.say("I changed my name")
-        await app.store.accounts.set_told_name(chat.account.id, "Sammy")
+        await app.store.accounts.set_told_name(chat.account.id, chat.room.world_id, "Sammy")
         chat.account = chat.account.model_copy(update={"name": "S. Rivera"})
         await chat.say("and again")
     assert senders == ["sam", "Sam Rivera", "Sammy"]

@@ -162,7 +162,7 @@ async def test_a_window_is_read_in_one_round_trip_and_equals_the_separate_reads(
     await store.rooms.upsert(room)
     for number in range(1, 5):
         await store.accounts.upsert(_account(number))
-    await store.accounts.set_told_name("account-1", "Sally")
+    await store.accounts.set_told_name("account-1", "world-1", "Sally")
     start = utcnow()
     authors = ["account-1", "agent", "account-2", "agent", "account-1", "agent"]
     messages = [
@@ -201,7 +201,8 @@ async def test_a_window_is_read_in_one_round_trip_and_equals_the_separate_reads(
     expected = await store.accounts.get_many(["account-1", "account-3"])
     assert window.accounts == expected
     assert window.asked == {"account-1", "account-3", "nobody"}
-    assert window.accounts["account-1"].name == "Sally"  # the told name, as get_many shows
+    # The told name, as get_many shows it, kept for the world it was told in.
+    assert window.accounts["account-1"].in_world("world-1").name == "Sally"
     assert window.room == await store.rooms.get(room.id)
     assert window.marks == {"facts": await store.rooms.get_mark(room.id, "facts")}
 

@@ -40,7 +40,7 @@ async def test_the_reply_never_waits_for_evaluators(tmp_path: Path, model_dir: P
     release = asyncio.Event()
     learned: list[str] = []
 
-    async def slow_handler(ctx: Context) -> None:
+    async def slow_handler(ctx: Context, found: object) -> None:
         await release.wait()
         learned.append(ctx.message.content.text)
 

@@ -49,8 +49,8 @@ class Recorder:
     runs: list[tuple[str, str]] = field(default_factory=list)
 
     def plugin(self) -> Plugin:
-        async def handler(ctx: Context) -> None:
-            self.runs.append((ctx.message.content.text, ctx.state.data.get("trigger", "?")))
+        async def handler(ctx: Context, found: object) -> None:
+            self.runs.append((ctx.message.content.text, ctx.trigger))
 
         return Plugin(
             name="recorder",
@@ -248,7 +248,7 @@ async def test_jobs_interrupted_by_a_crash_run_exactly_once_after_restart(
 
     calls: list[str] = []
 
-    async def handler(ctx: Context) -> None:
+    async def handler(ctx: Context, found: object) -> None:
         calls.append(ctx.message.content.text)
 
     recovering = Plugin(

@@ -22,7 +22,7 @@ async def test_a_deadline_on_learning_leaves_the_model_call_running_to_the_end(
             await release.wait()  # a local model taking its time
         return '{"text": "Hi", "action": "NONE"}'
 
-    async def learn(ctx: Context) -> None:
+    async def learn(ctx: Context, found: object) -> None:
         try:
             await ctx.model.generate("learn", model_class=ModelClass.LARGE)
         except asyncio.CancelledError:
@@ -30,7 +30,9 @@ async def test_a_deadline_on_learning_leaves_the_model_call_running_to_the_end(
             raise
         outcomes.append("learned")
 
-    plugin = Plugin("learn", evaluators=[Evaluator("LEARN", "learns", handler=learn)])
+    # A learning evaluator (as facts is): its idle mark lets the flush reach it.
+    learner = Evaluator("LEARN", "learns", handler=learn, idle_mark="learned_up_to")
+    plugin = Plugin("learn", evaluators=[learner])
     model = ScriptedModel(slow_model, answers={Task.EVALUATOR_SELECTION: ['["LEARN"]']})
     async with open_test_app(tmp_path, plugins=[plugin], model=model) as app:
         chat = TestChat(app.runtime)

@@ -30,14 +30,17 @@ async def always(ctx: Context) -> bool:
     return True
 
 
-async def nothing(ctx: Context) -> None:
+async def nothing(ctx: Context, found: object) -> None:
     return None
 
 
-# An evaluator, so each message also costs a selection call on the small model.
+# An evaluator, so each message also costs a selection call on the small model; with an
+# idle mark (a learning evaluator, as facts is), /stats' learn-first flush costs one more.
 LISTENER = Plugin(
     "listener",
-    evaluators=[Evaluator("LISTEN", "Listens.", handler=nothing, validate=always)],
+    evaluators=[
+        Evaluator("LISTEN", "Listens.", handler=nothing, validate=always, idle_mark="heard")
+    ],
 )
 
 

@@ -48,7 +48,7 @@ def echo(prompt: str, task: str, state: State | None) -> str:
     return f"You said: {state.message.content.text}"
 
 
-async def remember(ctx: Context) -> None:
+async def remember(ctx: Context, found: object) -> None:
     """A tiny evaluator: every message becomes a fact about its sender, in its world."""
     message = ctx.message
     fact = Fact(
@@ -374,7 +374,7 @@ async def test_me_shows_what_was_learned_about_me_here(
 
 
 async def learns_when_idle(ctx: Context) -> bool:
-    return ctx.state.data.get("trigger") == "idle"
+    return ctx.trigger == "idle"
 
 
 # Learns only when the room goes quiet (as the facts plugin does before its cadence is due).
@@ -387,6 +387,7 @@ LEARNS_WHEN_IDLE = Plugin(
             handler=remember,
             validate=learns_when_idle,
             always_run=True,
+            idle_mark="idle_learner_read_up_to",  # what opts it in to idle jobs
         )
     ],
 )

@@ -2,7 +2,9 @@
 
 The console is for one trusted person at this machine: no reply rate limit (the caller turns it
 off, see bot.app.cli), and the person is shown by the name they gave (`--name`, or the name the
-bot learned from them, kept for later sessions) rather than by their login name.
+bot learned from them, kept for later sessions). Their login is only a handle (the account's
+id and username): it is never shown to the model as their name, or "Hi, my name is Sarah"
+would be learned as "root's name is Sarah". Until they give a name they are "User".
 
 It is an adapter like the others (`start(runtime)`, `wait_closed()`, `stop()`): a typed line
 becomes an `Incoming` through `to_memory`, goes through the room's lane, and commands are the
@@ -31,7 +33,14 @@ from typing import TextIO
 from bot.adapters.base import Incoming
 from bot.adapters.lanes import RoomLanes
 from bot.cancelling import cancel_and_wait
-from bot.commands.command_set import FORGOTTEN, Attachment, Commands, Request, command_parts
+from bot.commands.command_set import (
+    FORGET_ME_PROMPT,
+    FORGOTTEN,
+    Attachment,
+    Commands,
+    Request,
+    command_parts,
+)
 from bot.domain.records import (
     Account,
     Content,
@@ -45,6 +54,7 @@ from bot.domain.records import (
     utcnow,
     world_id,
 )
+from bot.privacy.forgetting import forget_exports
 from bot.runtime.agent import AgentRuntime
 
 log = logging.getLogger(__name__)
@@ -52,6 +62,14 @@ log = logging.getLogger(__name__)
 PLATFORM = "console"
 QUIT_HELP = "/quit - leave (Ctrl-D works too)"
 DEFAULT_EXPORTS = Path("data") / "exports"
+# The person at the console before they give a name: not their login, which is no name.
+UNNAMED = "User"
+# /forgetme asks; the console takes the next line as the answer.
+CONFIRM_FORGET = 'Type "yes" to confirm; anything else cancels.'
+NOTHING_FORGOTTEN = 'Nothing was forgotten: /forgetme needs the answer "yes".'
+_YES = frozenset({"yes", "y"})
+# An answer that only cancels: not said to the bot as chat.
+_NO = frozenset({"no", "n", "cancel", "stop", "nope"})
 
 _EOF = None
 # A learned fact that names its subject: "root's name is Sarah", "Their name is Sarah Lee",
@@ -132,13 +150,15 @@ class ConsoleChat:
         # Where /export writes its file (the data folder's `exports`).
         self.exports_dir = exports_dir
         name = user_name or _login_name()
-        # The identity is the login (one person per machine account); the name shown is theirs.
+        # The identity is the login (one person per machine account), kept as a handle; the
+        # name shown, and given to the model, is one they chose.
         self._given_name = display_name.strip() if display_name and display_name.strip() else None
         self.account = Account(
             id=account_id("console", name),
             platform="console",
             platform_id=name,
-            name=self._given_name or name,
+            username=name,
+            name=self._given_name or UNNAMED,
         )
         self.room = Room(
             id=room_id("console", name),
@@ -151,6 +171,8 @@ class ConsoleChat:
         self._commands: Commands | None = None
         self._lanes: RoomLanes[str] = RoomLanes(PLATFORM)
         self._conversation: asyncio.Task[None] | None = None
+        # /forgetme asked to confirm: the next line answers it.
+        self._confirming_forget = False
 
     @property
     def runtime(self) -> AgentRuntime:
@@ -171,9 +193,10 @@ class ConsoleChat:
         # The same commands as on Discord and Telegram; the person at this machine is the admin.
         self._commands = Commands(runtime, learn_wait=self.learn_timeout)
         if self._given_name is None:
-            # A name learned in an earlier session is still theirs.
+            # A name learned in an earlier session is still theirs. (Earlier versions stored
+            # the login as the name: that is no name they gave.)
             known = (await runtime.store.accounts.get_many([self.account.id])).get(self.account.id)
-            if known is not None:
+            if known is not None and known.name not in (self.account.platform_id, UNNAMED):
                 self.account = self.account.model_copy(update={"name": known.name})
         await runtime.note_profiles([self.account], self.room)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
@@ -214,6 +237,8 @@ class ConsoleChat:
             text = line.strip()
             if not text:
                 continue
+            if self._confirming_forget and await self._answer_forget(text):
+                continue
             if text.startswith("/"):
                 if not await self.command(text):
                     break
@@ -252,14 +277,7 @@ class ConsoleChat:
         name, args = command_parts(text)
         if name in ("quit", "exit"):
             return False
-        request = Request(
-            platform=PLATFORM,
-            account_id=self.account.id,
-            world_id=self.room.world_id,
-            room_id=self.room.id,
-            is_admin=True,
-            args=args,
-        )
+        request = self._request(args)
         info = self.commands.find(name)
         if info is not None and info.slow and not self._database_away():
             # Learning may find their name: shown in the answer already. (The command's own
@@ -270,10 +288,43 @@ class ConsoleChat:
         text = answer.text
         if answer.attachment is not None:
             text += f"\nWritten to {self._write(answer.attachment)}"
+        if name == "forgetme" and answer.text.startswith(FORGET_ME_PROMPT):
+            # The answer comes on the next line: "/forgetme yes" is not needed here.
+            self._confirming_forget = True
+            text = f"{FORGET_ME_PROMPT} {CONFIRM_FORGET}"
         self.say(f"{text}\n{QUIT_HELP}" if name == "help" else text)
         if name == "forgetme" and answer.text.startswith(FORGOTTEN):
+            # Its /export files on disk quote what was just forgotten.
+            forget_exports(self.exports_dir, self.account.id, self.room.world_id)
             self._forgotten()
         return True
+
+    async def _answer_forget(self, text: str) -> bool:
+        """The line after /forgetme's question: "yes" forgets; anything else says plainly
+        that nothing was forgotten (a privacy request never fails silently). True when the
+        line was only that answer; False when it is still to be handled (chat, a command)."""
+        self._confirming_forget = False
+        answer = text.strip().rstrip(".!").strip().casefold()
+        if answer in _YES:
+            done = await self.commands.forget_me(self._request())
+            self.say(done)
+            if done.startswith(FORGOTTEN):
+                self._forgotten()
+            return True
+        if text.startswith("/") and command_parts(text)[0] == "forgetme":
+            return False  # asked again: that command answers
+        self.say(NOTHING_FORGOTTEN)
+        return answer in _NO
+
+    def _request(self, args: str = "") -> Request:
+        return Request(
+            platform=PLATFORM,
+            account_id=self.account.id,
+            world_id=self.room.world_id,
+            room_id=self.room.id,
+            is_admin=True,
+            args=args,
+        )
 
     def _write(self, attachment: Attachment) -> Path:
         """An attachment (`/export`) as a file only this machine account can read."""
@@ -285,9 +336,9 @@ class ConsoleChat:
         return path.resolve()
 
     def _forgotten(self) -> None:
-        """After /forgetme: shown by the login name again (the told name was forgotten)."""
+        """After /forgetme: unnamed again (the told name was forgotten)."""
         if self._given_name is None:
-            self.account = self.account.model_copy(update={"name": self.account.platform_id})
+            self.account = self.account.model_copy(update={"name": UNNAMED})
 
     async def _use_told_name(self) -> None:
         """Show the person by the name they told the bot, once a fact about them states it.

@@ -65,8 +65,9 @@ async def restore_command(settings: Settings, folder: Path) -> None:
     async with open_storage(settings) as storage:
         embedder = make_embedder(settings.embedding, settings.model, None)
         knowledge = Knowledge(storage.store, storage.vectors, embedder)
-        result = await restore(storage.store, knowledge, folder)
+        result = await restore(storage.store, knowledge, folder, data_dir=settings.storage.data_dir)
     print(
         f"restored {result.documents} documents from {folder}; vectors rebuilt for "
-        f"{result.facts_indexed} facts and {result.messages_indexed} messages"
+        f"{result.facts_indexed} facts and {result.messages_indexed} messages; "
+        f"{result.forgotten} forgotten person(s) left out (forget ledger)"
     )

@@ -12,14 +12,23 @@ import contextlib
 import dataclasses
 import functools
 import logging
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from bot.app.logs import configure_logging
-from bot.config.settings import ConfigError, Settings, load_settings
+from bot.app.logs import configure_logging, secrets_of
+from bot.config.settings import (
+    ConfigError,
+    Settings,
+    check_data_dir,
+    load_settings,
+    setting_names,
+    unknown_setting_warnings,
+)
+from bot.ops.permissions import owner_only
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +65,8 @@ def _startup_errors() -> tuple[type[BaseException], ...]:
 
 
 def _secrets(settings: Settings) -> list[str]:
-    values = [
-        settings.model.openai_api_key,
-        settings.storage.mongodb_uri,
-        settings.platforms.discord_token,
-        settings.platforms.telegram_token,
-    ]
-    return [v.get_secret_value() for v in values if v is not None]
+    # From the settings model itself: every SecretStr field, whatever its name.
+    return secrets_of(settings)
 
 
 def shown_path(path: Path) -> str:
@@ -98,6 +102,24 @@ def banner(app: object) -> str:
     )
 
 
+def warn_unknown_settings(app: object) -> None:
+    """A mistyped MNEMO_* name keeps its setting at the default without a word; say so, once
+    the plugins (whose settings are valid names too) are loaded."""
+    from pydantic_settings import BaseSettings
+
+    from bot.app.composition import App
+
+    assert isinstance(app, App)
+    models = [
+        plugin.settings_model
+        for plugin in app.registry.plugins
+        if isinstance(plugin.settings_model, type)
+        and issubclass(plugin.settings_model, BaseSettings)
+    ]
+    for warning in unknown_setting_warnings(app.settings.env_file, setting_names(models)):
+        print(f"mnemo: warning: {warning}", file=sys.stderr, flush=True)
+
+
 async def _chat(settings: Settings, name: str | None = None) -> None:
     from bot.adapters.console import ConsoleChat
     from bot.app.composition import open_app
@@ -107,6 +129,7 @@ async def _chat(settings: Settings, name: str | None = None) -> None:
     platforms = settings.platforms.model_copy(update={"rate_limit_per_minute": 0})
     settings = dataclasses.replace(settings, platforms=platforms)
     async with open_app(settings) as app:
+        warn_unknown_settings(app)
         print(banner(app), flush=True)
         exports = settings.storage.data_dir / "exports"
         await ConsoleChat(display_name=name, exports_dir=exports).run(app.runtime)
@@ -124,6 +147,7 @@ async def _run(settings: Settings, name: str | None = None) -> None:
 
     # The platforms connect once the database answers: waited for, not a reason to exit.
     async with open_app(settings, wait_for_database=True) as app:
+        warn_unknown_settings(app)
         await run_platforms(app)
 
 
@@ -290,10 +314,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as error:
         print(f"mnemo: {error}", file=sys.stderr)
         return EXIT_CONFIG
+    # Every command writes in the data folder (its log file first); `doctor` reports an
+    # unusable one as one of its checks and logs to stderr only.
+    data_dir_usable = True
+    try:
+        check_data_dir(settings.storage.data_dir)
+    except ConfigError as error:
+        if command != "doctor":
+            print(f"mnemo: {error}", file=sys.stderr)
+            return EXIT_CONFIG
+        data_dir_usable = False
+    if not data_dir_usable:
+        return _run_command(command, args, settings, data_dir_usable=False)
+    # Before the log file or anything else in the data folder is created; restored after, for
+    # callers that run `main` in their own process (tests).
+    previous_umask = owner_only(settings.storage.data_dir)
+    try:
+        return _run_command(command, args, settings, data_dir_usable=True)
+    finally:
+        os.umask(previous_umask)
+
+
+def _run_command(
+    command: str, args: argparse.Namespace, settings: Settings, *, data_dir_usable: bool
+) -> int:
     configure_logging(
         settings.runtime.log_level,
         _secrets(settings),
-        log_file=settings.storage.data_dir / "mnemo.log",
+        log_file=settings.storage.data_dir / "mnemo.log" if data_dir_usable else None,
         quiet=command in ("chat", "doctor", "backup", "restore")
         or (command == "run" and _no_platforms(settings)),
         log_format=settings.ops.log_format,

@@ -1,20 +1,26 @@
 """`mnemo doctor`: check every configured part for real, one line each, and say which failed.
 
-Each check talks to the real thing: the character file is parsed, plugins are loaded with their
-settings, MongoDB and Chroma answer a query, the embedder embeds a text, the model answers one
-tiny prompt, and each platform token that is set is tried (Telegram `getMe`, a Discord log-in).
-A failing check does not stop the others. Messages are one line and never hold a secret.
+Each check talks to the real thing: the data folder takes a file, the character file is parsed,
+plugins are loaded with their settings, every MNEMO_* name set is one something reads, MongoDB
+and Chroma answer a query, the embedder embeds a text, each model (SMALL and LARGE) answers one
+tiny prompt, and each platform token that is set is tried (Telegram `getMe` at the configured
+Bot API server, a Discord log-in). A failing check does not stop the others. Messages are one
+line and never hold a secret; an unknown setting name is a warning, not a failure.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
+from urllib.parse import urlsplit
 
-from bot.config.settings import Settings
+from pydantic_settings import BaseSettings
+
+from bot.config.settings import Settings, check_data_dir, setting_names, unknown_setting_warnings
 
 # The model check is one tiny call: no retries, and a short wait for an unreachable server.
 _MODEL_TIMEOUT_SECONDS = 20.0
@@ -52,17 +58,24 @@ class Doctor:
         env_file: Path | None = None,
         endpoints: PlatformEndpoints | None = None,
         secrets: list[str] | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.env_file = env_file
         self.endpoints = endpoints or PlatformEndpoints()
         self.secrets = secrets or []
+        self.environ = os.environ if environ is None else environ
+        # The loaded plugins' settings models, known once the plugins check ran: the names
+        # they read are valid MNEMO_* names too.
+        self._plugin_settings: list[type[BaseSettings]] = []
 
     async def run(self, out: TextIO) -> bool:
         """Run every check, printing a line as each ends; True when all passed."""
         checks: list[tuple[str, Callable[[], Awaitable[str]]]] = [
+            ("data", self.data),
             ("character", self.character),
             ("plugins", self.plugins),
+            ("settings", self.setting_names),
             ("mongodb", self.mongodb),
             ("chroma", self.chroma),
             ("embedder", self.embedder),
@@ -73,16 +86,23 @@ class Doctor:
         if self.settings.platforms.discord_token is not None:
             checks.append(("discord", self.discord))
         failed = 0
+        warned = 0
         for name, check in checks:
+            if name == "settings":
+                warnings = self.unknown_names()
+                for warning in warnings:
+                    print(f"warn {name:<10} {warning}", file=out, flush=True)
+                warned += len(warnings)
+                if warnings:
+                    continue
             result = await self._run_one(name, check)
             status = "ok  " if result.ok else "FAIL"
             print(f"{status} {result.name:<10} {result.detail}", file=out, flush=True)
             failed += not result.ok
-        print(
-            "all checks passed" if not failed else f"{failed} check(s) failed",
-            file=out,
-            flush=True,
-        )
+        summary = "all checks passed" if not failed else f"{failed} check(s) failed"
+        if warned:
+            summary += f", {warned} warning(s)"
+        print(summary, file=out, flush=True)
         return not failed
 
     async def _run_one(self, name: str, check: Callable[[], Awaitable[str]]) -> CheckResult:
@@ -92,6 +112,18 @@ class Doctor:
             return CheckResult(name, False, _one_line(error, self.secrets))
 
     # -- the checks ---------------------------------------------------------------------------
+
+    async def data(self) -> str:
+        data_dir = self.settings.storage.data_dir
+        check_data_dir(data_dir)
+        return f"{data_dir} (writable)"
+
+    def unknown_names(self) -> list[str]:
+        known = setting_names(self._plugin_settings)
+        return unknown_setting_warnings(self.env_file, known, self.environ)
+
+    async def setting_names(self) -> str:
+        return "every MNEMO_* name set is one Mnemo or a loaded plugin reads"
 
     async def character(self) -> str:
         from bot.domain.characters import load_character
@@ -107,6 +139,12 @@ class Doctor:
             disabled=self.settings.runtime.disabled_plugins,
             env_file=self.env_file,
         )
+        self._plugin_settings = [
+            plugin.settings_model
+            for plugin in registry.plugins
+            if isinstance(plugin.settings_model, type)
+            and issubclass(plugin.settings_model, BaseSettings)
+        ]
         names = ", ".join(plugin.name for plugin in registry.plugins) or "none"
         return f"{names} (settings valid)"
 
@@ -172,33 +210,53 @@ class Doctor:
             }
         )
         model = make_model(quick, UsageLedger())
-        started = time.perf_counter()
+        # Both: replies use LARGE, evaluations SMALL; a wrong MNEMO_LARGE_MODEL would pass a
+        # SMALL-only check and then fail every reply. One call when both name one model.
+        classes = {
+            settings.small_model: (ModelClass.SMALL, "MNEMO_SMALL_MODEL"),
+            settings.large_model: (ModelClass.LARGE, "MNEMO_LARGE_MODEL"),
+        }
+        answered: list[str] = []
+        refused: list[str] = []
         try:
-            await model.generate_text(
-                _PROMPT, model_class=ModelClass.SMALL, task="doctor", max_tokens=5
-            )
+            for name, (model_class, setting) in classes.items():
+                started = time.perf_counter()
+                try:
+                    await model.generate_text(
+                        _PROMPT, model_class=model_class, task="doctor", max_tokens=5
+                    )
+                except Exception as error:  # each model is reported, the other still tried
+                    refused.append(f"{setting}={name}: {_one_line(error, self.secrets)}")
+                    continue
+                answered.append(f"{name} answered in {time.perf_counter() - started:.1f} s")
         finally:
             await model.close()
-        took = time.perf_counter() - started
-        return f"{settings.small_model} answered in {took:.1f} s"
+        if refused:
+            raise ValueError("; ".join(refused))
+        return "; ".join(answered)
 
     async def telegram(self) -> str:
         import telegram
 
         token = self.settings.platforms.telegram_token
         assert token is not None
+        # The Bot API server the adapter uses: MNEMO_TELEGRAM_API_URL (a self-hosted server),
+        # else Telegram's.
+        base_url = self.endpoints.telegram_base_url or self.settings.platforms.telegram_api_url
         options: dict[str, Any] = {}
-        if self.endpoints.telegram_base_url is not None:
-            options["base_url"] = self.endpoints.telegram_base_url
+        if base_url is not None:
+            base = base_url.rstrip("/")
+            options = {"base_url": base, "base_file_url": base.replace("/bot", "/file/bot")}
+        server = urlsplit(base_url).netloc if base_url is not None else "api.telegram.org"
         bot = telegram.Bot(token.get_secret_value(), **options)
         try:
             async with bot:  # initialize() calls getMe
                 me = await bot.get_me()
         except telegram.error.InvalidToken:
-            raise ValueError("TELEGRAM_TOKEN was refused by Telegram (getMe)") from None
+            raise ValueError(f"TELEGRAM_TOKEN was refused by {server} (getMe)") from None
         except telegram.error.NetworkError as error:
-            raise ValueError(f"cannot reach the Telegram Bot API: {error}") from None
-        return f"@{me.username} (getMe)"
+            raise ValueError(f"cannot reach the Telegram Bot API at {server}: {error}") from None
+        return f"@{me.username} (getMe at {server})"
 
     async def discord(self) -> str:
         import discord

@@ -6,16 +6,64 @@ record passes through a filter that replaces the configured secrets before any h
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Literal
+from urllib.parse import unquote, urlsplit
 
+from pydantic import BaseModel, SecretStr
 from pythonjsonlogger.json import JsonFormatter
 
 REDACTED = "[redacted]"
+
+
+def secrets_of(settings: object) -> list[str]:
+    """Every secret the settings hold, found from the model itself: each `SecretStr` value of
+    every group, whatever its name (a field added later is covered without a list to keep),
+    plus what is derived from one: a MongoDB URI's password alone, and the Telegram webhook
+    secret derived from the token when none is set."""
+    found: list[str] = []
+    for value in _walk(settings):
+        secret = value.get_secret_value()
+        found.append(secret)
+        with contextlib.suppress(ValueError):
+            password = urlsplit(secret).password
+            if password:
+                found.append(unquote(password))
+    platforms = getattr(settings, "platforms", None)
+    token = getattr(platforms, "telegram_token", None)
+    if isinstance(token, SecretStr):
+        with contextlib.suppress(ImportError):  # the Telegram extra may not be installed
+            from bot.adapters.telegram.updates import webhook_secret
+
+            found.append(webhook_secret(token.get_secret_value()))
+    return found
+
+
+def _walk(value: object, depth: int = 0) -> Iterator[SecretStr]:
+    """The SecretStr values in a settings object: dataclass fields and pydantic models,
+    nested, and the values of mappings and sequences they hold."""
+    if depth > 6:
+        return
+    if isinstance(value, SecretStr):
+        yield value
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            yield from _walk(getattr(value, name, None), depth + 1)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for field in dataclasses.fields(value):
+            yield from _walk(getattr(value, field.name, None), depth + 1)
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _walk(item, depth + 1)
+    elif isinstance(value, list | tuple | set | frozenset):
+        for item in value:
+            yield from _walk(item, depth + 1)
 
 
 class RedactSecrets(logging.Filter):

@@ -13,6 +13,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bot.adapters.errors import PlatformError, PlatformStartupError
@@ -52,7 +53,9 @@ async def run_platforms(
     Raises PlatformStartupError when no platform can start, or once every one has failed.
     """
     if adapters is None:
-        adapters, problems = build_adapters(app.settings.platforms)
+        adapters, problems = build_adapters(
+            app.settings.platforms, state_dir=app.settings.storage.data_dir
+        )
     else:
         adapters, problems = list(adapters), []
     running = await _start_all(adapters, app.runtime, problems)
@@ -65,8 +68,11 @@ async def run_platforms(
         await _stop_all(running)
 
 
-def build_adapters(settings: PlatformSettings) -> tuple[list[Adapter], list[str]]:
-    """An adapter per platform with a token, and one line for each that cannot be built."""
+def build_adapters(
+    settings: PlatformSettings, *, state_dir: Path | None = None
+) -> tuple[list[Adapter], list[str]]:
+    """An adapter per platform with a token, and one line for each that cannot be built.
+    `state_dir` (the data folder) keeps what was registered with Discord."""
     adapters: list[Adapter] = []
     problems: list[str] = []
     if settings.discord_token is not None:
@@ -75,7 +81,7 @@ def build_adapters(settings: PlatformSettings) -> tuple[list[Adapter], list[str]
         except ImportError as error:
             problems.append(f"discord: the Discord adapter is unavailable ({error})")
         else:
-            adapters.append(DiscordAdapter(settings))
+            adapters.append(DiscordAdapter(settings, state_dir=state_dir))
     if settings.telegram_token is not None:
         from bot.adapters.telegram import TelegramAdapter
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
-from bot.commands.fact_history import asks_history, history_of, open_to_all
+from bot.commands.fact_history import SUBCOMMAND, asks_history, help_line, history_of, open_to_all
 from bot.commands.parsing import command_parts, echo, parse_person_search_page  # noqa: F401
 from bot.commands.types import (  # noqa: F401  (surfaces import the layer's types from here)
     Answer,
@@ -32,11 +33,12 @@ from bot.commands.types import (  # noqa: F401  (surfaces import the layer's typ
     Scope,
 )
 from bot.config.settings import PlatformSettings
-from bot.domain.records import Memory, account_id
+from bot.domain.records import account_id
 from bot.ops.spend import describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
-from bot.privacy.export import Exporting
+from bot.privacy.export import Exporting, told_name_line
 from bot.privacy.forgetting import Forgetting
+from bot.privacy.ledger import ForgetLedger
 from bot.queue.worker import describe_queue
 from bot.runtime.agent import AgentRuntime
 from bot.runtime.intake.outage import DATABASE_AWAY
@@ -69,7 +71,7 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     CommandInfo(
         "facts",
         "Admins: facts learned here",
-        usage="[@user] [text] [page] | history [@user]",
+        usage="[@user] [text] [page]",
         admin_only=True,
         slow=True,
     ),
@@ -159,6 +161,8 @@ class Commands:
     def help(self, *, is_admin: bool) -> str:
         lines = ["I remember what people tell me, and only in the chat where they said it."]
         for info in self.all():
+            if open_to_all(info.name, SUBCOMMAND):  # `/facts history`: everyone's, own line
+                lines.append(help_line(is_admin=is_admin))
             if info.admin_only and not is_admin:
                 continue
             usage = f" {info.usage}" if info.usage else ""
@@ -323,14 +327,15 @@ async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
     facts, _ = await runtime.store.facts.page(
         scope.world_id, subject_id=scope.user_id, limit=PAGE_SIZE * 5
     )
+    called = await told_name_line(runtime.store, scope.user_id, scope.world_id)
     if not facts:
-        return "I haven't learned anything about you here yet."
+        return called + "I haven't learned anything about you here yet."
     lines = "\n".join(f"• {fact.text}" for fact in facts)
-    return f"What I know about you here ({len(facts)}):\n{lines}"
+    return f"{called}What I know about you here ({len(facts)}):\n{lines}"
 
 
 def forgetting_of(runtime: AgentRuntime, *, wait_for_learning: float = 30.0) -> Forgetting:
-    """The runtime's parts that forgetting a person touches."""
+    """The runtime's parts that forgetting a person touches (its data-folder files too)."""
     return Forgetting(
         store=runtime.store,
         knowledge=runtime.knowledge,
@@ -339,7 +344,24 @@ def forgetting_of(runtime: AgentRuntime, *, wait_for_learning: float = 30.0) -> 
         agent_id=runtime.agent_id,
         forget_profiles=runtime.profiles.forget,
         wait_for_learning=wait_for_learning,
+        **files_to_forget(runtime),
     )
+
+
+def files_to_forget(runtime: AgentRuntime) -> dict[str, Any]:
+    """Forgetting's keyword arguments for the data folder: the record of sent replies, the
+    outage journal (its set-aside files) and the forget ledger (in the database and the
+    folder, which the journal or the sent-reply record lives in)."""
+    outage = runtime.kept.outage
+    journal = outage.journal if outage is not None else None
+    folder = journal.path.parent if journal is not None else None
+    if folder is None and runtime.sent_replies.path is not None:
+        folder = runtime.sent_replies.path.parent
+    return {
+        "sent_replies": runtime.sent_replies,
+        "journal": journal,
+        "ledger": ForgetLedger(runtime.store.db, folder),
+    }
 
 
 async def list_facts(
@@ -360,7 +382,7 @@ async def list_facts(
     )
     if total == 0:
         return "No facts learned here yet." if not search else f"No facts match {echo(search)}."
-    names = await runtime.store.accounts.get_many(sorted({f.subject_id for f in facts}))
+    names = await runtime.store.accounts.in_world({f.subject_id for f in facts}, scope.world_id)
     pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
     lines = [
         f"`{fact.id[:8]}` {fact.text}"
@@ -394,7 +416,3 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     usage = await usage_in_world(runtime.ledger, runtime.store, scope.world_id)
     spent = describe_usage(usage, runtime.ledger)
     return f"{said}\nFacts: {facts}\n{kept}Evaluations: {evaluations}\n{spent}"
-
-
-def scope_of(memory: Memory) -> Scope:
-    return Scope(world_id=memory.world_id, room_id=memory.room_id, user_id=memory.user_id)

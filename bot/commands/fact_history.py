@@ -22,6 +22,12 @@ MAX_CHAINS = 30
 MAX_PAGE_DIGITS = 4
 # `/facts history` is read as this subcommand of `/facts` on every surface.
 SUBCOMMAND = "history"
+# Its /help line: everyone may use it (their own history), so it is shown to everyone and
+# never under the "Admins:" label of the rest of /facts.
+HELP_FOR_EVERYONE = f"/facts {SUBCOMMAND} - How what I know about you changed"
+HELP_FOR_ADMINS = (
+    f"/facts {SUBCOMMAND} [@user] - How what I know about you changed (admins: anyone's)"
+)
 OTHERS_ONLY_FOR_ADMINS = (
     "Only admins can see someone else's history; /facts history alone shows yours."
 )
@@ -104,6 +110,11 @@ def asks_history(args: str) -> bool:
     return [word.casefold() for word in args.split()[:1]] == [SUBCOMMAND]
 
 
+def help_line(*, is_admin: bool) -> str:
+    """The /help line of `/facts history`, for everyone (not under "Admins:")."""
+    return HELP_FOR_ADMINS if is_admin else HELP_FOR_EVERYONE
+
+
 def open_to_all(command: str, args: str) -> bool:
     """The form of an admin command everyone may use: `/facts history` (one's own)."""
     return command == "facts" and asks_history(args)
@@ -128,10 +139,12 @@ async def facts_history(runtime: AgentRuntime, request: Asking) -> str:
         return OTHERS_ONLY_FOR_ADMINS
     if subject_id is not None:
         known = await runtime.store.accounts.get_many([subject_id])
-        name = known[subject_id].name if subject_id in known else "them"
+        name = known[subject_id].in_world(world_id).name if subject_id in known else "them"
         return history_text(name, await runtime.knowledge.fact_history(subject_id, world_id))
     subjects = await runtime.knowledge.fact_subjects(world_id)
-    found = named(list((await runtime.store.accounts.get_many(subjects)).values()), wanted)
+    # As they are known here: by the name told in this world, if any.
+    accounts = await runtime.store.accounts.get_many(subjects)
+    found = named([a.in_world(world_id) for a in accounts.values()], wanted)
     if not found:
         return f"I know nothing about {wanted} here."
     if len(found) > 1:

@@ -14,7 +14,11 @@ from here (`from bot.config.settings import Settings, ModelSettings, ConfigError
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import os
+import tempfile
 import typing
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,10 +51,13 @@ __all__ = [
     "RuntimeSettings",
     "Settings",
     "StorageSettings",
+    "check_data_dir",
     "describe_error",
     "env_names",
     "environment_variables",
     "load_settings",
+    "setting_names",
+    "unknown_setting_warnings",
 ]
 
 # Field-name fragments whose values are never echoed in an error, even when not a SecretStr
@@ -195,3 +202,62 @@ def _check_env_file(env_file: Path) -> None:
         raise ConfigError(f"settings file {env_file}: cannot read it ({error})") from None
     if bad is not None:
         raise ConfigError(f"settings file {env_file}, line {bad}: not a NAME=value line")
+
+
+def check_data_dir(data_dir: Path) -> None:
+    """The data folder exists (made when missing) and takes a new file; else `ConfigError`.
+
+    Checked once at start-up, so an unwritable MNEMO_DATA_DIR is one line naming the folder and
+    the reason, not a traceback from whichever part first writes there (the log file).
+    """
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".mnemo-write-check-"):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ConfigError(
+            f"setting MNEMO_DATA_DIR: cannot write to the folder {data_dir} ({reason})"
+        ) from None
+
+
+# Prefixes of names that are not settings: the test tools and the fault hook read them
+# (bot/testing, bot/faults.py), and the Makefile exports MNEMO_TEST_MODEL_DIR to every command.
+_NOT_SETTINGS_PREFIXES = ("MNEMO_TEST_",)
+
+
+def setting_names(models: Iterable[type[BaseSettings]] = ()) -> set[str]:
+    """Every environment name Mnemo's settings read (aliases included), and those of `models`
+    (the loaded plugins' settings models)."""
+    names: set[str] = set()
+    for cls in [*_groups().values(), *models]:
+        for field in cls.model_fields:
+            names.update(env_names(cls, field))
+    return names
+
+
+def unknown_setting_warnings(
+    env_file: Path | None,
+    known: set[str],
+    environ: Mapping[str, str] = os.environ,
+) -> list[str]:
+    """One line per MNEMO_* name, in the environment or the settings file, that nothing reads,
+    with the nearest name that is read (a typo is otherwise silently ignored: the setting keeps
+    its default). Values are never shown."""
+    given: dict[str, str] = {name.upper(): "the environment" for name in environ}
+    if env_file is not None and env_file.is_file():
+        from dotenv import dotenv_values
+
+        for name in dotenv_values(env_file):
+            given.setdefault(name.upper(), str(env_file))
+    warnings: list[str] = []
+    for name, where in sorted(given.items()):
+        if not name.startswith("MNEMO_") or name.startswith(_NOT_SETTINGS_PREFIXES):
+            continue
+        if name in known:
+            continue
+        nearest = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+        hint = f"; did you mean {nearest[0]}?" if nearest else "; see .env.example for the names"
+        what = "is not a setting of Mnemo or of a loaded plugin"
+        warnings.append(f"{name} (in {where}) {what}{hint}")
+    return warnings

@@ -151,16 +151,20 @@ class Account(Document):
     username: str | None = None
     is_bot: bool = False
     details: dict[str, Any] = Field(default_factory=dict)
-    # The name the person told the bot ("I'm Priya"): shown instead of the platform's from
-    # then on, on every surface. Excluded from dumps, so a profile refresh from the platform
-    # never overwrites it; only learning it sets it (Accounts.set_told_name).
-    told_name: str | None = Field(default=None, exclude=True)
+    # The names the person told the bot ("call me Priya"), by the world they were told in:
+    # part of what was learned there, so shown there instead of the platform's name and
+    # nowhere else (`in_world`). Excluded from dumps, so a profile refresh from the platform
+    # never overwrites them; only learning one sets it (Accounts.set_told_name). A forgotten
+    # one is stored as None (nx-27017 has no reliable `$unset` of a nested field).
+    told_names: dict[str, str | None] = Field(default_factory=dict, exclude=True)
 
-    @model_validator(mode="after")
-    def _told_name_wins(self) -> Account:
-        if self.told_name:
-            self.name = self.told_name
-        return self
+    def told_name_in(self, world_id: str | None) -> str | None:
+        return self.told_names.get(world_id) if world_id is not None else None
+
+    def in_world(self, world_id: str | None) -> Account:
+        """The account as shown in a world: by the name told there, if one was."""
+        told = self.told_name_in(world_id)
+        return self if not told or told == self.name else self.model_copy(update={"name": told})
 
 
 class Room(Document):

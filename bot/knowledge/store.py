@@ -264,9 +264,9 @@ class Knowledge:
         ranked = sorted(best, key=best.__getitem__)[:limit]
         return [f for f in await self.store.facts.get_many(ranked) if f.is_current]
 
-    async def learn_name(self, account_id: str, name: str) -> None:
-        """The name a person told the bot: their account shows it from now on."""
-        await self.store.accounts.set_told_name(account_id, name)
+    async def learn_name(self, account_id: str, name: str, world_id: str) -> None:
+        """The name a person told the bot in a world: shown there from now on, not elsewhere."""
+        await self.store.accounts.set_told_name(account_id, world_id, name)
 
     async def recent_facts(self, ids: Sequence[str], world_id: str, limit: int = 10) -> list[Fact]:
         """The most recently learned current facts about these people in a world."""

@@ -339,10 +339,3 @@ def read_evaluator_selection(
                 chosen.add(canonical)
     names = [name for name, _similes in candidates if name in chosen]
     return Selection(names, unknown, parsed is not None)
-
-
-def parse_evaluator_selection(
-    text: str, candidates: Sequence[tuple[str, Sequence[str]]]
-) -> list[str]:
-    """The known evaluator names chosen, canonical and in the order of `candidates`."""
-    return read_evaluator_selection(text, candidates).names

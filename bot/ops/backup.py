@@ -37,6 +37,7 @@ from tqdm import tqdm
 from bot.domain.records import Memory
 from bot.knowledge.store import Knowledge
 from bot.ops.migrations import LOCK_ID, META_COLLECTION, latest_version, migrate, schema_version
+from bot.privacy.ledger import ForgetLedger
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,8 @@ class RestoreResult:
     facts_indexed: int
     messages_indexed: int
     migrated: list[int]
+    # (person, world) pairs of the backup forgotten again (the forget ledger names them).
+    forgotten: int = 0
 
 
 # ---------------------------------------------------------------------------------- backup
@@ -146,6 +149,8 @@ def _empty_folder(folder: Path) -> None:
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise BackupError(f"backup folder {folder} is not empty: choose a new one")
     folder.mkdir(parents=True, exist_ok=True)
+    # Owner-only: a backup holds everything people said (`mnemo` also runs with umask 077).
+    folder.chmod(0o700)
 
 
 async def _snapshot_support(store: MongoStore) -> Consistency:
@@ -230,8 +235,11 @@ async def restore(
     folder: Path,
     *,
     progress: Progress = progress_bars,
+    data_dir: Path | None = None,
 ) -> RestoreResult:
-    """Load a backup into an empty database, migrate it, and rebuild its vectors."""
+    """Load a backup into an empty database, migrate it, forget again whoever the forget
+    ledger names (the backup's, and `data_dir`'s: forgettings after the backup was made),
+    and rebuild its vectors."""
     manifest = read_manifest(folder)
     if manifest.schema_version > latest_version():
         raise BackupError(
@@ -254,9 +262,11 @@ async def restore(
         loaded += await _load_collection(db, name, folder / entry.file, entry, progress)
     await store.ensure_indexes()
     migrated = await migrate(db)
+    # Before any vector is built: nothing of a forgotten person reaches Chroma again.
+    forgotten = await ForgetLedger(db, data_dir).apply()
     facts = await _rebuild_fact_vectors(store, knowledge, progress)
     messages = await _rebuild_message_vectors(store, knowledge, progress)
-    return RestoreResult(loaded, facts, messages, migrated)
+    return RestoreResult(loaded, facts, messages, migrated, forgotten)
 
 
 async def _load_collection(

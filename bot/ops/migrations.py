@@ -58,8 +58,34 @@ async def _baseline(db: AsyncDatabase) -> None:
     only the version to record. Later migrations start from it."""
 
 
+async def _told_names_per_world(db: AsyncDatabase) -> None:
+    """An account's one `told_name` (shown in every world) becomes `told_names` by world: kept
+    in each world where a fact about the person states it (where it was told), dropped where
+    none does. A name nobody can place in a world is dropped: better to use the platform's
+    name than to carry a name into a world it was never told in."""
+    accounts = db["accounts"]
+    async for account in accounts.find({}, {"told_name": 1}):
+        name = account.get("told_name")
+        if not name:
+            continue
+        wanted = str(name).casefold()
+        worlds = sorted(
+            {
+                str(fact["world_id"])
+                async for fact in db["facts"].find(
+                    {"subject_id": account["_id"]}, {"world_id": 1, "text": 1}
+                )
+                if wanted in str(fact.get("text", "")).casefold() and fact.get("world_id")
+            }
+        )
+        update: dict[str, object] = {f"told_names.{world}": name for world in worlds}
+        update["told_name"] = None  # last: a crash before it repeats the same $set
+        await accounts.update_one({"_id": account["_id"]}, {"$set": update})
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "schema version recorded (the layout of earlier releases)", _baseline),
+    Migration(2, "a told name belongs to the world it was told in", _told_names_per_world),
 )
 
 

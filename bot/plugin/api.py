@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
-from bot.domain.records import Content, Memory
+from bot.domain.records import Content, Memory, Trigger
 from bot.domain.state import State
 from bot.llm.base import ModelClass
 from bot.plugin.services import (
@@ -34,8 +34,11 @@ from bot.plugin.services import (
 if TYPE_CHECKING:
     from bot.knowledge.store import Knowledge
 
-# Unparameterised `Context` means `Context[Any]`: typing the settings is optional.
+# `Context[MySettings, MyState]`: the plugin's settings model and what its `setup()` returns,
+# so `ctx.settings` and `ctx.plugin_state` are typed for it. Both default to Any: a bare
+# `Context` (or `Context[MySettings]`) still works, typing is optional.
 SettingsT = TypeVar("SettingsT", default=Any)
+PluginStateT = TypeVar("PluginStateT", default=Any)
 
 # Sends extra content to the room the message came from (actions and evaluators may speak).
 Callback = Callable[[Content], Awaitable[None]]
@@ -51,7 +54,7 @@ async def _no_callback(content: Content) -> None:
 
 
 @dataclass(frozen=True)
-class Context(Generic[SettingsT]):
+class Context(Generic[SettingsT, PluginStateT]):
     """What an evaluator, provider or action gets: everything it may touch, nothing global."""
 
     message: Memory
@@ -64,15 +67,18 @@ class Context(Generic[SettingsT]):
     agent: Agent
     log: logging.Logger
     # What the plugin's `setup()` returned for this runtime (None without a setup).
-    plugin_state: Any = None
+    plugin_state: PluginStateT = None  # type: ignore[assignment]
     # The evaluation job's id: stable across retries of the same job, so an evaluator can
     # make its writes idempotent with it. None outside evaluations.
     job_id: str | None = None
     callback: Callback = _no_callback
+    # Why this evaluation runs: "message" (a message arrived) or "idle" (the idle flush, or
+    # /learn, re-evaluating a quiet room; only evaluators with an `idle_mark` get these).
+    trigger: Trigger = "message"
 
 
 @dataclass(frozen=True)
-class PluginContext(Generic[SettingsT]):
+class PluginContext(Generic[SettingsT, PluginStateT]):
     """What `setup()` and the privacy hooks get: the plugin's own things, no message."""
 
     settings: SettingsT
@@ -82,11 +88,11 @@ class PluginContext(Generic[SettingsT]):
     agent: Agent
     log: logging.Logger
     # None while `setup()` runs (it is what setup returns).
-    plugin_state: Any = None
+    plugin_state: PluginStateT = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
-class CommandContext(Generic[SettingsT]):
+class CommandContext(Generic[SettingsT, PluginStateT]):
     """What a command's handler gets: who asked, where, the text after the command, and the
     plugin's own things. `is_admin` is decided by the surface the command came from."""
 
@@ -96,7 +102,7 @@ class CommandContext(Generic[SettingsT]):
     args: str
     is_admin: bool
     settings: SettingsT
-    plugin_state: Any
+    plugin_state: PluginStateT
     collections: Collections
     conversations: Conversations
     knowledge: Knowledge
@@ -147,8 +153,8 @@ class Evaluator:
     name: str
     description: str
     # async (ctx, found) -> anything, where `found` is what `validate` returned (python-
-    # telegram-bot's check_update -> handle_update(check_result)); async (ctx) also works.
-    handler: Callable[..., Awaitable[Any]] | None
+    # telegram-bot's check_update -> handle_update(check_result)); checked at load time.
+    handler: Callable[[Context, Any], Awaitable[Any]] | None
     # async (ctx) -> falsy to skip, or truthy; a value other than True is handed to `handler`.
     validate: Callable[[Context], Awaitable[Any]] = _always
     similes: Sequence[str] = ()
@@ -157,8 +163,10 @@ class Evaluator:
     always_run: bool = False
     # The offline model's answer to this evaluator's task (`evaluator:NAME`).
     offline: OfflineAnswer | None = None
-    # A room mark the handler moves past what it has read. The idle flush evaluates a quiet
-    # room again (trigger "idle") when its newest message is newer than this mark.
+    # A room mark the handler moves past what it has read. Declaring one opts in to idle
+    # jobs: the idle flush (and /learn) evaluates a quiet room again (`ctx.trigger == "idle"`)
+    # when its newest message is newer than this mark. Evaluators without one get no idle
+    # jobs: they judge each message as it arrives.
     idle_mark: str | None = None
 
 

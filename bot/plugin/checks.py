@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,25 @@ def _check_callable(owner: str, what: str, value: object, *, optional: bool = Fa
     # it now. Other callables (partials, objects with an async __call__) are trusted.
     if inspect.isfunction(value) and not inspect.iscoroutinefunction(value):
         raise PluginError(f"{owner}: {what} must be declared with `async def`")
+
+
+def _check_handler_takes_found(owner: str, label: str, handler: Callable[..., Any]) -> None:
+    """An evaluator's handler is called as `handler(ctx, found)`, `found` being what its
+    validate returned: a handler taking only `ctx` would fail at the first evaluation."""
+    try:
+        parameters = list(inspect.signature(handler).parameters.values())
+    except (TypeError, ValueError):
+        return  # a callable without a readable signature (a C function) is trusted
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    required = [p for p in positional if p.default is p.empty]
+    takes_many = any(p.kind is p.VAR_POSITIONAL for p in parameters)
+    if (len(positional) >= 2 or takes_many) and len(required) <= 2:
+        return
+    names = ", ".join(p.name for p in parameters) or "nothing"
+    raise PluginError(
+        f"{owner}: {label} handler takes ({names}); an evaluator's handler must be "
+        "`async def handler(ctx, found)`, where `found` is what its validate returned"
+    )
 
 
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
@@ -79,6 +98,8 @@ def check_parts(plugin: Plugin, where: str) -> None:
                 _check_callable(
                     owner, f"{label} handler", part.handler, optional=isinstance(part, Evaluator)
                 )
+                if isinstance(part, Evaluator) and part.handler is not None:
+                    _check_handler_takes_found(owner, label, part.handler)
                 if part.offline is not None and not callable(part.offline):
                     raise PluginError(f"{owner}: {label} offline is not a function")
             elif isinstance(part, Command):

@@ -30,7 +30,7 @@ from bot.plugin.api import (
 from bot.storage.mongo import CORE_COLLECTIONS
 
 if TYPE_CHECKING:
-    from bot.domain.records import Memory
+    from bot.domain.records import Memory, Trigger
     from bot.domain.state import State
     from bot.knowledge.store import Knowledge
     from bot.llm.accounting import UsageLedger
@@ -125,6 +125,7 @@ class PluginHost:
         *,
         callback: Callback | None = None,
         job_id: str | None = None,
+        trigger: Trigger = "message",
     ) -> Context:
         plugin = self.registry.plugin_of(part)
         extra: dict[str, Any] = {} if callback is None else {"callback": callback}
@@ -140,6 +141,7 @@ class PluginHost:
             log=self.logger(plugin),
             plugin_state=self._states.get(plugin.name),
             job_id=job_id,
+            trigger=trigger,
             **extra,
         )
 

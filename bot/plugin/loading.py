@@ -72,9 +72,6 @@ class Registry:
                 return plugin
         raise KeyError(part.name)
 
-    def settings_for(self, part: Evaluator | Provider | Action | Command) -> Any:
-        return self.settings.get(self.plugin_of(part).name)
-
     def offline_answers(self) -> dict[str, list[OfflineAnswer]]:
         """Task -> the offline answers plugins registered for it, in registration order."""
         answers: dict[str, list[OfflineAnswer]] = {}

@@ -190,7 +190,8 @@ class Conversations:
         missing = sorted(ids - set(names))
         if missing:
             accounts = await self._store.accounts.get_many(missing)
-            names.update({i: a.name for i, a in accounts.items()})
+            world = state.message.world_id
+            names.update({i: a.in_world(world).name for i, a in accounts.items()})
         return names
 
     def format(self, state: State, messages: Sequence[Memory]) -> str:

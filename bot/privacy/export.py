@@ -32,12 +32,13 @@ class ExportedAccount(BaseModel):
     platform_id: str
     name: str
     username: str | None = None
-    # The name they told the bot, if any (shown instead of the platform's).
+    # The name they told the bot in this world, if any (shown here instead of the platform's).
     told_name: str | None = None
 
     @classmethod
-    def of(cls, account: Account) -> ExportedAccount:
-        return cls.model_validate(account, from_attributes=True)
+    def of(cls, account: Account, world_id: str) -> ExportedAccount:
+        exported = cls.model_validate(account, from_attributes=True)
+        return exported.model_copy(update={"told_name": account.told_name_in(world_id)})
 
 
 class ExportedRoom(BaseModel):
@@ -155,7 +156,7 @@ class Exporting:
         return PersonalData(
             person_id=person_id,
             world_id=world_id,
-            account=None if account is None else ExportedAccount.of(account),
+            account=None if account is None else ExportedAccount.of(account, world_id),
             rooms=[ExportedRoom.of(room) for room in rooms],
             messages=[ExportedMessage.of(m) for m in messages],
             replies=[ExportedMessage.of(m) for m in sorted(replies, key=lambda m: m.created_at)],
@@ -173,3 +174,10 @@ class Exporting:
 
 # The evaluations that may still learn from a message.
 NOT_FINISHED = ["intake", "pending", "running", "retrying"]
+
+
+async def told_name_line(store: MongoStore, person_id: str, world_id: str) -> str:
+    """/me's first line when the person told the bot a name in this world ("" otherwise)."""
+    account = (await store.accounts.get_many([person_id])).get(person_id)
+    told = account.told_name_in(world_id) if account is not None else None
+    return f"You asked me to call you {told} here.\n" if told else ""

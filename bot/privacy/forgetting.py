@@ -10,8 +10,12 @@ What goes, in this order:
    Sarah") with their vectors, and every job left for those messages;
 4. what each plugin keeps, through its `forget` hook;
 5. their account record once nothing refers to it any more (no message and no fact about them
-   in any world), otherwise the name they told the bot unless a fact elsewhere still says it;
-   and the direct-message rooms of the world left empty (Telegram names a DM after a person).
+   in any world), otherwise the name they told the bot in this world;
+   and the direct-message rooms of the world left empty (Telegram names a DM after a person);
+6. the data folder's files that quote them: the record of sent replies (rewritten at once),
+   the outage journal's set-aside lines; the console's /export files (`forget_exports`, run
+   by the console, which knows its folder); and a one-way hash of (person, world) goes into
+   the forget ledger (bot/privacy/ledger.py), so a restored backup forgets them again.
 
 Other people's messages and facts, and the same person's data in other worlds, stay. A step
 that fails raises: a half-done forgetting must never be reported as done.
@@ -19,10 +23,15 @@ that fails raises: a half-done forgetting must never be reported as done.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from bot.privacy.ledger import ForgetLedger
 
 if TYPE_CHECKING:
     from bot.knowledge.store import Knowledge
@@ -31,6 +40,17 @@ if TYPE_CHECKING:
     from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
+
+
+# The data folder's files that can hold a person's words, as forgetting sees them (the intake
+# owns them: bot/runtime/intake/, a layer above this one).
+class SentReplyRecord(Protocol):
+    def forget_messages(self, message_ids: set[str]) -> None: ...
+
+
+class SetAsideJournal(Protocol):
+    def forget_set_aside(self, user_id: str, world_id: str) -> int: ...
+
 
 # Jobs that have not started yet: deleted before waiting for the running ones.
 NOT_STARTED = ["pending", "retrying"]
@@ -79,6 +99,9 @@ class Forgetting:
         agent_id: str,
         forget_profiles: Callable[[Sequence[str]], None] = _keep_caches,
         wait_for_learning: float = 30.0,
+        sent_replies: SentReplyRecord | None = None,
+        journal: SetAsideJournal | None = None,
+        ledger: ForgetLedger | None = None,
     ) -> None:
         self._store = store
         self._knowledge = knowledge
@@ -89,6 +112,10 @@ class Forgetting:
         # be written again when its owner comes back.
         self._forget_profiles = forget_profiles
         self._wait = wait_for_learning
+        # The files of the data folder that can quote the person, and the forget ledger.
+        self._sent_replies = sent_replies
+        self._journal = journal
+        self._ledger = ledger
 
     async def person(self, person_id: str, world_id: str) -> Forgotten:
         """Forget everything about `person_id` in `world_id`."""
@@ -115,8 +142,9 @@ class Forgetting:
             message_ids=messages + replies, fact_ids=fact_ids, user_id=person_id, world_id=world_id
         )
         plugins = await self._plugins.forget(person_id, world_id)
-        account = await self._forget_account(person_id)
+        account = await self._forget_account(person_id, world_id)
         rooms = await store.rooms.delete_empty_dms(world_id)
+        await self._forget_files(person_id, world_id, messages + replies)
         self._forget_profiles([person_id, *rooms])
         log.info(
             "forgot a person in a world: %d facts, %d messages and replies, %d jobs, %s",
@@ -134,16 +162,43 @@ class Forgetting:
             account=account,
         )
 
-    async def _forget_account(self, person_id: str) -> bool:
+    async def _forget_files(self, person_id: str, world_id: str, message_ids: list[str]) -> None:
+        """The data folder's files that quote the person, and the ledger a restore reads."""
+        if self._sent_replies is not None:
+            await asyncio.to_thread(self._sent_replies.forget_messages, set(message_ids))
+        if self._journal is not None:
+            await asyncio.to_thread(self._journal.forget_set_aside, person_id, world_id)
+        if self._ledger is not None:
+            await self._ledger.record(person_id, world_id)
+
+    async def _forget_account(self, person_id: str, world_id: str) -> bool:
         """Delete the account once nothing refers to it; else drop the name they told the
-        bot unless a fact about them elsewhere still states it. True when it was deleted."""
+        bot in this world (names told elsewhere stay). True when it was deleted."""
         store = self._store
         if not await store.memories.count_by(person_id) and not await store.facts.count_about(
             person_id
         ):
             return await store.accounts.delete(person_id)
-        account = (await store.accounts.get_many([person_id])).get(person_id)
-        told = account.told_name if account is not None else None
-        if told and not await store.facts.mention(person_id, told):
-            await store.accounts.forget_told_name(person_id)
+        await store.accounts.forget_told_name(person_id, world_id)
         return False
+
+
+def forget_exports(folder: Path, person_id: str, world_id: str) -> int:
+    """Delete the /export files written to `folder` for a person in a world (the console
+    writes them to disk; Telegram and Discord send them and keep none). Returns how many."""
+    removed = 0
+    if not folder.is_dir():
+        return 0
+    for path in folder.glob("*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if (
+            isinstance(data, dict)
+            and data.get("person_id") == person_id
+            and data.get("world_id") == world_id
+        ):
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed

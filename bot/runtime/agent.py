@@ -356,20 +356,6 @@ class AgentRuntime:
     async def _run_job(self, job: EvaluationJob) -> list[str]:
         return await self.evaluator.run_job(job)
 
-    async def evaluate(
-        self,
-        message: Memory,
-        state: State,
-        *,
-        did_respond: bool,
-        callback: Send | None = None,
-        job_id: str | None = None,
-    ) -> list[str]:
-        """Run the evaluators that pass all four conditions (bot/runtime/evaluation_runner.py)."""
-        return await self.evaluator.evaluate(
-            message, state, did_respond=did_respond, callback=callback, job_id=job_id
-        )
-
     # ------------------------------------------------------------------ helpers for commands
     async def flush_room(self, memory: Memory, timeout: float | None = None) -> bool:
         """Learn now from a room's unlearned messages (as the idle flush would) and wait."""

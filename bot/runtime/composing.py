@@ -80,6 +80,8 @@ class StateComposer:
         actors = {i: a for i, a in window.accounts.items() if i in people}
         if unread := sorted(people - set(window.accounts) - window.asked):
             actors.update(await self.store.accounts.get_many(unread))
+        # A told name belongs to the world it was told in (never used in another).
+        actors = {i: a.in_world(memory.world_id) for i, a in actors.items()}
         state = State(
             message=memory,
             agent_id=self.agent_id,

@@ -1,7 +1,8 @@
 """EvaluationRunner: learning from one message after the reply, the elizaOS flow (seeds/003).
 
 An evaluator's handler runs only if (1) it has a handler, (2) the bot responded or it is
-`always_run`, (3) its `validate()` is true, and (4) the selection step names it. `run_job`
+`always_run`, (3) its `validate()` is true, and (4) the selection step names it; an idle
+job (the idle flush, /learn) goes only to evaluators that declare an `idle_mark`. `run_job`
 is one attempt at a durable job from the evaluation queue: what an earlier attempt finished
 (the selection, completed handlers) is recorded on the job and not done again.
 """
@@ -9,9 +10,8 @@ is one attempt at a durable job from the evaluation queue: what an earlier attem
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from dataclasses import replace
 from typing import Any
 
@@ -29,7 +29,7 @@ from bot.queue.worker import EvaluationFailed
 from bot.runtime.composing import StateComposer
 from bot.runtime.handler_deadline import SafePointModel, SafePoints, run_with_deadline
 from bot.runtime.prompts import format_evaluators, names_json, render, selection_answer
-from bot.runtime.types import RuntimeOptions, Send
+from bot.runtime.types import RuntimeOptions
 from bot.storage.jobs import JobStore
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Window
@@ -94,7 +94,7 @@ class EvaluationRunner:
             providers=False,
             window=window,
         )
-        validated = await self._validated(message, state, job.did_respond, None, job.id)
+        validated = await self._validated(job, message, state)
         candidates = [evaluator for evaluator, _ in validated]
         if job.selected is None:
             chosen = await self._select(candidates, state) if candidates else []
@@ -106,7 +106,7 @@ class EvaluationRunner:
         failures: list[str] = []
         to_run = [e for e in chosen if e.name not in ran]
         for number, evaluator in enumerate(to_run, 1):  # one after another, in order
-            context = self._context(evaluator, message, state, None, job.id)
+            context = self._context(evaluator, job, message, state)
             problem = await self._run_handler(evaluator, context, found[id(evaluator)])
             if problem is not None:
                 failures.append(f"{evaluator.name}: {problem}")
@@ -136,30 +136,6 @@ class EvaluationRunner:
             return await self.store.memories.get(job.message_id), None
         return message, window
 
-    async def evaluate(
-        self,
-        message: Memory,
-        state: State,
-        *,
-        did_respond: bool,
-        callback: Send | None = None,
-        job_id: str | None = None,
-    ) -> list[str]:
-        """Run the evaluators that pass all four conditions; returns the names that ran.
-        A failed selection raises EvaluationFailed; a failed handler is logged and skipped."""
-        validated = await self._validated(message, state, did_respond, callback, job_id)
-        if not validated:
-            return []
-        # By identity: evaluators are frozen dataclasses holding lists, so not hashable.
-        found = {id(evaluator): finding for evaluator, finding in validated}
-        chosen = await self._select([evaluator for evaluator, _ in validated], state)
-        ran = []
-        for evaluator in chosen:  # one after another, in registration order
-            context = self._context(evaluator, message, state, callback, job_id)
-            if await self._run_handler(evaluator, context, found[id(evaluator)]) is None:
-                ran.append(evaluator.name)
-        return ran
-
     async def _run_handler(self, evaluator: Evaluator, context: Context, found: Any) -> str | None:
         """Run one evaluator's handler; None when it completed, else why it did not. Past
         its time limit it is stopped only at a safe point (see bot.runtime.handler_deadline)."""
@@ -177,31 +153,25 @@ class EvaluationRunner:
         return None if outcome.completed else outcome.problem
 
     def _context(
-        self,
-        evaluator: Evaluator,
-        message: Memory,
-        state: State,
-        callback: Send | None = None,
-        job_id: str | None = None,
+        self, evaluator: Evaluator, job: EvaluationJob, message: Memory, state: State
     ) -> Context:
-        return self.plugins.context(evaluator, message, state, callback=callback, job_id=job_id)
+        return self.plugins.context(evaluator, message, state, job_id=job.id, trigger=job.trigger)
 
     async def _validated(
-        self,
-        message: Memory,
-        state: State,
-        did_respond: bool,
-        callback: Send | None,
-        job_id: str | None,
+        self, job: EvaluationJob, message: Memory, state: State
     ) -> list[tuple[Evaluator, Any]]:
         """The evaluators passing conditions 1-3, each with what its validate found."""
 
         async def check(evaluator: Evaluator) -> tuple[Evaluator, Any] | None:
             if evaluator.handler is None:  # condition 1
                 return None
-            if not did_respond and not evaluator.always_run:  # condition 2
+            if not job.did_respond and not evaluator.always_run:  # condition 2
                 return None
-            context = self._context(evaluator, message, state, callback, job_id)
+            # An idle flush re-reads a quiet room: only evaluators keeping a mark of what
+            # they have read there have anything to catch up on.
+            if job.trigger == "idle" and evaluator.idle_mark is None:
+                return None
+            context = self._context(evaluator, job, message, state)
             try:  # condition 3
                 found = await asyncio.wait_for(
                     evaluator.validate(context), self.options.evaluator_timeout
@@ -257,18 +227,7 @@ class EvaluationRunner:
 
 
 def _call_handler(evaluator: Evaluator, context: Context, found: Any) -> Awaitable[Any]:
-    """`handler(ctx, found)` for a handler taking what validate found (python-telegram-bot's
-    check_update -> handle_update(check_result)), else `handler(ctx)`."""
+    """`handler(ctx, found)`: what validate found (python-telegram-bot's check_update ->
+    handle_update(check_result)); the plugin checks made sure it takes both."""
     assert evaluator.handler is not None
-    if _takes_finding(evaluator.handler):
-        return evaluator.handler(context, found)
-    return evaluator.handler(context)
-
-
-def _takes_finding(handler: Callable[..., Any]) -> bool:
-    try:
-        parameters = inspect.signature(handler).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in parameters)
+    return evaluator.handler(context, found)

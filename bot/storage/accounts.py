@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import ClassVar
 
 from pymongo import IndexModel
@@ -33,13 +33,18 @@ class Accounts:
             {"_id": account.id}, {"$set": fields(account)}, upsert=True
         )
 
-    async def set_told_name(self, account_id: str, name: str) -> None:
-        """Remember the name a person told the bot; `Account.name` shows it from now on."""
-        await self._collection.update_one({"_id": account_id}, {"$set": {"told_name": name}})
+    async def set_told_name(self, account_id: str, world_id: str, name: str) -> None:
+        """Remember the name a person told the bot in a world (`Account.in_world` shows it
+        there, and only there)."""
+        await self._collection.update_one(
+            {"_id": account_id}, {"$set": {f"told_names.{world_id}": name}}
+        )
 
-    async def forget_told_name(self, account_id: str) -> None:
-        """The person's told name goes with what was learned from them."""
-        await self._collection.update_one({"_id": account_id}, {"$set": {"told_name": None}})
+    async def forget_told_name(self, account_id: str, world_id: str) -> None:
+        """The name told in a world goes with what was learned from them there."""
+        await self._collection.update_one(
+            {"_id": account_id}, {"$set": {f"told_names.{world_id}": None}}
+        )
 
     async def delete(self, account_id: str) -> bool:
         result = await self._collection.delete_one({"_id": account_id})
@@ -50,6 +55,11 @@ class Accounts:
         pattern = {"$regex": f"^{re.escape(username)}$", "$options": "i"}
         document = await self._collection.find_one({"platform": platform, "username": pattern})
         return load_one(Account, document)
+
+    async def in_world(self, ids: Iterable[str], world_id: str) -> dict[str, Account]:
+        """The accounts as shown in a world: by the name told there, if one was."""
+        found = await self.get_many(sorted(set(ids)))
+        return {i: account.in_world(world_id) for i, account in found.items()}
 
     async def get_many(self, ids: list[str]) -> dict[str, Account]:
         return {account.id: account for account in await by_ids(self._collection, Account, ids)}

@@ -16,7 +16,7 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
 from bot.domain.records import Memory
-from bot.storage.batch import Insert, Update
+from bot.storage.batch import Insert
 from bot.storage.documents import (
     by_ids,
     dump,
@@ -65,16 +65,6 @@ class Memories:
         # second, and an integer compares exactly on every server.
         document["created_ms"] = millis(memory.created_at)
         return Insert("memories", document)
-
-    @staticmethod
-    def count_write(room_id: str, stored: int) -> Update:
-        """The write counting `stored` more messages in a room whose count is kept, for a
-        batch; a room without a count yet gets one at its next `add_to_count`."""
-        return Update(
-            "rooms",
-            {"_id": room_id, "message_count": {"$exists": True}},
-            {"$inc": {"message_count": stored}},
-        )
 
     async def add_to_count(self, room_id: str, stored: int, *, unwritten: int = 0) -> int:
         """Count `stored` more messages (0: none) and return the room's count; `unwritten` of

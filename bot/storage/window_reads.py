@@ -51,8 +51,8 @@ class Window:
         """An account the adapter wrote after this read (the sender's profile): as written,
         with the name the person told the bot kept (a profile refresh never overwrites it)."""
         known = self.accounts.get(account.id)
-        if known is not None and known.told_name:
-            account = Account.model_validate({**account.model_dump(), "told_name": known.told_name})
+        if known is not None and known.told_names:
+            account = account.model_copy(update={"told_names": known.told_names})
         self.accounts[account.id] = account
 
 

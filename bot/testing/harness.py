@@ -23,6 +23,7 @@ from pydantic import BaseModel, SecretStr
 from pymongo import monitoring
 
 from bot.app.composition import App, open_app
+from bot.config.base import BUILTIN_CHARACTERS
 from bot.config.settings import (
     EmbeddingSettings,
     ModelSettings,
@@ -49,8 +50,9 @@ from bot.plugin.api import Plugin
 from bot.plugin.loading import Registry
 from bot.runtime.agent import AgentRuntime, HandleResult
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_CHARACTER = REPO_ROOT / "characters" / "mnemo.json"
+# The checkout's character, or the copy shipped in the wheel: a plugin author's tests run
+# against an installed Mnemo, with no checkout.
+DEFAULT_CHARACTER = BUILTIN_CHARACTERS / "mnemo.json"
 
 
 def test_settings(

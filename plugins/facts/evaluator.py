@@ -130,7 +130,7 @@ async def validate(ctx: Context) -> list[Memory] | None:
     """The messages to extract from (handed to `handle`, which need not read them again),
     or None when it is not time to extract."""
     settings = settings_of(ctx)
-    if ctx.state.data.get("trigger") != "idle":
+    if ctx.trigger != "idle":
         every = reflection_interval(settings.conversation_length)
         # The message's own position in the room, recorded when it was stored: exact even
         # when the job runs late in a busy room (a count read now could step over the multiple).
@@ -226,8 +226,8 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     for fact in stored:
         name = told_name(fact.text)
         if name is not None and fact.subject_id != ctx.agent.id:
-            # The account shows the name they told us, on every surface, from now on.
-            await ctx.knowledge.learn_name(fact.subject_id, name)
+            # Shown by the name they told us in this world, on every surface of it.
+            await ctx.knowledge.learn_name(fact.subject_id, name, fact.world_id)
     if plan.retract:
         await ctx.knowledge.retract_facts(
             plan.retract, world_id=message.world_id, when=_said_at(users)

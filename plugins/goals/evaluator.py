@@ -31,10 +31,9 @@ CONTEXT_MESSAGES = 2
 
 
 async def validate(ctx: Context) -> list[Goal] | None:
-    """The room's goals in progress (handed to `handle`), or None when there are none."""
-    # The idle flush is for learning facts; goal progress is judged as messages arrive.
-    if ctx.state.data.get("trigger", "message") != "message":
-        return None
+    """The room's goals in progress (handed to `handle`), or None when there are none.
+    Goal progress is judged as messages arrive: it declares no `idle_mark`, so no idle
+    flush reaches it."""
     goals = await GoalStore.of(ctx.collections).in_room(ctx.message.room_id, only_in_progress=True)
     return goals or None
 

@@ -39,12 +39,12 @@ async def setup(ctx: PluginContext[RecallSettings]) -> MessageRetriever:
     )
 
 
-async def get_relevant_messages(ctx: Context[RecallSettings]) -> Provided:
+async def get_relevant_messages(ctx: Context[RecallSettings, MessageRetriever]) -> Provided:
     settings = ctx.settings
     message = ctx.message
     if settings.limit <= 0 or not message.content.text.strip():
         return Provided()
-    retriever: MessageRetriever = ctx.plugin_state
+    retriever = ctx.plugin_state  # what setup() returned
     shown = {m.id for m in ctx.state.recent_messages} | {message.id}
     found = await retriever.search(
         message.content.text,

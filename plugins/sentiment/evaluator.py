@@ -122,17 +122,15 @@ def _settings(ctx: Context) -> SentimentSettings:
 
 
 async def validate(ctx: Context) -> bool:
-    """A person's message with some text, evaluated for itself (not an idle flush)."""
+    """A person's message with some text. No idle flush reaches it (it declares no
+    `idle_mark`): each message is scored once, when it arrives."""
     message = ctx.message
     if message.user_id == ctx.agent.id:
-        return False
-    # An idle flush re-evaluates a message already scored when it arrived.
-    if ctx.state.data.get("trigger") == "idle":
         return False
     return len(message.content.text.strip()) >= _settings(ctx).min_chars
 
 
-async def handler(ctx: Context) -> SentimentScore | None:
+async def handler(ctx: Context, found: bool) -> SentimentScore | None:
     """Ask the model for the latest message's tone and add it to the author's tally."""
     settings = _settings(ctx)
     values = {

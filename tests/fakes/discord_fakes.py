@@ -265,8 +265,9 @@ class RecordingHTTP:
         self._snowflakes = snowflakes
         self.sent: list[SentMessage] = []
         self.typing: list[int] = []
-        # Slash commands registered, by guild id (None: global).
+        # Slash commands registered, by guild id (None: global), and each registration call.
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
+        self.registrations: list[int | None] = []
         self.payloads: dict[int, dict[str, Any]] = {}
         self.fail_sends_with: int | None = None
 
@@ -284,6 +285,9 @@ class RecordingHTTP:
     async def send_typing(self, channel_id: int) -> None:
         self.typing.append(int(channel_id))
 
+    async def close(self) -> None:
+        """`Client.close()` closes its HTTP session: nothing is open here."""
+
     async def bulk_upsert_guild_commands(
         self, application_id: int, guild_id: int, payload: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
@@ -298,6 +302,7 @@ class RecordingHTTP:
         self, application_id: int, guild_id: int | None, payload: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
         self.commands[guild_id] = payload
+        self.registrations.append(guild_id)
         return [_registered(c, application_id, guild_id, self._snowflakes()) for c in payload]
 
     @property
@@ -350,6 +355,7 @@ class FakeDiscord:
         # What Client.login() would have set up.
         self.state.loop = asyncio.get_running_loop()
         self.state.http = self.http  # type: ignore[assignment]
+        self.client.http = self.http  # type: ignore[assignment]
         self.state.user = discord.ClientUser(state=self.state, data=self.bot.payload())
         self.state.application_id = self.application_id
         if tree is not None:
@@ -674,6 +680,10 @@ class FakeDiscordServer:
         self.guilds: list[ServerGuild] = []
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
         self.sent: list[tuple[int, dict[str, Any]]] = []
+        # Answers to interactions, in order: (interaction id, what the user sees).
+        self.answers: list[tuple[int, InteractionAnswer]] = []
+        self._interaction_tokens: dict[str, int] = {}
+        self._dms: dict[int, int] = {}
         self.identified: list[dict[str, Any]] = []
         self.requests: list[str] = []
         self.resumed = 0
@@ -708,6 +718,11 @@ class FakeDiscordServer:
         app.router.add_post(f"{api}/channels/{{channel}}/messages", self._send)
         app.router.add_post(f"{api}/channels/{{channel}}/typing", self._typing)
         app.router.add_get(f"{api}/gateway/bot", self._gateway_bot)
+        app.router.add_post(f"{api}/interactions/{{id}}/{{token}}/callback", self._callback)
+        app.router.add_post(f"{api}/webhooks/{{app}}/{{token}}", self._followup)
+        app.router.add_patch(
+            f"{api}/webhooks/{{app}}/{{token}}/messages/{{message}}", self._followup
+        )
         app.router.add_get("/gateway", self._gateway)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -794,6 +809,157 @@ class FakeDiscordServer:
                 "session_start_limit": limit,
             }
         )
+
+    # interactions -------------------------------------------------------------------------
+    def offered(self, name: str, guild: ServerGuild | None) -> dict[str, Any] | None:
+        """The registered command `/name` as Discord offers it in a server or in the DM with
+        the bot: a server's own commands, then the global ones allowed in that context
+        (`contexts`: 0 servers, 1 the bot's DM; missing means both, the old
+        `dm_permission` decides for DMs). None: Discord shows no such command there."""
+        context = 0 if guild is not None else 1
+        scopes = ([guild.id] if guild is not None else []) + [None]
+        for scope in scopes:
+            for command in self.commands.get(scope, []):
+                if command["name"] != name:
+                    continue
+                contexts = command.get("contexts")
+                if contexts is None:
+                    allowed = context == 0 or command.get("dm_permission", True)
+                else:
+                    allowed = context in contexts
+                if allowed:
+                    return command
+        return None
+
+    async def use_command(
+        self,
+        author: Person,
+        name: str,
+        *,
+        guild: ServerGuild | None = None,
+        options: Sequence[dict[str, Any]] = (),
+        manage_server: bool = False,
+    ) -> int:
+        """A person uses `/name` in a server's first channel or in their DM with the bot:
+        INTERACTION_CREATE on the gateway, as Discord sends it. Raises LookupError when
+        Discord would not offer that command there (not registered for that context)."""
+        command = self.offered(name, guild)
+        if command is None:
+            where = f"server {guild.id}" if guild is not None else "a DM"
+            raise LookupError(f"Discord offers no /{name} in {where}")
+        data = {"id": str(self.snowflakes()), "name": name, "type": 1, "options": list(options)}
+        return await self._interact(author, 2, data, guild=guild, manage_server=manage_server)
+
+    async def press(
+        self,
+        author: Person,
+        answer: InteractionAnswer,
+        label: str,
+        *,
+        guild: ServerGuild | None = None,
+    ) -> int:
+        """A person presses the button `label` under an interaction's answer."""
+        custom_id = dict(answer.buttons)[label]
+        assert answer.message_id is not None
+        channel = self._channel_of(author, guild)
+        message = message_payload(answer.message_id, int(channel["id"]), self.bot, answer.text)
+        message["flags"] = 64 if answer.ephemeral else 0
+        extra = {"message": message}
+        data = {"custom_id": custom_id, "component_type": 2}
+        return await self._interact(author, 3, data, guild=guild, extra=extra)
+
+    def dm_channel_id(self, person: Person) -> int:
+        """The id of the person's DM channel with the bot."""
+        return int(self._channel_of(person, None)["id"])
+
+    def _channel_of(self, author: Person, guild: ServerGuild | None) -> dict[str, Any]:
+        if guild is not None:
+            return dict(guild.payload["channels"][0])
+        dm = self._dms.setdefault(author.id, self.snowflakes())
+        return {"id": str(dm), "type": 1, "recipients": [author.payload()]}
+
+    async def _interact(
+        self,
+        author: Person,
+        kind: int,
+        data: dict[str, Any],
+        *,
+        guild: ServerGuild | None,
+        manage_server: bool = False,
+        extra: dict[str, Any] | None = None,
+    ) -> int:
+        interaction_id = self.snowflakes()
+        token = f"interaction-{interaction_id}"
+        self._interaction_tokens[token] = interaction_id
+        channel = self._channel_of(author, guild)
+        payload: dict[str, Any] = {
+            "id": str(interaction_id),
+            "application_id": str(self.bot.id),
+            "type": kind,
+            "data": data,
+            "token": token,
+            "version": 1,
+            "locale": "en-US",
+            "attachment_size_limit": 8_388_608,
+            "entitlements": [],
+            "app_permissions": str(MEMBER_PERMISSIONS.value),
+            "channel_id": channel["id"],
+            "channel": channel,
+            **(extra or {}),
+        }
+        if guild is not None:
+            roles = [guild.payload["roles"][1]["id"]] if manage_server else []
+            permissions = MEMBER_PERMISSIONS | discord.Permissions(manage_guild=manage_server)
+            member = member_payload(author, [int(r) for r in roles])
+            payload.update(
+                guild_id=str(guild.id),
+                member={**member, "permissions": str(permissions.value)},
+                context=0,
+                authorizing_integration_owners={"0": str(guild.id)},
+            )
+        else:
+            payload.update(
+                user=author.payload(), context=1, authorizing_integration_owners={"0": "0"}
+            )
+        await self.push("INTERACTION_CREATE", payload)
+        return interaction_id
+
+    def answered(self, interaction_id: int) -> list[InteractionAnswer]:
+        return [answer for i, answer in self.answers if i == interaction_id]
+
+    async def _callback(self, request: web.Request) -> web.Response:
+        interaction_id = int(request.match_info["id"])
+        if self._interaction_tokens.get(request.match_info["token"]) != interaction_id:
+            return _json({"message": "Unknown interaction", "code": 10062}, status=404)
+        body = await _body(request)
+        data = body.get("data") or {}
+        kind = int(body["type"])
+        message_id = self.snowflakes()
+        self.answers.append((interaction_id, InteractionAnswer.of(kind, data, message_id)))
+        await self._notify()
+        return _json(
+            {
+                "interaction": {
+                    "id": str(interaction_id),
+                    "type": 2,
+                    "response_message_id": str(message_id),
+                    "response_message_loading": kind == 5,
+                    "response_message_ephemeral": bool(int(data.get("flags") or 0) & 64),
+                }
+            }
+        )
+
+    async def _followup(self, request: web.Request) -> web.Response:
+        interaction_id = self._interaction_tokens.get(request.match_info["token"])
+        if interaction_id is None:
+            return _json({"message": "Unknown Webhook", "code": 10015}, status=404)
+        body = await _body(request)
+        kind = EDIT if request.method == "PATCH" else FOLLOW_UP
+        message_id = self.snowflakes()
+        self.answers.append((interaction_id, InteractionAnswer.of(kind, body, message_id)))
+        await self._notify()
+        channel = self.snowflakes()
+        return _json(message_payload(message_id, channel, self.bot, body.get("content", "")))
 
     # gateway ------------------------------------------------------------------------------
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
@@ -898,6 +1064,46 @@ class FakeDiscordServer:
     @property
     def gateway_url(self) -> str:
         return self.url.replace("http://", "ws://") + "/gateway"
+
+
+@dataclass(frozen=True)
+class InteractionAnswer:
+    """What a person saw of an interaction's answer (a callback, a follow-up, an edit)."""
+
+    # Discord's callback types: 4 a message, 5 "thinking…" (deferred), 7 the message with
+    # the button updated; and FOLLOW_UP, EDIT (the original answer edited later).
+    kind: int
+    text: str
+    ephemeral: bool
+    message_id: int | None = None
+    # The buttons shown with it: label -> custom id.
+    buttons: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(
+        cls, kind: int, data: dict[str, Any], message_id: int | None = None
+    ) -> InteractionAnswer:
+        flags = int(data.get("flags") or 0)
+        buttons = tuple(
+            (str(c.get("label")), str(c.get("custom_id")))
+            for row in data.get("components") or []
+            for c in row.get("components") or []
+            if c.get("type") == 2
+        )
+        return cls(kind, str(data.get("content") or ""), bool(flags & 64), message_id, buttons)
+
+
+FOLLOW_UP = 0
+EDIT = -1
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    """A JSON body, or a multipart one's `payload_json` (a message with a file)."""
+    if request.content_type == "application/json":
+        return dict(await request.json())
+    form = await request.post()
+    payload = form.get("payload_json")
+    return dict(json.loads(str(payload))) if payload is not None else {}
 
 
 def shard_for(guild_id: int, shard_count: int) -> int:

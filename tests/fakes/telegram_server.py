@@ -24,6 +24,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from types import TracebackType
 from typing import Any
 
@@ -78,7 +79,8 @@ class FakeChat:
 
 @dataclass(frozen=True)
 class SentMessage:
-    """A message the bot sent, as the server recorded it."""
+    """A message the bot sent, as the server recorded it: `text` is what people read (with
+    `parse_mode=HTML`, the text without its tags), `html` what was sent, if it was HTML."""
 
     message_id: int
     chat_id: int
@@ -86,6 +88,10 @@ class SentMessage:
     reply_to_message_id: int | None = None
     message_thread_id: int | None = None
     reply_markup: JSONDict | None = None
+    parse_mode: str | None = None
+    html: str | None = None
+    # The formatting Telegram made of the HTML: (tag, the text it covers).
+    formatted: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -142,6 +148,11 @@ class FakeTelegramServer:
         )
         # Long polls are answered within this many seconds so stopping a bot is quick.
         self.long_poll_cap = long_poll_cap
+        # True: every HTML message is refused as Telegram refuses entities it cannot parse.
+        self.refuse_html = False
+        # sendMessage calls answered "429 Too Many Requests" before the next ones succeed.
+        self.flood_waits = 0
+        self.flood_wait_seconds = 1
         self.sent: list[SentMessage] = []
         self.documents: list[SentDocument] = []
         # Users who opened a private chat with the bot (Telegram's "Start"): only they can be
@@ -405,7 +416,7 @@ class FakeTelegramServer:
         try:
             result = await handler(params)
         except _ApiError as error:
-            return _error(error.code, error.description)
+            return _error(error.code, error.description, error.retry_after)
         finally:
             await self._notify()
         return web.json_response({"ok": True, "result": result})
@@ -437,10 +448,26 @@ class FakeTelegramServer:
         chat_id = int(params["chat_id"])
         if chat_id > 0 and chat_id not in self.started:
             raise _ApiError(403, "Forbidden: bot can't initiate conversation with a user")
-        text = str(params.get("text", ""))
+        if self.flood_waits > 0:
+            self.flood_waits -= 1
+            raise _ApiError(
+                429,
+                f"Too Many Requests: retry after {self.flood_wait_seconds}",
+                retry_after=self.flood_wait_seconds,
+            )
+        sent_text = str(params.get("text", ""))
+        parse_mode = params.get("parse_mode")
+        formatted: tuple[tuple[str, str], ...] = ()
+        text = sent_text
+        if parse_mode == "HTML":
+            if self.refuse_html:
+                raise _ApiError(400, "Bad Request: can't parse entities: unsupported start tag")
+            text, formatted = parse_telegram_html(sent_text)
+        elif parse_mode is not None:
+            raise _ApiError(400, f"Bad Request: unsupported parse_mode {parse_mode}")
         if not text.strip():
             raise _ApiError(400, "Bad Request: message text is empty")
-        if len(text) > 4096:
+        if _utf16_length(text) > 4096:
             raise _ApiError(400, "Bad Request: message is too long")
         reply = params.get("reply_parameters") or {}
         reply_to = reply.get("message_id") if isinstance(reply, dict) else None
@@ -467,6 +494,9 @@ class FakeTelegramServer:
                 reply_to_message_id=reply_to,
                 message_thread_id=int(thread) if thread is not None else None,
                 reply_markup=params.get("reply_markup"),
+                parse_mode=parse_mode,
+                html=sent_text if parse_mode == "HTML" else None,
+                formatted=formatted,
             )
         )
         return message
@@ -550,16 +580,77 @@ class FakeTelegramServer:
 
 
 class _ApiError(Exception):
-    def __init__(self, code: int, description: str) -> None:
+    def __init__(self, code: int, description: str, retry_after: int | None = None) -> None:
         super().__init__(description)
         self.code = code
         self.description = description
+        self.retry_after = retry_after
 
 
-def _error(code: int, description: str) -> web.Response:
-    return web.json_response(
-        {"ok": False, "error_code": code, "description": description}, status=code
-    )
+def _error(code: int, description: str, retry_after: int | None = None) -> web.Response:
+    body: JSONDict = {"ok": False, "error_code": code, "description": description}
+    if retry_after is not None:
+        body["parameters"] = {"retry_after": retry_after}
+    return web.json_response(body, status=code)
+
+
+# The tags Telegram's HTML style takes (https://core.telegram.org/bots/api#html-style).
+_STYLE_TAGS = frozenset(
+    {"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "tg-spoiler", "span"}
+)
+_TELEGRAM_TAGS = _STYLE_TAGS | {"a", "code", "pre", "blockquote", "tg-emoji"}
+
+
+class _TelegramHTML(HTMLParser):
+    """Telegram's reading of an HTML message: the text shown and what is formatted, or
+    "can't parse entities" for what Telegram refuses (an unknown tag, a tag not closed or
+    closed out of order, code holding other entities, a quote in a quote)."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.text: list[str] = []
+        self.open: list[tuple[str, int]] = []
+        self.formatted: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in _TELEGRAM_TAGS:
+            raise _ApiError(400, f"Bad Request: can't parse entities: unsupported tag {tag}")
+        inside = [name for name, _ in self.open]
+        if inside and inside[-1] == "pre" and tag == "code":
+            pass  # <pre><code class="language-x"> is one entity
+        elif any(name in ("code", "pre") for name in inside):
+            raise _ApiError(400, "Bad Request: can't parse entities: code can't contain entities")
+        elif tag in ("code", "pre") and any(name in _STYLE_TAGS or name == "a" for name in inside):
+            raise _ApiError(400, "Bad Request: can't parse entities: code inside other entities")
+        if tag == "blockquote" and "blockquote" in inside:
+            raise _ApiError(400, "Bad Request: can't parse entities: nested blockquotes")
+        if tag == "a" and not dict(attrs).get("href"):
+            raise _ApiError(400, "Bad Request: can't parse entities: a link without href")
+        self.open.append((tag, len("".join(self.text))))
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.open or self.open[-1][0] != tag:
+            raise _ApiError(
+                400, f"Bad Request: can't parse entities: can't find end tag for \"{tag}\""
+            )
+        name, start = self.open.pop()
+        self.formatted.append((name, "".join(self.text)[start:]))
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def parse_telegram_html(source: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The text Telegram shows for an HTML message, and its formatted spans."""
+    if re.search(r"&(?!(?:lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);)", source):
+        raise _ApiError(400, "Bad Request: can't parse entities: unescaped &")
+    reader = _TelegramHTML()
+    reader.feed(source)
+    reader.close()
+    if reader.open:
+        raise _ApiError(400, "Bad Request: can't parse entities: a tag is not closed")
+    # convert_charrefs: the text already has &lt; and the like turned into characters.
+    return "".join(reader.text), tuple(reader.formatted)
 
 
 async def _params(request: web.Request) -> JSONDict:

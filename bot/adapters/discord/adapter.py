@@ -14,6 +14,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -23,6 +24,7 @@ from discord import app_commands
 from bot.adapters.base import Incoming
 from bot.adapters.discord.commands import DiscordCommands, answer
 from bot.adapters.discord.convert import PLATFORM, intents, to_memory
+from bot.adapters.discord.registration import CommandSync, Registrations
 from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
@@ -145,6 +147,7 @@ class DiscordAdapter:
         self,
         settings: PlatformSettings,
         *,
+        state_dir: Path | None = None,
         ready_timeout: float = 60.0,
         learn_wait: float = 30.0,
         stop_grace: float = 20.0,
@@ -156,7 +159,16 @@ class DiscordAdapter:
         # How long commands wait for the channel to learn from what was just said.
         self.learn_wait = learn_wait
         self.client = gateway_client(settings)
+        # Every command is in the tree's global list, so an interaction finds its command
+        # wherever it was registered; which scope each is registered in is registration.py's.
         self.tree = app_commands.CommandTree(self.client)
+        # What was registered with Discord last (in the data folder): synced only on change.
+        self.command_sync = CommandSync(
+            self.client,
+            self.tree,
+            Registrations(state_dir),
+            everything_global=settings.discord_global_sync,
+        )
         self.tree.error(self._on_command_error)
         self.slash = DiscordCommands(settings, lambda: self.commands)
         self._commands: Commands | None = None
@@ -295,8 +307,7 @@ class DiscordAdapter:
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
         log.info("discord: joined server %s (%s)", guild.name, guild.id)
-        if not self.settings.discord_global_sync:
-            self._spawn(self.sync_guild(guild))
+        self._spawn(self.command_sync.sync_guild(guild))
 
     async def on_disconnect(self) -> None:
         log.warning("discord: connection lost; discord.py is reconnecting")
@@ -335,35 +346,8 @@ class DiscordAdapter:
 
     # ------------------------------------------------------------------ command sync
     async def sync_commands(self, guilds: Iterable[discord.abc.Snowflake]) -> None:
-        """Register the slash commands: per server (instant) or globally (up to an hour)."""
-        if self.settings.discord_global_sync:
-            try:
-                synced = await self.tree.sync()
-            except discord.HTTPException as error:
-                log.warning("discord: global slash-command sync failed (HTTP %s)", error.status)
-                return
-            log.info("discord: %d slash commands registered globally", len(synced))
-            return
-        for guild in guilds:
-            await self.sync_guild(guild)
-
-    async def sync_guild(self, guild: discord.abc.Snowflake) -> None:
-        self.tree.copy_global_to(guild=guild)
-        try:
-            synced = await self.tree.sync(guild=guild)
-        except discord.Forbidden:
-            log.warning(
-                "discord: cannot register slash commands in server %s; re-invite the bot with "
-                "the applications.commands scope",
-                guild.id,
-            )
-            return
-        except discord.HTTPException as error:
-            log.warning(
-                "discord: slash-command sync failed in %s (HTTP %s)", guild.id, error.status
-            )
-            return
-        log.info("discord: %d slash commands registered in server %s", len(synced), guild.id)
+        """Register the commands that changed since the last time: nothing when none did."""
+        await self.command_sync.sync(guilds)
 
     def _spawn(self, coroutine: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coroutine)

@@ -3,6 +3,15 @@ answered privately (ephemeral). The built-in ones have typed options (a member p
 page number); a plugin's command takes its arguments as one text option, described by its
 usage. Who is an admin: a configured admin id (the only way in DMs), or a member with Manage
 Server in that server.
+
+Two kinds, registered differently (adapter.py syncs them):
+
+- personal commands, which everyone uses about themselves (/help, /privacy, /me, /forgetme,
+  /export, /mydata, /optout, /optin, and /facts for `/facts history`): registered globally,
+  usable in servers and in a DM with the bot (Discord never shows a server's commands in DMs);
+- admin commands (/forget, /stats, /learning, the plugins' admin commands): servers only, and
+  shown only to members with Manage Server until a server's Integrations settings say
+  otherwise (`default_permissions`). Mnemo still checks every call itself.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from discord import app_commands
 from bot.adapters.discord.convert import PLATFORM, world_of
 from bot.adapters.split import DISCORD_LIMIT, split_message
 from bot.commands.command_set import (
+    BUILT_IN,
     FORGET_ME_PROMPT,
     Answer,
     CommandInfo,
@@ -26,7 +36,7 @@ from bot.commands.command_set import (
     Request,
     admin_accounts,
 )
-from bot.commands.fact_history import open_to_all
+from bot.commands.fact_history import SUBCOMMAND, open_to_all
 from bot.config.settings import PlatformSettings
 from bot.domain.records import account_id, room_id
 
@@ -40,6 +50,34 @@ FORGET_ME_CANCELLED = "Cancelled: I forgot nothing."
 FORGET_ME_EXPIRED = "No answer, so I forgot nothing. Use /forgetme again if you meant it."
 
 SlashCommand = app_commands.Command[Any, ..., None]
+
+# Personal commands: in servers, and in the DM with the bot. Not in group DMs: a bot installed
+# to servers is not in those.
+EVERYWHERE = app_commands.AppCommandContext(guild=True, dm_channel=True, private_channel=False)
+SERVERS_ONLY = app_commands.AppCommandContext(guild=True, dm_channel=False, private_channel=False)
+# Installed to servers only: a user install would put the bot where it reads nothing.
+SERVER_INSTALL = app_commands.AppInstallationType(guild=True, user=False)
+# Who sees an admin command in a server's command picker, until the server changes it.
+ADMIN_PERMISSIONS = discord.Permissions(manage_guild=True)
+
+
+def is_personal(info: CommandInfo) -> bool:
+    """Everyone may use it, or a form of it (`/facts history`, their own), for themselves."""
+    return not info.admin_only or open_to_all(info.name, SUBCOMMAND)
+
+
+def shaped(command: SlashCommand, info: CommandInfo) -> SlashCommand:
+    """Where Discord offers the command, and to whom (see the module's docstring)."""
+    personal = is_personal(info)
+    command.allowed_contexts = EVERYWHERE if personal else SERVERS_ONLY
+    command.allowed_installs = SERVER_INSTALL
+    command.guild_only = not personal
+    command.default_permissions = None if personal else ADMIN_PERMISSIONS
+    return command
+
+
+def _built_in_info(name: str) -> CommandInfo:
+    return next(info for info in BUILT_IN if info.name == name)
 
 
 async def answer(interaction: discord.Interaction, reply: str | Answer) -> None:
@@ -203,7 +241,10 @@ class DiscordCommands:
         async def help(interaction: discord.Interaction) -> None:
             await self.run(interaction, "help")
 
-        @app_commands.command(name="facts", description="Admins: what I have learned here")
+        @app_commands.command(
+            name="facts",
+            description="How what I know about you changed; admins: what I have learned here",
+        )
         @app_commands.describe(
             member="Only facts about this person",
             search="Only facts containing this text; 'history': how what I know changed",
@@ -243,7 +284,33 @@ class DiscordCommands:
         async def stats(interaction: discord.Interaction) -> None:
             await self.run(interaction, "stats")
 
-        return [me, forgetme, export, mydata, help, facts, forget, stats]
+        # The consent commands take no options: their descriptions are the command layer's.
+        @app_commands.command(name="privacy", description=_built_in_info("privacy").description)
+        async def privacy(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "privacy")
+
+        @app_commands.command(name="optout", description=_built_in_info("optout").description)
+        async def optout(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "optout")
+
+        @app_commands.command(name="optin", description=_built_in_info("optin").description)
+        async def optin(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "optin")
+
+        made: list[SlashCommand] = [
+            me,
+            forgetme,
+            export,
+            mydata,
+            help,
+            facts,
+            forget,
+            stats,
+            privacy,
+            optout,
+            optin,
+        ]
+        return [shaped(command, _built_in_info(command.name)) for command in made]
 
     def from_plugins(self, listed: list[CommandInfo]) -> list[SlashCommand]:
         """A slash command for each plugin command: its arguments as one text option."""
@@ -255,6 +322,7 @@ class DiscordCommands:
             await self.run(interaction, info.name, args or "")
 
         described = app_commands.describe(args=(info.usage or "What follows the command")[:100])
-        return app_commands.Command(
+        command: SlashCommand = app_commands.Command(
             name=info.name, description=info.description[:100], callback=described(run)
         )
+        return shaped(command, info)

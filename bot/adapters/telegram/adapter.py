@@ -28,6 +28,7 @@ from telegram.error import (
     NetworkError,
 )
 from telegram.ext import (
+    AIORateLimiter,
     Application,
     ApplicationBuilder,
     CallbackQueryHandler,
@@ -40,11 +41,10 @@ from telegram.ext import (
 from bot.adapters.base import Incoming
 from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.lanes import RoomLanes
-from bot.adapters.split import TELEGRAM_LIMIT, split_message
 from bot.adapters.telegram.commands import FORGET_DATA, TelegramCommands
 from bot.adapters.telegram.convert import PLATFORM, BotIdentity, to_memory
 from bot.adapters.telegram.keeping import KeptFirst, proceed
-from bot.adapters.telegram.send import keep_typing, send_part
+from bot.adapters.telegram.send import keep_typing, send_text
 from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
 from bot.cancelling import cancel_and_wait
@@ -57,6 +57,8 @@ from bot.runtime.intake.journaled import AtDoor
 log = logging.getLogger(__name__)
 
 TYPING_INTERVAL = 4.0  # Telegram shows "typing…" for 5 s per chat action
+# Flood waits (429) the rate limiter waits out and retries before a send gives up.
+FLOOD_RETRIES = 3
 BAD_TOKEN = "telegram: the bot token was rejected (Unauthorized); check TELEGRAM_TOKEN"
 
 
@@ -176,8 +178,10 @@ class TelegramAdapter:
             .token(token.get_secret_value())
             # Mnemo schedules with its own APScheduler; PTB's job queue would be a second one.
             .job_queue(None)
+            # Telegram's flood limits for every request (send.py).
+            .rate_limiter(AIORateLimiter(max_retries=FLOOD_RETRIES))
             .get_updates_request(
-                PollingRequest(self._token_rejected, self._fetched_kept, connection_pool_size=1)
+                PollingRequest(self._token_rejected, self._fetched_kept, self._kept.unconfirmed)
             )
         )
         if self.settings.telegram_webhook_url is not None:
@@ -281,7 +285,7 @@ class TelegramAdapter:
             # Only the first reply quotes the message; the rest follow it.
             nonlocal quote
             replied.set()  # no "typing…" after the answer, while it is being stored
-            await self.send(message.chat.id, content.text, quote, thread)
+            await self.send(message.chat.id, content.text, quote, thread, markdown=True)
             quote = None
 
         await runtime.note_profiles(incoming.mentioned)
@@ -340,7 +344,7 @@ class TelegramAdapter:
         chat_id = int(room.platform_id or 0)
 
         async def send(content: Content) -> None:
-            await self.send(chat_id, content.text)
+            await self.send(chat_id, content.text, markdown=True)
 
         return send
 
@@ -356,20 +360,11 @@ class TelegramAdapter:
         reply_to: int | None = None,
         thread: int | None = None,
         markup: InlineKeyboardMarkup | None = None,
+        *,
+        markdown: bool = False,
     ) -> Message | None:
-        """Send `text` in parts of at most 4,096 characters; returns the last part sent."""
-        parts = split_message(text, TELEGRAM_LIMIT)
-        last: Message | None = None
-        for index, part in enumerate(parts):
-            last = await send_part(
-                self.bot,
-                chat_id,
-                part,
-                reply_to if index == 0 else None,
-                thread,
-                markup if index == len(parts) - 1 else None,
-            )
-        return last
+        """Send `text` in parts (send.py); `markdown` for the model's replies."""
+        return await send_text(self.bot, chat_id, text, reply_to, thread, markup, markdown=markdown)
 
     @contextlib.asynccontextmanager
     async def _typing(

@@ -223,6 +223,13 @@ class TelegramCommands:
         if match is None:
             return
         choice, owner = match.group(1), int(match.group(2))
+        if not _offered(query.message, query.data):
+            # A user-API client can send any data for any message: only a button the bot put
+            # on this very message counts, or one person's data could answer (and overwrite)
+            # another person's prompt.
+            log.warning("telegram: callback data not offered by its message, ignored")
+            await _answer(query, "This button is not valid here; send /forgetme again.")
+            return
         if query.from_user.id != owner:
             await _answer(query, "This button is for the person who asked.")
             return
@@ -308,3 +315,11 @@ async def _answer(query: Any, text: str) -> None:
         await query.answer(text)
     except TelegramError as error:
         log.debug("telegram: answering a button press failed (%s)", error)
+
+
+def _offered(message: object, data: str) -> bool:
+    """Whether `data` is the callback data of a button on `message` (the message the press
+    came from, as Telegram sends it: one too old to be accessible has no buttons)."""
+    markup = getattr(message, "reply_markup", None)
+    keyboard = getattr(markup, "inline_keyboard", None) or ()
+    return any(button.callback_data == data for row in keyboard for button in row)

@@ -3,7 +3,9 @@
 Telegram never sends an acknowledged update again, so each message is made safe first (its
 evaluation job written, holding a copy, or journaled while MongoDB is away:
 `KeptIntake.keep_first`), and only then acknowledged: the webhook answers its POST
-(webhook.py), polling's next getUpdates confirms it (updates.py). Keeping runs as soon as the
+(webhook.py), polling's next getUpdates confirms it (updates.py). One that could not be kept
+(any write failure: a full disk too) is not acknowledged: the webhook answers 503, and polling
+asks for it again (its offset stays at the oldest update not kept). Keeping runs as soon as the
 update arrives, not when its chat's lane gets to it (that may wait behind a reply being
 written); the lane's turn then waits for it.
 """
@@ -11,6 +13,7 @@ written); the lane's turn then waits for it.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 
 from telegram import Message
@@ -20,14 +23,26 @@ from bot.domain.records import Content
 from bot.runtime.agent import AgentRuntime
 from bot.runtime.intake.journaled import AtDoor
 
+log = logging.getLogger(__name__)
+
 SendText = Callable[[int, str, int | None, int | None], Awaitable[object]]
 
 
+# An update not kept is not confirmed, so Telegram sends it again; one that fails this many
+# times (a message the database refuses for good, not a full disk that frees up) is given up,
+# or polling would hold every later update behind it for the 24 hours Telegram keeps them.
+MAX_KEEP_ATTEMPTS = 20
+# Bound of the updates remembered as not kept (a webhook update Telegram stopped sending).
+UNKEPT_REMEMBERED = 10_000
+
+
 class KeptFirst:
-    def __init__(self, send: SendText) -> None:
+    def __init__(self, send: SendText, *, max_attempts: int = MAX_KEEP_ATTEMPTS) -> None:
         self._send = send
-        # Updates handled but not kept: the webhook answers 503 and Telegram sends them again.
-        self._unkept: set[int] = set()
+        self._max_attempts = max_attempts
+        # Updates handled but not kept, with their failed attempts: the webhook answers 503 and
+        # polling does not confirm them (`unconfirmed`), so Telegram sends them again.
+        self._unkept: dict[int, int] = {}
 
     def start(
         self,
@@ -57,18 +72,35 @@ class KeptFirst:
     async def settle(self, update_id: int, kept: asyncio.Future[AtDoor]) -> None:
         """Return once the message is kept, or noted as not kept (then raise, if it failed)."""
         try:
-            if await asyncio.shield(kept) == "refused":
-                self._unkept.add(update_id)
+            at_door = await asyncio.shield(kept)
         except Exception:
-            self._unkept.add(update_id)
+            self._not_kept(update_id)
             raise  # PTB's error handler logs it
+        if at_door == "refused":
+            self._not_kept(update_id)
+        else:
+            self._unkept.pop(update_id, None)
+
+    def _not_kept(self, update_id: int) -> None:
+        attempts = self._unkept.pop(update_id, 0) + 1
+        if attempts >= self._max_attempts:
+            log.error(
+                "telegram: update %d could not be kept in %d attempts; confirming it (lost)",
+                update_id,
+                attempts,
+            )
+            return
+        self._unkept[update_id] = attempts
+        while len(self._unkept) > UNKEPT_REMEMBERED:
+            del self._unkept[next(iter(self._unkept))]
 
     def acknowledged(self, update_id: int) -> bool:
         """Whether Telegram may be told it has the update (it was kept)."""
-        if update_id in self._unkept:
-            self._unkept.discard(update_id)
-            return False
-        return True
+        return update_id not in self._unkept
+
+    def unconfirmed(self) -> int | None:
+        """The oldest update not kept: polling confirms nothing from it on (updates.py)."""
+        return min(self._unkept, default=None)
 
 
 async def proceed(kept: Awaitable[AtDoor]) -> bool:

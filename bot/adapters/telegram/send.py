@@ -1,23 +1,68 @@
-"""Sending to Telegram: one part of a reply with retries (flood waits, network trouble), and
-the "typing…" indicator kept up while the model works."""
+"""Sending to Telegram: one part of a reply, and the "typing…" indicator kept up while the
+model works.
+
+Flood control is python-telegram-bot's `AIORateLimiter` (adapter.py builds the bot with it):
+it keeps every request within Telegram's limits (30 messages a second, 20 a minute per group)
+and waits out a flood wait ("429 Too Many Requests: retry after N") before retrying. Here only
+what it does not do: retrying after network trouble, and sending a part again as plain text
+when Telegram refuses its HTML ("can't parse entities"), so a reply is never lost to markup.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError, TimedOut
 
+from bot.adapters.split import TELEGRAM_LIMIT, split_message
+from bot.adapters.telegram.markdown import plain_text, to_telegram_html
+
 log = logging.getLogger(__name__)
+
+HTML = "HTML"
 
 
 class HasBot(Protocol):
     @property
     def bot(self) -> Bot | None: ...
+
+
+async def send_text(
+    bot: Bot | None,
+    chat_id: int,
+    text: str,
+    reply_to: int | None = None,
+    thread: int | None = None,
+    markup: InlineKeyboardMarkup | None = None,
+    *,
+    markdown: bool = False,
+) -> Message | None:
+    """Send `text` in parts of at most 4,096 characters; returns the last part sent. Only the
+    first part replies to `reply_to`; the buttons (`markup`) go with the last.
+
+    `markdown`: the model's reply, rendered to Telegram's HTML (markdown.py). Otherwise our own
+    text (command answers with people's names, notices), sent plain: nothing in it is markup.
+    """
+    if markdown:
+        parts, mode = to_telegram_html(text, TELEGRAM_LIMIT), HTML
+    else:
+        parts, mode = split_message(text, TELEGRAM_LIMIT), None
+    last: Message | None = None
+    for index, part in enumerate(parts):
+        last = await send_part(
+            bot,
+            chat_id,
+            part,
+            reply_to if index == 0 else None,
+            thread,
+            markup if index == len(parts) - 1 else None,
+            parse_mode=mode,
+        )
+    return last
 
 
 async def send_part(
@@ -28,8 +73,13 @@ async def send_part(
     thread: int | None,
     markup: InlineKeyboardMarkup | None,
     attempts: int = 3,
+    *,
+    parse_mode: str | None = None,
 ) -> Message | None:
-    """Send one message (at most 4,096 characters); None when it could not be sent."""
+    """Send one message (at most 4,096 characters); None when it could not be sent.
+
+    `parse_mode=HTML`: if Telegram refuses the HTML, the same part goes again as plain text.
+    """
     if bot is None:
         return None
     reply = (
@@ -37,7 +87,8 @@ async def send_part(
         if reply_to is None
         else ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
     )
-    for attempt in range(1, attempts + 1):
+    failures = 0
+    while failures < attempts:
         try:
             return await bot.send_message(
                 chat_id,
@@ -45,17 +96,28 @@ async def send_part(
                 reply_parameters=reply,
                 message_thread_id=thread,
                 reply_markup=markup,
+                parse_mode=parse_mode,
             )
         except RetryAfter as error:
-            await asyncio.sleep(_seconds(error) + 0.5)
+            # The rate limiter already waited and retried: Telegram keeps refusing.
+            log.warning("telegram: sending to %s refused by flood control (%s)", chat_id, error)
+            return None
+        except BadRequest as error:
+            if parse_mode is not None and "can't parse entities" in str(error).lower():
+                log.warning("telegram: HTML refused in %s (%s); sent as plain text", chat_id, error)
+                text, parse_mode = plain_text(text), None
+                continue
+            log.warning("telegram: cannot send to %s (%s)", chat_id, error)
+            return None
         except TimedOut as error:
             # It may have arrived: sending again could say it twice.
             log.warning("telegram: sending to %s timed out (%s)", chat_id, error)
             return None
         except NetworkError as error:
+            failures += 1
             log.warning("telegram: sending to %s failed (%s); retrying", chat_id, error)
-            await asyncio.sleep(attempt)
-        except (Forbidden, BadRequest) as error:
+            await asyncio.sleep(failures)
+        except Forbidden as error:
             # Blocked by the user, removed from the group, ...: nothing to retry.
             log.warning("telegram: cannot send to %s (%s)", chat_id, error)
             return None
@@ -74,8 +136,3 @@ async def keep_typing(
         except TelegramError as error:
             log.debug("telegram: typing indicator failed (%s)", error)
         await asyncio.sleep(interval)
-
-
-def _seconds(error: RetryAfter) -> float:
-    value: Any = error.retry_after
-    return value.total_seconds() if isinstance(value, timedelta) else float(value)

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 from telegram.error import NetworkError, TelegramError
 from telegram.ext import Application
-from telegram.request import HTTPXRequest
+from telegram.request import HTTPXRequest, RequestData
 
 from bot.adapters.errors import PlatformStartupError
 from bot.adapters.telegram.webhook import WebhookServer
@@ -27,6 +27,9 @@ from bot.config.settings import PlatformSettings
 # How long a getUpdates call waits for the updates fetched before it to be kept. Past it the
 # call fails (PTB's loop retries it) rather than confirm what is not kept yet.
 KEEP_WAIT = 30.0
+# Pauses before asking again for an update that could not be kept.
+RETRY_FIRST = 0.5
+RETRY_MAX = 30.0
 
 
 class PollingRequest(HTTPXRequest):
@@ -43,22 +46,69 @@ class PollingRequest(HTTPXRequest):
         self,
         on_rejected: Callable[[], None],
         before_fetch: Callable[[], Awaitable[object]] | None = None,
+        unconfirmed: Callable[[], int | None] | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        # One connection: a getUpdates call at a time (the one PTB's polling loop makes).
+        super().__init__(**{"connection_pool_size": 1, **kwargs})
         self._on_rejected = on_rejected
         self._before_fetch = before_fetch
+        # The oldest update handled but not kept: the offset is held at it, so Telegram sends
+        # it again (PTB's loop would confirm it with the next call).
+        self._unconfirmed = unconfirmed
+        self._retry_delay = RETRY_FIRST
 
-    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+    # PTB calls this with its four timeouts as keywords; they pass through **kwargs unchanged
+    # (PTB's own signature types them with private DefaultValue types).
+    async def do_request(  # type: ignore[override]
+        self,
+        url: str,
+        method: str,
+        request_data: RequestData | None = None,
+        **kwargs: Any,
+    ) -> tuple[int, bytes]:
         if self._before_fetch is not None:
             try:
                 await asyncio.wait_for(self._before_fetch(), KEEP_WAIT)
             except TimeoutError:
                 raise NetworkError("updates fetched earlier are not kept yet") from None
-        code, payload = await super().do_request(*args, **kwargs)
+        floor = self._unconfirmed() if self._unconfirmed is not None else None
+        offset = request_data.parameters.get("offset") if request_data is not None else None
+        if floor is not None and request_data is not None and isinstance(offset, int):
+            if offset > floor:
+                # Not kept (a full disk, say): ask again after a pause that grows, not at once
+                # (but not before the last call of a shutdown, a short poll: timeout 0).
+                if request_data.parameters.get("timeout"):
+                    await asyncio.sleep(self._retry_delay)
+                    self._retry_delay = min(self._retry_delay * 2, RETRY_MAX)
+                request_data = _WithOffset(request_data, floor)
+        else:
+            self._retry_delay = RETRY_FIRST
+        code, payload = await super().do_request(url, method, request_data, **kwargs)
         if code == HTTPStatus.UNAUTHORIZED:
             self._on_rejected()
         return code, payload
+
+
+# PTB marks RequestData @final for typing only (how it is built is PTB's internal detail);
+# this subclass overrides only the two documented properties its HTTP layer reads.
+class _WithOffset(RequestData):  # type: ignore[misc]
+    """A getUpdates request with its offset lowered: updates from `offset` on stay unconfirmed."""
+
+    __slots__ = ("_offset", "_original")
+
+    def __init__(self, original: RequestData, offset: int) -> None:
+        super().__init__()
+        self._original = original
+        self._offset = offset
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return {**self._original.parameters, "offset": self._offset}
+
+    @property
+    def json_parameters(self) -> dict[str, str]:
+        return {**self._original.json_parameters, "offset": str(self._offset)}
 
 
 async def start_updates(

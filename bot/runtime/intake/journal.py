@@ -21,6 +21,7 @@ rest are still replayed.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -108,10 +109,19 @@ class Journal:
             fresh = not self.path.exists()
             # Owner-only: the journal holds what people said.
             descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            with os.fdopen(descriptor, "ab") as file:
-                file.write(line)
-                file.flush()
-                os.fsync(file.fileno())
+            try:
+                written = 0
+                while written < len(line):  # unbuffered: nothing is left to flush at close
+                    written += os.write(descriptor, line[written:])
+                os.fsync(descriptor)
+            except OSError:
+                # A full disk can take half the line: cut it, or the next append would be
+                # glued to it and both lost as one unreadable line.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(descriptor, self._bytes)
+                raise
+            finally:
+                os.close(descriptor)
             if fresh:
                 _fsync_folder(self.path.parent)  # the new file's name is durable too
             self._seq = record.seq
@@ -135,6 +145,28 @@ class Journal:
                 file.flush()
                 os.fsync(file.fileno())
         return aside
+
+    def forget_set_aside(self, user_id: str, world_id: str) -> int:
+        """Forgetting a person in a world: their records go from the files set aside for the
+        operator too (`.failed`; and every `.unreadable` line naming both ids, since such a
+        line cannot be read to tell more). Returns how many lines went."""
+        removed = 0
+        with self._lock:
+            for suffix in (".failed", ".unreadable"):
+                aside = self.path.with_name(self.path.name + suffix)
+                if not aside.exists():
+                    continue
+                lines, torn = complete_lines(aside.read_bytes())
+                keep = [
+                    raw
+                    for raw in lines
+                    if raw.strip() and not _names(raw, user_id=user_id, world_id=world_id)
+                ]
+                gone = sum(1 for raw in lines if raw.strip()) - len(keep)
+                if gone or torn:
+                    replace_file(aside, b"".join(raw + b"\n" for raw in keep))
+                removed += gone
+        return removed
 
     def drop_through(self, seq: int) -> None:
         """Remove the records up to and including `seq` (they are in MongoDB now). Records
@@ -192,7 +224,9 @@ class Journal:
         self.unreadable = len(bad)
         if bad:
             aside = self.path.with_name(self.path.name + ".unreadable")
-            with aside.open("ab") as file:
+            # Owner-only, as the journal: the lines hold what people said.
+            descriptor = os.open(aside, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(descriptor, "ab") as file:
                 file.write(b"".join(raw + b"\n" for raw in bad))
                 file.flush()
                 os.fsync(file.fileno())
@@ -226,6 +260,15 @@ def complete_lines(data: bytes) -> tuple[list[bytes], bytes]:
     lines = data.split(b"\n")
     torn = lines.pop()
     return lines, torn
+
+
+def _names(raw: bytes, *, user_id: str, world_id: str) -> bool:
+    """Whether a set-aside line is a message of this person in this world."""
+    try:
+        memory = _parse(raw).entry.memory
+    except ValueError:
+        return user_id.encode() in raw and world_id.encode() in raw
+    return memory.user_id == user_id and memory.world_id == world_id
 
 
 def _parse(raw: bytes) -> JournalRecord:

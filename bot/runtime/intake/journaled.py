@@ -15,12 +15,12 @@ from typing import Literal, Protocol
 
 from pymongo.errors import ConnectionFailure
 
-from bot.domain.records import Account, EvaluationJob, Memory, Room
+from bot.domain.records import Account, Content, EvaluationJob, Memory, Room
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue
 from bot.runtime.events import RuntimeEvents
 from bot.runtime.intake.journal import JournalEntry
-from bot.runtime.intake.outage import Outage
+from bot.runtime.intake.outage import Outage, unreachable
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.types import HandleResult, Send, Typing, no_typing
 from bot.storage.mongo import MongoStore
@@ -33,6 +33,10 @@ Handle = Callable[[HandleResult], Awaitable[HandleResult]]
 # full ("refused"), or consent keeps nothing of it ("not kept": `handle()` still answers).
 AtDoor = Literal["job", "journaled", "refused", "not kept"]
 OPENED_KEPT = 10_000  # bound of what `fresh` remembers
+CANNOT_KEEP_REPLY = (
+    "I can't store messages right now, so I haven't taken yours in yet. I'll pick it up again "
+    "as soon as I can; if I don't answer in a while, please send it again."
+)
 
 
 class IntakeOwner(Protocol):
@@ -68,6 +72,8 @@ class KeptIntake:
         self.starting = False
         # Jobs `keep_first` wrote (their message not stored yet), until `handle()` takes them.
         self._opened: dict[str, EvaluationJob] = {}
+        # Rooms told that their message could not be kept, until one of theirs is kept again.
+        self._cannot_keep_told: set[str] = set()
 
     async def handle(
         self,
@@ -111,13 +117,15 @@ class KeptIntake:
         as `handle()`'s first step does, or it is journaled when the database is away. Then a
         crash loses nothing: start-up answers a job left in intake, and replays the journal.
 
-        `platform_retries`: the platform sends the message again if it is not acknowledged (a
-        webhook), so a full journal says nothing to the person and leaves it to the platform.
+        Any failure to write either (a full disk as much as a lost connection) returns
+        "refused": the message is not acknowledged, so its platform sends it again, and the
+        room is told once. `platform_retries` is kept for callers; both Telegram modes now
+        retry (polling re-reads an update it did not confirm).
         """
         owner = self.owner
         if self.outage is not None and self.outage.waiting:
             return await self._keep_first(
-                JournalEntry(memory=memory, account=account, room=room), send, platform_retries
+                JournalEntry(memory=memory, account=account, room=room), send
             )
         try:
             # Read only: `handle()`'s own consent check tells the person (once) and answers.
@@ -132,13 +140,16 @@ class KeptIntake:
                 self._opened[memory.id] = job
                 while len(self._opened) > OPENED_KEPT:  # those `handle()` never took (outage)
                     del self._opened[next(iter(self._opened))]
-            return "job"
-        except ConnectionFailure as error:
-            if self.outage is None:
-                raise
+        except Exception as error:
+            if self.outage is None or not unreachable(error):
+                # The database answers but refused the write (a full disk, a quota): journaling
+                # would only move the failure to the replay, which sets the record aside.
+                return await self._not_kept(memory, send, error)
             self.outage.went_down(error)
             entry = JournalEntry(memory=memory, account=account, room=room)
-            return await self._keep_first(entry, send, platform_retries)
+            return await self._keep_first(entry, send)
+        self._cannot_keep_told.discard(memory.room_id)
+        return "job"
 
     async def _not_kept_drops_its_job(
         self, memory: Memory, handled: Awaitable[HandleResult]
@@ -162,10 +173,37 @@ class KeptIntake:
         job = self._opened.pop(memory.id, None)
         return None if job is None else (job, True)
 
-    async def _keep_first(self, entry: JournalEntry, send: Send, platform_retries: bool) -> AtDoor:
+    async def _keep_first(self, entry: JournalEntry, send: Send) -> AtDoor:
         assert self.outage is not None
-        kept = await self.outage.keep(entry, send, tell_full=not platform_retries)
-        return "journaled" if kept else "refused"
+        try:
+            kept = await self.outage.keep(entry, send, tell_full=False)
+        except Exception as error:  # the journal's own write failed (its disk is full)
+            return await self._not_kept(entry.memory, send, error)
+        if not kept:
+            return await self._not_kept(entry.memory, send, None)
+        self._cannot_keep_told.discard(entry.memory.room_id)
+        return "journaled"
+
+    async def _not_kept(self, memory: Memory, send: Send, error: BaseException | None) -> AtDoor:
+        """Neither the job nor the journal could be written: "refused", so the platform is not
+        told the message arrived (Telegram sends it again: polling re-reads it, the webhook
+        answers 503), and the room hears once, until a message of it is kept again (not when
+        it heard of this outage already: it knows its messages wait)."""
+        if error is not None:
+            log.error(
+                "message %s could not be kept (%s: %s); not confirmed to its platform",
+                memory.id,
+                type(error).__name__,
+                str(error).splitlines()[0] if str(error) else "",
+            )
+        told = memory.room_id in self._cannot_keep_told
+        if not told and not (self.outage is not None and self.outage.told(memory.room_id)):
+            self._cannot_keep_told.add(memory.room_id)
+            try:
+                await send(Content(text=CANNOT_KEEP_REPLY))
+            except Exception as failed:  # the platform is away too: it sends the message again
+                log.warning("telling room %s failed (%s)", memory.room_id, type(failed).__name__)
+        return "refused"
 
     async def _keep(self, entry: JournalEntry, send: Send) -> HandleResult:
         assert self.outage is not None

@@ -131,6 +131,10 @@ class Outage:
         """Incoming messages go to the journal: the database is down, or kept messages wait."""
         return self.down or len(self.journal) > 0
 
+    def told(self, room_id: str) -> bool:
+        """Whether the room heard about this outage already (it knows its messages wait)."""
+        return room_id in self._told
+
     def went_down(self, error: BaseException) -> None:
         if not self.down:
             reason = str(error).split(", Timeout:", 1)[0].splitlines()[0]

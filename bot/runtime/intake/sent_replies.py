@@ -95,6 +95,12 @@ class SentReplies:
         it leaves the file at the next compaction."""
         self._pending.pop(message_id, None)
 
+    def forget_messages(self, message_ids: set[str]) -> None:
+        """Forgetting a person: the file is rewritten at once, without their messages' replies
+        (and without every settled record, which it no longer needs)."""
+        self._pending = {m: e for m, e in self._pending.items() if m not in message_ids}
+        self._rewrite()
+
     def keep_only(self, message_ids: set[str]) -> None:
         """Start-up: drop the records of messages no longer in intake (settled before the
         crash) and rewrite the file with the rest."""

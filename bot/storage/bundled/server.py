@@ -28,6 +28,8 @@ from types import TracebackType
 from pymongo import AsyncMongoClient
 from pymongo.errors import PyMongoError
 
+from bot.storage.bundled.leftover import LeftoverServerError, clear_leftover_server
+
 logger = logging.getLogger(__name__)
 
 _MODULE = "nx_27017.nx_27017"
@@ -36,6 +38,10 @@ _MODULE = "nx_27017.nx_27017"
 _RUNPY_WARNING = "ignore:'nx_27017.nx_27017' found in sys.modules:RuntimeWarning"
 _LOG_NAME = "nx-27017.log"
 _PID_NAME = "nx-27017.pid"
+# Which Mnemo process started the server now named in the pid file: a server whose parent is no
+# longer that process was left behind by a Mnemo that died, and is stopped at the next start
+# (bot/storage/bundled/leftover.py).
+_OWNER_NAME = "nx-27017.owner"
 _TAIL_LINES = 25
 # nx-27017 logs a warning for every aggregation it cannot run in SQL (count_documents is one),
 # so the log is rotated at start-up once it passes this size.
@@ -53,8 +59,12 @@ class EmbeddedMongo:
     Use as `async with EmbeddedMongo(path) as server: ... server.uri`, or call `start()` and
     `stop()`. The child gets its own process group (a Ctrl-C meant for Mnemo does not kill the
     database mid-write; Mnemo stops it in order), is terminated at interpreter exit if still
-    running, and on Linux also when the thread that started it dies (PR_SET_PDEATHSIG), which
-    covers a SIGKILLed Mnemo. Start it from a long-lived thread such as the event loop's.
+    running, and on Linux also when the thread that started it dies (PR_SET_PDEATHSIG with
+    SIGKILL: nx-27017 answers SIGTERM with `sys.exit`, which a uvloop callback can swallow, and
+    the server then outlives Mnemo), which covers a SIGKILLed Mnemo. A server of this data
+    folder left running by a Mnemo that died anyway (another OS, an older Mnemo) is stopped at
+    the next start instead of blocking it. Start it from a long-lived thread such as the event
+    loop's.
     """
 
     def __init__(
@@ -107,7 +117,7 @@ class EmbeddedMongo:
             return
         await self.stop()  # forget a server that died on its own
         self.folder.mkdir(parents=True, exist_ok=True)
-        self._forget_stale_pid_file()
+        await asyncio.to_thread(self._clear_leftover_server)
         # A port picked by us can be taken by someone else before the child binds it: retry
         # with a fresh one. An explicitly requested port is the caller's business.
         attempts = 1 if self._requested_port is not None else 3
@@ -134,7 +144,7 @@ class EmbeddedMongo:
         port = self.port
         if self._atexit_hook is not None:
             atexit.unregister(self._atexit_hook)
-        self._forget_stale_pid_file()
+        await asyncio.to_thread(self._clear_leftover_server)
         process, log_offset = self._spawn(self._command(port))
         self._process = process
         self._atexit_hook = functools.partial(_terminate_sync, process)
@@ -248,6 +258,8 @@ class EmbeddedMongo:
                 raise EmbeddedMongoError(
                     f"cannot run the embedded MongoDB ({command[0]}): {error}"
                 ) from error
+        with contextlib.suppress(OSError):
+            (self.folder / _OWNER_NAME).write_text(f"{os.getpid()}\n")
         return process, log_offset
 
     async def _wait_ready(self, process: subprocess.Popen[bytes], port: int, offset: int) -> None:
@@ -280,17 +292,11 @@ class EmbeddedMongo:
             return f"(log unreadable: {error})"
         return "\n".join(text.splitlines()[-_TAIL_LINES:])
 
-    def _forget_stale_pid_file(self) -> None:
-        """Drop a pid file left by a crash when its pid now belongs to an unrelated process,
-        which nx-27017 would otherwise mistake for a running server."""
-        pid_file = self.folder / _PID_NAME
+    def _clear_leftover_server(self) -> None:
         try:
-            pid = int(pid_file.read_text().strip())
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (OSError, ValueError):
-            return  # no pid file, a dead pid (nx handles that), or no /proc to ask
-        if b"nx_27017" not in cmdline:
-            pid_file.unlink(missing_ok=True)
+            clear_leftover_server(self.folder, self.data_dir, _PID_NAME, _OWNER_NAME)
+        except LeftoverServerError as error:
+            raise EmbeddedMongoError(str(error)) from None
 
 
 def _free_port(host: str) -> int:
@@ -354,7 +360,11 @@ def _terminate_sync(process: subprocess.Popen[bytes]) -> None:
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
-    """A pre-exec hook asking Linux to SIGTERM the child when its parent dies, or None.
+    """A pre-exec hook asking Linux to SIGKILL the child when its parent dies, or None.
+
+    SIGKILL, not SIGTERM: nx-27017 turns SIGTERM into `sys.exit(0)`, and when that lands in a
+    uvloop stream callback the SystemExit is logged as "Fatal error on transport" and the
+    server keeps running. SQLite's journal makes a SIGKILL safe for the data.
 
     libc is looked up here, in the parent: loading a library between fork and exec can
     deadlock a process that has other threads.
@@ -368,7 +378,7 @@ def _parent_death_signal() -> Callable[[], None] | None:
     parent = os.getpid()
 
     def set_signal() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         if os.getppid() != parent:  # the parent died before prctl took effect
             os._exit(1)
 

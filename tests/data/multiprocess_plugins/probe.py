@@ -17,7 +17,7 @@ from bot.plugin.api import Context, Evaluator, Plugin, PluginContext
 SECONDS = float(os.environ.get("MNEMO_TEST_PROBE_SECONDS", "0") or 0)
 
 
-async def record(ctx: Context) -> None:
+async def record(ctx: Context, found: object) -> None:
     await asyncio.sleep(SECONDS)
     run = {
         "job": ctx.job_id,
