@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import logging
 import sys
 import tempfile
@@ -304,7 +305,7 @@ def run_scale_part(args: argparse.Namespace) -> dict[str, Any]:
         run_scale_series(
             rooms,
             messages=args.messages,
-            variants=variants,  # type: ignore[arg-type]
+            variants=variants,
             model_dir=_model_dir(args) if needs_model else None,
             mongodb_uri=args.mongodb_uri,
             plugins_dir=args.plugins_dir,
@@ -538,7 +539,7 @@ def run_parts(part: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
                 selections = ("llm", "all")
             else:
                 selections = (args.selection,)
-            cost = _measure("cost", lambda s=selections: run_cost_part(args, selections=s))
+            cost = _measure("cost", functools.partial(run_cost_part, args, selections=selections))
             if name == "cost":
                 parts["cost"] = cost
             # The overhead is measured by the cost run; it is reported on its own.
@@ -555,7 +556,7 @@ def run_parts(part: str, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "faults": run_faults_part,
             "memory": run_memory_part,
         }[name]
-        parts[name] = _measure(name, lambda r=runner: r(args))
+        parts[name] = _measure(name, functools.partial(runner, args))
     return parts
 
 

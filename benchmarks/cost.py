@@ -619,7 +619,7 @@ async def _learned(app: App, chat: TestChat) -> dict[str, Any]:
 
 
 def summarise(
-    rows: Sequence[dict[str, Any]], answers: FakeModelAnswers, selection: Selection
+    rows: Sequence[dict[str, Any]], answers: FakeModelAnswers | LiveAnswers, selection: Selection
 ) -> dict[str, Any]:
     count = len(rows)
     calls: Counter[str] = Counter()

@@ -33,7 +33,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -460,10 +460,11 @@ async def _worker(folder: Path) -> None:
     registry.add(plugin, plugin.name)
     # The attempt cap, if the caller sets one (the small suite in `make test` does).
     cap = os.environ.get("MNEMO_EVALUATION_MAX_ATTEMPTS")
+    cap_option: dict[str, Any] = {"evaluation_max_attempts": int(cap)} if cap else {}
     settings = test_settings(
         folder / "data",
         evaluator_selection="all",
-        **({"evaluation_max_attempts": int(cap)} if cap else {}),
+        **cap_option,
     )
     settings = replace(
         settings, storage=settings.storage.model_copy(update={"mongodb_database": DATABASE})
@@ -474,7 +475,7 @@ async def _worker(folder: Path) -> None:
         epoch_file.write_text(utcnow().isoformat(), encoding="utf-8")
     epoch = datetime.fromisoformat(epoch_file.read_text(encoding="utf-8"))
 
-    def sender(memory_id: str):
+    def sender(memory_id: str) -> Callable[[Content], Awaitable[None]]:
         async def send(content: Content) -> None:
             _append(replies_log, f"{memory_id}\t{content.text.replace(chr(10), ' ')}")
 

@@ -200,7 +200,10 @@ def _conversation(sample: _RawSample) -> Conversation:
 
 
 def _turn(raw: _RawTurn, session: int, index: int) -> Turn:
-    url = raw.img_url[0] if isinstance(raw.img_url, list) and raw.img_url else raw.img_url
+    if isinstance(raw.img_url, list):  # some turns list their images: keep the first
+        url = raw.img_url[0] if raw.img_url else None
+    else:
+        url = raw.img_url
     return Turn(
         # By definition D{N}:{k} is the k-th turn of session N: the position is the id.
         dia_id=f"D{session}:{index}",

@@ -235,7 +235,7 @@ async def _stored_replies(
 
 
 def lost_and_duplicated(
-    sent: dict[str, list[str]], answered: Mapping[str | None, int]
+    sent: dict[str, list[str]], answered: Mapping[str, int] | Mapping[str | None, int]
 ) -> tuple[int, int]:
     every = [m for messages in sent.values() for m in messages]
     lost = sum(1 for m in every if answered.get(m, 0) == 0)

@@ -182,7 +182,8 @@ def derived_vectors(base: np.ndarray, count: int, *, offset: int = 0, seed: int 
     rng = np.random.default_rng([seed, offset])
     rows = base[(offset + np.arange(count)) % len(base)]
     noisy = rows + rng.normal(0.0, PERTURBATION, size=rows.shape).astype(np.float32)
-    return noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    unit: np.ndarray = noisy / np.linalg.norm(noisy, axis=1, keepdims=True)
+    return unit
 
 
 def fact_vectors(base: np.ndarray, first: int, last: int) -> np.ndarray:
@@ -339,7 +340,11 @@ def vectors_goal(stages: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {
         "goal": "vector query p95 at 100,000 facts (embedding included)",
         "target": "< 20 ms",
-        "measured": None if measured is None else f"{measured:.1f} ms at {at['facts']:,} facts",
+        "measured": (
+            None
+            if at is None or measured is None
+            else f"{measured:.1f} ms at {at['facts']:,} facts"
+        ),
         "met": bool(at and at["facts"] >= 100_000 and measured is not None and measured < 20),
     }
 

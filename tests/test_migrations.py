@@ -4,6 +4,7 @@ upgraded at start-up, once, under a lock that a second process waits on and a de
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from pathlib import Path
 from typing import Any
@@ -107,12 +108,24 @@ async def test_two_processes_starting_together_migrate_once(
     assert (await store.db["facts"].find_one({"_id": "f1"}))["text_length"] == 15
 
 
-async def test_a_lock_left_by_a_dead_process_is_taken_over(store: MongoStore) -> None:
+async def test_a_lock_left_by_a_dead_process_is_taken_over(
+    store: MongoStore, caplog: pytest.LogCaptureFixture
+) -> None:
     await store.db[META_COLLECTION].insert_one(
         {"_id": LOCK_ID, "owner": "dead-process", "expires_ms": 1_000}
     )
-    assert await migrate(store.db) == [m.version for m in MIGRATIONS]
+    with caplog.at_level(logging.WARNING, logger="bot.ops.migrations"):
+        assert await migrate(store.db) == [m.version for m in MIGRATIONS]
     assert await store.db[META_COLLECTION].find_one({"_id": LOCK_ID}) is None
+    assert "took over the migration lock" in caplog.text
+
+
+async def test_a_free_lock_is_taken_without_a_take_over_warning(
+    store: MongoStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="bot.ops.migrations"):
+        assert await migrate(store.db) == [m.version for m in MIGRATIONS]
+    assert "took over" not in caplog.text
 
 
 async def test_a_live_lock_makes_a_start_up_wait_then_give_up_with_one_line(

@@ -51,6 +51,7 @@ from bot.domain.records import (
     new_id,
     room_id,
     to_millis,
+    utcnow,
     world_id,
 )
 from bot.privacy.forgetting import forget_exports
@@ -119,7 +120,7 @@ def to_memory(
         room_id=me.room.id,
         world_id=me.room.world_id,
         content=Content(text=text, source=PLATFORM),
-        **({} if received_at is None else {"created_at": to_millis(received_at)}),
+        created_at=utcnow() if received_at is None else to_millis(received_at),
     )
     return Incoming(memory, me.account, me.room)
 

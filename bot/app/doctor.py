@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from pydantic_settings import BaseSettings
@@ -243,7 +243,7 @@ class Doctor:
         # The Bot API server the adapter uses: MNEMO_TELEGRAM_API_URL (a self-hosted server),
         # else Telegram's.
         base_url = self.endpoints.telegram_base_url or self.settings.platforms.telegram_api_url
-        options = {}
+        options: dict[str, Any] = {}
         if base_url is not None:
             base = base_url.rstrip("/")
             options = {"base_url": base, "base_file_url": base.replace("/bot", "/file/bot")}

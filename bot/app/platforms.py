@@ -136,15 +136,15 @@ async def _supervise(running: Sequence[Adapter], stop: asyncio.Event) -> None:
             done, _ = await asyncio.wait({stopped, *watchers}, return_when=asyncio.FIRST_COMPLETED)
             if stopped in done:
                 return
-            for task in done:
+            for task in [watcher for watcher in watchers if watcher in done]:
                 adapter = watchers.pop(task)
                 failures.append(_ended(adapter, task))
                 await _stop_all([adapter])  # release what it still holds; the rest run on
             if not watchers and not unsupervised:
                 raise PlatformStartupError("every platform has stopped: " + "; ".join(failures))
     finally:
-        for task in (stopped, *watchers):
-            task.cancel()
+        for waiting in (stopped, *watchers):
+            waiting.cancel()
         await asyncio.gather(stopped, *watchers, return_exceptions=True)
 
 

@@ -47,7 +47,7 @@ def chains(facts: Sequence[Fact]) -> list[list[Fact]]:
             continue
         chain, seen = [fact], {fact.id}
         while chain[-1].superseded_by in by_id and chain[-1].superseded_by not in seen:
-            chain.append(by_id[chain[-1].superseded_by])  # type: ignore[index]
+            chain.append(by_id[chain[-1].superseded_by])
             seen.add(chain[-1].id)
         found.append(chain)
     return found

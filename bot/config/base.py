@@ -12,7 +12,7 @@ config_runtime.py; `bot.config.settings` gathers them into `Settings`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, overload
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, AliasChoices
@@ -54,6 +54,10 @@ def env(*names: str) -> Any:
     return AliasChoices(*names)
 
 
+@overload
+def split_csv(value: str) -> list[str]: ...
+@overload
+def split_csv(value: object) -> object: ...
 def split_csv(value: object) -> object:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]

@@ -78,8 +78,8 @@ def _parse_prices(value: object) -> object:
     if not isinstance(value, str):
         return value
     prices: dict[str, tuple[float, float]] = {}
-    for entry in split_csv(value):  # type: ignore[union-attr]
-        model, sep, pair = str(entry).partition("=")
+    for entry in split_csv(value):
+        model, sep, pair = entry.partition("=")
         prompt, slash, completion = pair.partition("/")
         try:
             if not sep or not slash or not model.strip():

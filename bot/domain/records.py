@@ -7,6 +7,7 @@ the same platform object always maps to the same id (a redelivered message is a 
 
 from __future__ import annotations
 
+import time
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -45,6 +46,12 @@ def epoch_millis(value: datetime) -> int:
     """Integer milliseconds since the epoch: how fact lifetimes are stored, because nx-27017
     compares dates only to the second and stores dates written by `$set` as strings."""
     return int(to_millis(value).timestamp() * 1000)
+
+
+def now_ms() -> int:
+    """Now in integer milliseconds since the epoch: how leases, jobs, consent and migrations
+    keep their times (nx-27017 compares dates only to the second)."""
+    return time.time_ns() // 1_000_000
 
 
 def from_epoch_millis(value: int) -> datetime:

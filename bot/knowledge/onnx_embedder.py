@@ -242,4 +242,5 @@ def _mean_pool_normalise(hidden: np.ndarray, attention_mask: np.ndarray) -> np.n
     pooled = summed / np.clip(mask.sum(axis=1), 1e-9, None)
     # PyTorch's F.normalize epsilon, as sentence-transformers uses.
     norms = np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
-    return (pooled / norms).astype(np.float32)
+    normalised: np.ndarray = (pooled / norms).astype(np.float32)
+    return normalised

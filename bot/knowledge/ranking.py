@@ -38,7 +38,8 @@ class Scope:
         return f"{self.kind}_id"
 
     def contains(self, memory: Memory) -> bool:
-        return getattr(memory, self.key) == self.id
+        scope_id: str | None = getattr(memory, self.key)
+        return scope_id == self.id
 
 
 def reciprocal_rank_fusion(

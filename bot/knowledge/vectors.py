@@ -21,6 +21,7 @@ import numpy as np
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
     from chromadb.api.models.Collection import Collection
+    from chromadb.api.types import PyEmbeddings
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +206,7 @@ class VectorIndex:
             found = target.get(
                 where=where or None,
                 limit=max_candidates + 1,
-                include=["embeddings", "metadatas"],  # type: ignore[list-item]
+                include=["embeddings", "metadatas"],
             )
             ids = found["ids"]
             if len(ids) > max_candidates:
@@ -218,7 +219,7 @@ class VectorIndex:
                 return _hnsw_query(target, embedding, where=where, limit=limit)
             if not ids:
                 return []
-            metadatas = found["metadatas"] or [None] * len(ids)
+            metadatas: Sequence[Mapping[str, Any] | None] = found["metadatas"] or [None] * len(ids)
             distances = cosine_distances(embedding, found["embeddings"])  # type: ignore[arg-type]
             # Stable, so ties keep Chroma's order and the result is the same every time.
             order = np.argsort(distances, kind="stable")[:limit]
@@ -366,11 +367,12 @@ def cosine_distances(
 def _hnsw_query(
     target: Collection, embedding: list[float], *, where: dict[str, Any], limit: int
 ) -> list[VectorHit]:
+    queries: PyEmbeddings = [embedding]
     result = target.query(
-        query_embeddings=[embedding],
+        query_embeddings=queries,
         n_results=limit,
         where=where or None,
-        include=["distances", "metadatas"],  # type: ignore[list-item]
+        include=["distances", "metadatas"],
     )
     ids = result["ids"][0]
     distances = (result["distances"] or [[]])[0]

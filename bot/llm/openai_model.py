@@ -14,6 +14,8 @@ import openai
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
 
 if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
     from bot.config.settings import ModelSettings
     from bot.domain.state import State
     from bot.llm.accounting import UsageLedger
@@ -105,22 +107,26 @@ class OpenAIModel:
             options["max_tokens"] = max_tokens
         if json_answer is not None and json_answer.temperature is not None:
             options["temperature"] = json_answer.temperature
-        messages = [{"role": "user", "content": prompt}]
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
         if system:
             messages.insert(0, {"role": "system", "content": system})
         while True:
             has_schema = json_answer is not None and json_answer.schema is not None
             kind = self.structured_output if has_schema else None
             response_format = self._response_format(json_answer, kind)
+            # Only when asked for: a server that knows no `response_format` refuses the key.
+            format_option: dict[str, Any] = (
+                {"response_format": response_format} if response_format else {}
+            )
             try:
                 async with self._slot():
                     # Model time, from sending: a call waiting for a slot is not yet sent.
                     started = time.perf_counter()
                     response = await self._client.chat.completions.create(
                         model=model,
-                        messages=messages,  # type: ignore[arg-type]
+                        messages=messages,
                         **options,
-                        **({"response_format": response_format} if response_format else {}),
+                        **format_option,
                     )
                 break
             except openai.APIStatusError as error:

@@ -20,11 +20,11 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from bson import json_util
 from pydantic import BaseModel, ValidationError
@@ -42,7 +42,7 @@ from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
 
-FORMAT = "mnemo-backup"
+FORMAT: Final = "mnemo-backup"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 INSERT_BATCH = 1000
@@ -187,10 +187,12 @@ async def _dump_collection(
     return CollectionEntry(file=file, documents=written, sha256=digest.hexdigest(), indexes=indexes)
 
 
-def _index_spec(index: dict[str, Any]) -> dict[str, Any]:
+def _index_spec(index: Mapping[str, Any]) -> dict[str, Any]:
     spec: dict[str, Any] = {"key": list(dict(index["key"]).items()), "name": index["name"]}
     spec.update({option: index[option] for option in _INDEX_OPTIONS if option in index})
-    return json.loads(json_util.dumps(spec, json_options=_JSON))
+    # Through Extended JSON and back: what the manifest (plain JSON) can hold.
+    plain: dict[str, Any] = json.loads(json_util.dumps(spec, json_options=_JSON))
+    return plain
 
 
 # ---------------------------------------------------------------------------------- restore

@@ -1,8 +1,9 @@
 """The database's schema version, and the migrations that bring an older database up to it.
 
 Every start-up calls `migrate()`: one read when the database is current. Otherwise the process
-takes a lock document in MongoDB (with an expiry, renewed while it works, so a process killed
-mid-migration does not block the others forever), re-reads the version (another process may
+takes a lock in MongoDB (a lease of bot/storage/leases.py, kept in mnemo_meta where earlier
+releases kept it: with an expiry, renewed while it works, so a process killed mid-migration does
+not block the others forever), re-reads the version (another process may
 have finished meanwhile), runs each missing migration in order and records the version after
 each one, so a crash resumes where it stopped. Other processes starting at the same moment wait
 for the lock holder instead of migrating twice.
@@ -26,7 +27,9 @@ from dataclasses import dataclass
 
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
-from pymongo.errors import DuplicateKeyError
+
+from bot.domain.records import now_ms
+from bot.storage.leases import Leases
 
 log = logging.getLogger(__name__)
 
@@ -96,10 +99,6 @@ async def schema_version(db: AsyncDatabase) -> int:
     return int(document["version"]) if document else 0
 
 
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
 async def migrate(
     db: AsyncDatabase,
     migrations: Sequence[Migration] = MIGRATIONS,
@@ -131,7 +130,7 @@ async def migrate(
             await migration.apply(db)
             await db[META_COLLECTION].update_one(
                 {"_id": SCHEMA_ID},
-                {"$set": {"version": migration.version, "migrated_ms": _now_ms()}},
+                {"$set": {"version": migration.version, "migrated_ms": now_ms()}},
                 upsert=True,
             )
             applied.append(migration.version)
@@ -142,9 +141,10 @@ async def migrate(
 async def _lock(db: AsyncDatabase, wait_seconds: float) -> AsyncIterator[Callable[[], bool]]:
     """Hold the migration lock; yields a function telling whether it is still ours."""
     meta = db[META_COLLECTION]
+    lock = Leases(db, collection=META_COLLECTION)
     owner = str(uuid.uuid4())
     deadline = time.monotonic() + wait_seconds
-    while not await _try_take(meta, owner):
+    while not await _try_take(lock, meta, owner):
         if time.monotonic() > deadline:
             raise MigrationError(
                 f"another process has held the migration lock for over {wait_seconds:.0f} s; "
@@ -157,10 +157,7 @@ async def _lock(db: AsyncDatabase, wait_seconds: float) -> AsyncIterator[Callabl
         nonlocal held
         while True:
             await asyncio.sleep(RENEW_EVERY_SECONDS)
-            result = await meta.update_one(
-                {"_id": LOCK_ID, "owner": owner}, {"$set": {"expires_ms": _now_ms() + LOCK_TTL_MS}}
-            )
-            held = result.matched_count == 1
+            held = not await lock.renew({LOCK_ID}, owner, LOCK_TTL_MS)
 
     renewer = asyncio.create_task(renew(), name="migration-lock")
     try:
@@ -169,21 +166,16 @@ async def _lock(db: AsyncDatabase, wait_seconds: float) -> AsyncIterator[Callabl
         renewer.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await renewer
-        await meta.delete_one({"_id": LOCK_ID, "owner": owner})
+        await lock.release(LOCK_ID, owner)
 
 
-async def _try_take(meta: AsyncCollection, owner: str) -> bool:
-    now = _now_ms()
-    try:
-        await meta.insert_one({"_id": LOCK_ID, "owner": owner, "expires_ms": now + LOCK_TTL_MS})
-        return True
-    except DuplicateKeyError:
-        pass
-    # Held: take it over only if its holder stopped renewing it (died).
-    taken = await meta.find_one_and_update(
-        {"_id": LOCK_ID, "expires_ms": {"$lt": now}},
-        {"$set": {"owner": owner, "expires_ms": now + LOCK_TTL_MS}},
-    )
-    if taken is not None:
+async def _try_take(lock: Leases, meta: AsyncCollection, owner: str) -> bool:
+    """Take the lock if it is free or its holder stopped renewing it (died)."""
+    now = now_ms()
+    # Read first only to tell a take-over (worth a warning) from a free lock.
+    holder = await meta.find_one({"_id": LOCK_ID}, {"expires_ms": 1})
+    if not await lock.take(LOCK_ID, owner, LOCK_TTL_MS, now=now):
+        return False
+    if holder is not None and int(holder.get("expires_ms", 0)) <= now:
         log.warning("took over the migration lock of a process that stopped renewing it")
-    return taken is not None
+    return True

@@ -77,7 +77,8 @@ def _check_sequence(owner: str, attribute: str, parts: object) -> Sequence[Any]:
 def check_parts(plugin: Plugin, where: str) -> None:
     """Malformed plugins fail at start-up with a reason, not at the first message."""
     owner = f"plugin {plugin.name} ({where})"
-    kinds: tuple[tuple[str, Sequence[Any], type], ...] = (
+    Part = type[Evaluator] | type[Provider] | type[Action] | type[Command]
+    kinds: tuple[tuple[str, Sequence[Any], Part], ...] = (
         ("evaluators", plugin.evaluators, Evaluator),
         ("providers", plugin.providers, Provider),
         ("actions", plugin.actions, Action),

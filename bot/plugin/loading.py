@@ -112,7 +112,7 @@ class Registry:
                 return action
         return None
 
-    def add(self, plugin: Plugin, source: str, *, env_file: Path | None = None) -> None:
+    def add(self, plugin: object, source: str, *, env_file: Path | None = None) -> None:
         """Register a plugin, or raise PluginError and leave the registry as it was.
 
         `source` says where the plugin came from (a path, an entry point) for messages.
@@ -206,7 +206,8 @@ def _source_name(source: Path) -> str:
     return source.stem if source.is_file() else source.name
 
 
-def _import_plugin(source: Path, package: str) -> Plugin:
+def _import_plugin(source: Path, package: str) -> object:
+    """The module's `plugin`, whatever it is: Registry.add says what is wrong with it."""
     name = _source_name(source)
     if not name.isidentifier() or keyword.iskeyword(name):
         raise PluginError(

@@ -16,22 +16,17 @@ anything of it is stored: an opt-out takes effect on the next message, in every 
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
-from bot.domain.records import stable_id
+from bot.domain.records import now_ms, stable_id
 
 # Narrowest first: a person's own choice is what they are told about.
 ScopeKind = Literal["person", "room", "world"]
 COLLECTION = "consent"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def consent_id(kind: ScopeKind, world_id: str, key: str = "") -> str:
@@ -163,7 +158,7 @@ class ConsentStore:
             return NotLearning("person", notify=person.get("notified_ms") is None)
         for kind in ("room", "world"):
             if kind in found:
-                return NotLearning(kind)  # type: ignore[arg-type]
+                return NotLearning(kind)
         return None
 
     async def state(self, *, user_id: str, room_id: str, world_id: str) -> LearningState:

@@ -10,7 +10,7 @@ and what every plugin's `export` hook returns, under the plugin's name.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import BaseModel, Field
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from bot.plugin.host import PluginHost
     from bot.storage.mongo import MongoStore
 
-FORMAT = "mnemo-personal-data/1"
+FORMAT: Final = "mnemo-personal-data/1"
 # A person's facts in one world, closed ones included: tens, rarely hundreds.
 EVERY_FACT = 100_000
 

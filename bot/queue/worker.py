@@ -27,12 +27,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 
-from bot.domain.records import EvaluationJob, Memory, Trigger, stable_id
+from bot.domain.records import EvaluationJob, Memory, Trigger, now_ms, stable_id
 from bot.faults import FaultHook
 from bot.queue.blame import blame
 from bot.queue.leases import RoomLeases
 from bot.queue.slots import RunSlots
-from bot.storage.jobs import now_ms
 from bot.storage.leases import process_key, room_key
 from bot.storage.mongo import MongoStore
 
@@ -54,7 +53,7 @@ class RetryPolicy:
     max_delay: float = 600.0
 
     def delay(self, attempts: int) -> float:
-        return min(self.base_delay * 2 ** max(attempts - 1, 0), self.max_delay)
+        return min(self.base_delay * 2.0 ** max(attempts - 1, 0), self.max_delay)
 
 
 def describe_queue(counts: Mapping[str, int]) -> str:

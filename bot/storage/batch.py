@@ -91,7 +91,10 @@ class Batches:
                 )
                 return
             except ClientBulkWriteException as error:
-                failed = {int(e["idx"]): int(e.get("code", 0)) for e in error.write_errors or []}
+                # The server's error documents ({idx, code, errmsg}): pymongo annotates its
+                # `write_errors` as WriteError exceptions, but returns these documents.
+                documents: list[Mapping[str, Any]] = error.details.get("writeErrors") or []
+                failed = {int(d["idx"]): int(d.get("code", 0)) for d in documents}
                 if error.error is not None or not failed:
                     raise
                 raise BatchWriteError(failed) from None

@@ -12,7 +12,6 @@ the second and stores a `$set` date as a string).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -21,7 +20,7 @@ from pymongo import ASCENDING, IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
-from bot.domain.records import EvaluationJob, utcnow
+from bot.domain.records import EvaluationJob, now_ms, utcnow
 from bot.storage.batch import Insert, Update
 from bot.storage.documents import dump, load_one, millis
 
@@ -30,10 +29,6 @@ logger = logging.getLogger(__name__)
 RUNNABLE = ["pending", "retrying"]
 # The statuses an operator watches; done jobs are counted separately (they are the history).
 WATCHED = ("intake", "pending", "running", "retrying", "failed", "dead")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ Keys: `process:<uuid>` while a process runs, `room:<room id>` for a room's evalu
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping
 from typing import ClassVar
 
@@ -24,11 +23,9 @@ from pymongo import IndexModel, ReturnDocument
 from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import DuplicateKeyError
 
+from bot.domain.records import now_ms
+
 COLLECTION = "leases"
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def room_key(room_id: str) -> str:
@@ -46,8 +43,10 @@ class Leases:
     # `_id` is the key; the rest is read by key, so no other index is needed.
     INDEXES: ClassVar[Mapping[str, list[IndexModel]]] = {}
 
-    def __init__(self, db: AsyncDatabase) -> None:
-        self._leases = db[COLLECTION]
+    def __init__(self, db: AsyncDatabase, *, collection: str = COLLECTION) -> None:
+        # Another `collection` keeps a lease where earlier releases kept it (the migration
+        # lock, in mnemo_meta), so processes of both releases contend for the same document.
+        self._leases = db[collection]
 
     async def take(self, key: str, owner: str, ttl_ms: int, *, now: int | None = None) -> bool:
         """Take or renew `key` for `ttl_ms` from `now` (ms; default the clock's); False while

@@ -28,6 +28,7 @@ import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from pymongo import AsyncMongoClient, IndexModel, monitoring
@@ -115,7 +116,8 @@ class MongoStore:
         """A store on its own client. The client connects lazily; call `ping()` to find out
         early whether the database is there. `event_listeners` are PyMongo monitoring
         listeners for this client (the cost benchmark counts its commands with one)."""
-        defaults: dict[str, object] = {
+        # Any: pymongo takes its URI options as keyword arguments of their own types.
+        defaults: dict[str, Any] = {
             "serverSelectionTimeoutMS": server_selection_timeout_ms,
             "connectTimeoutMS": min(server_selection_timeout_ms, 10_000),
             "appname": app_name,

@@ -17,8 +17,9 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 from pymongo import monitoring
 
 from bot.app.composition import App, open_app
@@ -60,7 +61,7 @@ def test_settings(
     mongodb_uri: str | None = None,
     model_dir: Path | None = None,
     character: Path = DEFAULT_CHARACTER,
-    evaluator_selection: str = "llm",
+    evaluator_selection: Literal["llm", "all"] = "llm",
     rate_limit_per_minute: int = 0,
     # Above the product's 4,000: the platform tests send longer replies to test splitting.
     reply_max_chars: int = 100_000,
@@ -127,9 +128,7 @@ def test_settings(
 test_settings.__test__ = False  # type: ignore[attr-defined]  # a helper, not a pytest test
 
 
-def _secret(value: str):
-    from pydantic import SecretStr
-
+def _secret(value: str) -> SecretStr:
     return SecretStr(value)
 
 
@@ -200,7 +199,8 @@ class TestChat:
             name=self.chat,
         )
 
-    def message(self, text: str, *, number: int | None = None, **fields: object) -> Memory:
+    # `fields`: any other Memory field, as the test needs it.
+    def message(self, text: str, *, number: int | None = None, **fields: Any) -> Memory:
         if number is None:
             self._sent += 1
             number = self._sent
@@ -213,10 +213,10 @@ class TestChat:
             content=Content(text=text, source=self.platform),
             # Strictly increasing, so order in the room is the order of the script.
             created_at=utcnow() + timedelta(milliseconds=number),
-            **fields,  # type: ignore[arg-type]
+            **fields,
         )
 
-    async def say(self, text: str, **fields: object) -> HandleResult:
+    async def say(self, text: str, **fields: Any) -> HandleResult:
         return await self.send(self.message(text, **fields))
 
     async def send(self, memory: Memory) -> HandleResult:

@@ -332,6 +332,7 @@ class FakeOpenAIServer:
             return self._error(400, "'input' is required")
         outcome = await self._next_outcome("embeddings", payload)
         if outcome is not None:
+            assert not isinstance(outcome, Reply)  # enqueue() refuses a Reply for embeddings
             await self._delay(outcome)
             return self._special(outcome)
         inputs = payload["input"]

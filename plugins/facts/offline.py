@@ -429,7 +429,7 @@ def _claims(state: State) -> list[dict[str, Any]]:
                     else f"Their name is {statement.value}"
                 )
                 # The account already shows this name: nothing new to learn.
-                in_bio = bool(account) and account.lower() == statement.value.lower()
+                in_bio = bool(account and account.lower() == statement.value.lower())
             else:
                 claim = statement.template.format(who=speaker, value=statement.value)
             key = _norm_claim(claim)

@@ -10,6 +10,10 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot import FactType
 
 
+def _facts_only() -> list[FactType]:
+    return ["fact"]
+
+
 class FactsSettings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MNEMO_FACTS_",
@@ -35,7 +39,7 @@ class FactsSettings(BaseSettings):
 
     # Which claim types are worth remembering. elizaOS keeps only "fact": opinions and
     # statuses change too fast to be worth storing by default.
-    keep_types: Annotated[list[FactType], NoDecode] = Field(default_factory=lambda: ["fact"])
+    keep_types: Annotated[list[FactType], NoDecode] = Field(default_factory=_facts_only)
     # Cosine distance under which a new claim counts as a paraphrase of a stored one.
     # Measured with MiniLM: "lives in Lisbon" / "is living in Lisbon" 0.02 (same fact), but
     # "has two kids" / "has three kids" 0.045 and "lives" / "works in Lisbon" 0.088 (different

@@ -33,14 +33,14 @@ HEADER = "# Relevant earlier messages in this conversation"
 async def setup(ctx: PluginContext[RecallSettings]) -> MessageRetriever:
     """One retriever per runtime (the plugin's state), so it keeps its keyword-index cache
     between messages and goes away with its runtime."""
-    settings = ctx.settings or RecallSettings()
+    settings = ctx.settings
     return MessageRetriever.over(
         ctx.knowledge, options=RetrieverOptions(max_distance=settings.max_distance)
     )
 
 
 async def get_relevant_messages(ctx: Context[RecallSettings, MessageRetriever]) -> Provided:
-    settings = ctx.settings or RecallSettings()
+    settings = ctx.settings
     message = ctx.message
     if settings.limit <= 0 or not message.content.text.strip():
         return Provided()

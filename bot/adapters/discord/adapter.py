@@ -117,7 +117,8 @@ def _shards_of(client: discord.Client) -> str:
 
 def _where(channel: object) -> str:
     name = getattr(channel, "name", None)
-    return f"#{name} ({channel.id})" if name else f"channel {getattr(channel, 'id', '?')}"
+    number = getattr(channel, "id", "?")
+    return f"#{name} ({number})" if name else f"channel {number}"
 
 
 # --------------------------------------------------------------------------- the adapter
@@ -134,9 +135,9 @@ def gateway_client(settings: PlatformSettings) -> discord.Client:
         return discord.Client(**options)
     if shards == "auto":  # as many as Discord recommends (GET /gateway/bot), all here
         return discord.AutoShardedClient(**options)
-    return discord.AutoShardedClient(
-        shard_count=shards, shard_ids=settings.discord_shard_ids or None, **options
-    )
+    if settings.discord_shard_ids:  # unset: all `shards` here
+        options["shard_ids"] = settings.discord_shard_ids
+    return discord.AutoShardedClient(shard_count=shards, **options)
 
 
 class DiscordAdapter:
@@ -168,7 +169,7 @@ class DiscordAdapter:
             Registrations(state_dir),
             everything_global=settings.discord_global_sync,
         )
-        self.tree.on_error = self._on_command_error
+        self.tree.error(self._on_command_error)
         self.slash = DiscordCommands(settings, lambda: self.commands)
         self._commands: Commands | None = None
         self.lanes: RoomLanes[int] = RoomLanes(PLATFORM)

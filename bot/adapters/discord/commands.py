@@ -297,7 +297,19 @@ class DiscordCommands:
         async def optin(interaction: discord.Interaction) -> None:
             await self.run(interaction, "optin")
 
-        made = [me, forgetme, export, mydata, help, facts, forget, stats, privacy, optout, optin]
+        made: list[SlashCommand] = [
+            me,
+            forgetme,
+            export,
+            mydata,
+            help,
+            facts,
+            forget,
+            stats,
+            privacy,
+            optout,
+            optin,
+        ]
         return [shaped(command, _built_in_info(command.name)) for command in made]
 
     def from_plugins(self, listed: list[CommandInfo]) -> list[SlashCommand]:
@@ -310,7 +322,7 @@ class DiscordCommands:
             await self.run(interaction, info.name, args or "")
 
         described = app_commands.describe(args=(info.usage or "What follows the command")[:100])
-        command = app_commands.Command(
+        command: SlashCommand = app_commands.Command(
             name=info.name, description=info.description[:100], callback=described(run)
         )
         return shaped(command, info)

@@ -58,7 +58,9 @@ class PollingRequest(HTTPXRequest):
         self._unconfirmed = unconfirmed
         self._retry_delay = RETRY_FIRST
 
-    async def do_request(
+    # PTB calls this with its four timeouts as keywords; they pass through **kwargs unchanged
+    # (PTB's own signature types them with private DefaultValue types).
+    async def do_request(  # type: ignore[override]
         self,
         url: str,
         method: str,
@@ -88,7 +90,9 @@ class PollingRequest(HTTPXRequest):
         return code, payload
 
 
-class _WithOffset(RequestData):
+# PTB marks RequestData @final for typing only (how it is built is PTB's internal detail);
+# this subclass overrides only the two documented properties its HTTP layer reads.
+class _WithOffset(RequestData):  # type: ignore[misc]
     """A getUpdates request with its offset lowered: updates from `offset` on stay unconfirmed."""
 
     __slots__ = ("_offset", "_original")

@@ -23,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from pymongo.errors import ConnectionFailure
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential
 
 from bot.cancelling import cancel_and_wait
 from bot.domain.records import Content
@@ -64,26 +65,35 @@ async def wait_until_reachable(
     the app is open), so nothing is received that could not be kept: Telegram holds updates
     no one has fetched or accepted; Discord delivers nothing to a bot not connected (as when it
     is stopped). Credentials the server refuses are not waited for: a setting to fix."""
-    delay, attempt = first_delay, 0
-    while True:
-        attempt += 1
-        try:
+
+    def log_wait(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        pause = state.next_action.sleep if state.next_action is not None else 0.0
+        log.error(
+            "%s; waiting for it before starting (attempt %d, next in %.0f s)",
+            error,
+            state.attempt_number,
+            pause,
+        )
+
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(_unreachable_at_start),
+        wait=wait_exponential(multiplier=first_delay, max=max_delay),
+        before_sleep=log_wait,
+        reraise=True,
+    )
+    async for attempt in retrying:
+        with attempt:
             await ping()
-        except StorageUnavailable as error:
-            if not isinstance(error.__context__, ConnectionFailure):
-                raise
-            log.error(
-                "%s; waiting for it before starting (attempt %d, next in %.0f s)",
-                error,
-                attempt,
-                delay,
-            )
-        else:
-            if attempt > 1:
-                log.info("MongoDB answers after %d attempts: starting", attempt)
-            return
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, max_delay)
+    if (attempts := retrying.statistics["attempt_number"]) > 1:
+        log.info("MongoDB answers after %d attempts: starting", attempts)
+
+
+def _unreachable_at_start(error: BaseException) -> bool:
+    """Worth waiting for: no connection. Credentials the server refuses are a setting to fix."""
+    return isinstance(error, StorageUnavailable) and isinstance(
+        error.__context__, ConnectionFailure
+    )
 
 
 def unreachable(error: BaseException) -> bool:
