@@ -231,7 +231,9 @@ async def load_facts(loaded: LoadedConversation, *, knowledge: Knowledge) -> int
         )
     # A negative distance switches near-duplicate merging off: every observation is kept
     # (exact repeats of a text still collapse, as they would in the bot).
-    written = await knowledge.add_facts(facts, near_duplicate_distance=-1.0)
+    # The dataset's own observations (written by people, not a model): `given`, so grounding
+    # checks them for everything but support in the exact words of the dialogue.
+    written = await knowledge.add_facts(facts, near_duplicate_distance=-1.0, given=True)
     loaded.facts = sum(1 for w in written if w.stored)
     return loaded.facts
 

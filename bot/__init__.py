@@ -24,6 +24,8 @@ from bot.domain.records import (
     utcnow,
 )
 from bot.domain.state import State
+from bot.knowledge.claim_words import FIRST_PERSON_WORDS, is_common_word
+from bot.knowledge.grounding import FIRST_PERSON, in_third_person, is_transcript_line, supported
 from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json, parse_json_array, parse_json_object
@@ -49,6 +51,8 @@ from bot.plugin.api import (
 from bot.runtime.prompts import format_example
 
 __all__ = [
+    "FIRST_PERSON",
+    "FIRST_PERSON_WORDS",
     "Account",
     "Action",
     "Agent",
@@ -82,11 +86,15 @@ __all__ = [
     "Trigger",
     "epoch_millis",
     "format_example",
+    "in_third_person",
+    "is_common_word",
+    "is_transcript_line",
     "new_id",
     "parse_json",
     "parse_json_array",
     "parse_json_object",
     "reply_id",
     "stable_id",
+    "supported",
     "utcnow",
 ]

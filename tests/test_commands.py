@@ -143,14 +143,15 @@ async def test_the_console_has_the_platforms_commands_with_their_meanings(
         evaluator_selection="all",
     ) as app:
         first = io.StringIO()
-        said = "I live in Lisbon\nI keep bees\n/me\n"
+        # Third person: a first-person line copied is no fact about anyone (grounding.py).
+        said = "Sam lives in Lisbon\nSam keeps bees\n/me\n"
         await ConsoleChat(user_name="sam", stdin=io.StringIO(said), stdout=first).run(app.runtime)
         lisbon, bees = (await app.store.facts.page(world_id("console", "sam")))[0][::-1]
         out = io.StringIO()
         script = f"/forget\n/forget {lisbon.id[:8]}\n/stats\n/forgetme\n/me\n/forgetme yes\n/me\n"
         await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(app.runtime)
     shown = out.getvalue()
-    assert "said I live in Lisbon" in first.getvalue()
+    assert "said Sam lives in Lisbon" in first.getvalue()
     # /forget means one fact by id (or a person), never "everything about me".
     assert "Usage: /forget <fact id from /facts> or /forget @user" in shown
     assert f"Forgot: {lisbon.text}" in shown

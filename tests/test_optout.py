@@ -123,17 +123,17 @@ async def test_an_opted_out_person_leaves_nothing_while_the_room_is_still_learne
         addressed = sarah.message("Mnemo, I adore quokkas")
         await sarah.send(addressed)
         await sarah.send(addressed)  # redelivered by the platform: answered once
-        await tom.say("Mnemo, I grow turnips")
+        await tom.say("Mnemo, turnips grow here")
         await tom.settle()
 
         assert sarah.replies == [OPTED_OUT_NOTICE, "You said: Mnemo, I adore quokkas"]
-        assert tom.replies == ["You said: Mnemo, I grow turnips"]
+        assert tom.replies == ["You said: Mnemo, turnips grow here"]
         stored = await everything_stored(app)
         for word in ("zanzibar", "quokkas"):
             assert word not in stored
         assert await message_vectors_of(app, sarah.account.id) == []
         # Everyone else is remembered as before: message, reply, vector, fact, plugin data.
-        assert "I grow turnips" in stored and "said Mnemo, I grow turnips" in stored
+        assert "turnips grow here" in stored and "said Mnemo, turnips grow here" in stored
         assert len(await message_vectors_of(app, tom.account.id)) == 1
         notes = app.store.db.plugin_keeper_notes
         assert await notes.count_documents({"action": {"$exists": True}}) == 1

@@ -17,6 +17,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo import monitoring
 
 from bot.app.model_choice import make_model
+from bot.app.prompt_texts import grounding_for
 from bot.app.scheduler import build_scheduler
 from bot.cancelling import cancel_and_wait
 from bot.config.settings import Settings
@@ -165,7 +166,9 @@ async def open_app(
         embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
         model = model or make_model(settings.model, ledger, registry.offline_answers())
         stack.push_async_callback(model.close)
-        knowledge = Knowledge(store, vectors, embedder)
+        knowledge = Knowledge(
+            store, vectors, embedder, grounding_for(character, registry, agent_id_for(character))
+        )
         faults = faults or FaultHook.from_environment()
         journal = Journal.in_folder(
             data_dir, max_bytes=int(settings.storage.journal_max_mb * 1_000_000)

@@ -164,11 +164,14 @@ class Doctor:
         from bot.queue.worker import describe_queue
         from bot.storage.jobs import JobStore
         from bot.storage.mongo import MongoStore
+        from bot.storage.rejects import describe_rejects
 
         store = MongoStore.from_uri(uri, self.settings.storage.mongodb_database)
         try:
             await store.ping()
-            return describe_queue(await JobStore(store.db).counts())
+            queue = describe_queue(await JobStore(store.db).counts())
+            # What the model said that was not stored, in every world (bot/storage/rejects.py).
+            return f"{queue}; {describe_rejects(await store.rejects.counts()).lower()}"
         finally:
             await store.close()
 

@@ -22,7 +22,14 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from bot.commands.fact_history import SUBCOMMAND, asks_history, help_line, history_of, open_to_all
+from bot.commands.fact_history import (
+    SUBCOMMAND,
+    asks_history,
+    help_line,
+    history_of,
+    open_to_all,
+    told_lines,
+)
 from bot.commands.parsing import command_parts, echo, parse_person_search_page  # noqa: F401
 from bot.commands.types import (  # noqa: F401  (surfaces import the layer's types from here)
     Answer,
@@ -42,6 +49,7 @@ from bot.privacy.ledger import ForgetLedger
 from bot.queue.worker import describe_queue
 from bot.runtime.agent import AgentRuntime
 from bot.runtime.intake.outage import DATABASE_AWAY
+from bot.storage.rejects import describe_rejects
 
 log = logging.getLogger(__name__)
 
@@ -330,7 +338,7 @@ async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
     called = await told_name_line(runtime.store, scope.user_id, scope.world_id)
     if not facts:
         return called + "I haven't learned anything about you here yet."
-    lines = "\n".join(f"• {fact.text}" for fact in facts)
+    lines = "\n".join(f"• {line}" for line in await told_lines(runtime.store.accounts, facts))
     return f"{called}What I know about you here ({len(facts)}):\n{lines}"
 
 
@@ -415,4 +423,5 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     said = f"Messages: {messages} (kept {runtime.privacy.retention.describe()})"
     usage = await usage_in_world(runtime.ledger, runtime.store, scope.world_id)
     spent = describe_usage(usage, runtime.ledger)
-    return f"{said}\nFacts: {facts}\n{kept}Evaluations: {evaluations}\n{spent}"
+    rejected = describe_rejects(await runtime.store.rejects.counts(scope.world_id))
+    return f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}"

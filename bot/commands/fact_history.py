@@ -33,6 +33,23 @@ OTHERS_ONLY_FOR_ADMINS = (
 )
 
 
+class AccountReader(Protocol):
+    async def get_many(self, ids: list[str]) -> dict[str, Account]: ...
+
+
+async def told_lines(accounts: AccountReader, facts: Sequence[Fact]) -> list[str]:
+    """Each fact's text, and who said it when someone else did ("Tobrin is a convicted thief
+    (said by Quorra)": Fact.said_by), so a person sees whose word their memory is."""
+    tellers = sorted({f.said_by for f in facts if f.said_by})
+    names = await accounts.get_many(tellers) if tellers else {}
+    lines = []
+    for fact in facts:
+        teller = names.get(fact.said_by) if fact.said_by else None
+        said = f" (said by {teller.name})" if teller else " (said by someone else)"
+        lines.append(fact.text + (said if fact.said_by else ""))
+    return lines
+
+
 def _day(millis: int) -> str:
     return from_epoch_millis(millis).strftime("%Y-%m-%d")
 

@@ -193,6 +193,9 @@ class Fact(Document):
     world_id: str
     agent_id: str
     source_message_ids: list[str] = Field(default_factory=list)
+    # Who said it, when that is not its subject ("Tobrin is a convicted thief", said by
+    # Quorra, is Tobrin's fact); None: the subject said it themselves.
+    said_by: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     # Set once the fact's vector is in Chroma; None marks it for re-indexing.
     indexed_at: datetime | None = None

@@ -4,6 +4,10 @@ Consistency rule: MongoDB is written first and is the source of truth. A vector 
 fails leaves the document marked unindexed (`indexed_at is None`) for `reindex_missing()` to
 rebuild; every vector hit is hydrated through MongoDB, so a vector whose document is gone
 (a failed delete) is never shown and is swept later.
+
+Over 400 lines: the one class whose writes span MongoDB and Chroma, kept whole so that rule
+stays in one place; what decides whether a fact may be written is beside it (fact_gate.py,
+grounding.py).
 """
 
 from __future__ import annotations
@@ -16,9 +20,11 @@ from typing import Any
 
 from pymongo.errors import DuplicateKeyError
 
-from bot.domain.records import Fact, Memory, utcnow
+from bot.domain.records import Account, Fact, Memory, utcnow
 from bot.knowledge.embeddings import Embedder
+from bot.knowledge.fact_gate import FactGate
 from bot.knowledge.fact_values import state_different_values
+from bot.knowledge.grounding import OTHER_KIND, Grounding, same_kind
 from bot.knowledge.vector_metadata import fact_metadata, message_metadata
 from bot.knowledge.vectors import VectorHit, VectorIndex
 from bot.storage.known_facts import FactsAtHand
@@ -71,13 +77,24 @@ class FactWrite:
     duplicate_of: str | None = None
     # The current fact this one replaced: closed, with this one as its successor.
     superseded: str | None = None
+    # Why it was not stored: what its speaker said does not support it (grounding.py).
+    rejected: str | None = None
 
 
 class Knowledge:
-    def __init__(self, store: MongoStore, vectors: VectorIndex, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        store: MongoStore,
+        vectors: VectorIndex,
+        embedder: Embedder,
+        grounding: Grounding | None = None,
+    ) -> None:
         self.store = store
         self.vectors = vectors
         self.embedder = embedder
+        # What every fact offered is checked against before it is stored (grounding.py).
+        self.grounding = grounding or Grounding()
+        self.gate = FactGate(store, self.grounding)
         # Facts read with a room's window for the reply being composed (known_facts.py).
         self.at_hand = FactsAtHand()
         # Message vectors waiting for the next batched write, with who waits for each.
@@ -130,22 +147,48 @@ class Knowledge:
         *,
         near_duplicate_distance: float,
         replaces: Mapping[str, str] | None = None,
+        said: Sequence[Memory] = (),
+        given: bool = False,
+        people: Mapping[str, Account] | None = None,
     ) -> list[FactWrite]:
         """Store new facts, skipping exact and near duplicates (paraphrases) of the subject's
         current facts and of each other. One embedding call for the whole batch.
 
+        Every fact is grounded first (grounding.py): one whose speaker (`said_by`, else its
+        subject) did not say what it claims in its source messages, that is about the
+        assistant, a transcript line, an echo of the character or a prompt, is not stored
+        and is counted in the rejects ledger by reason. `said` are the messages at hand (the
+        extracted window) and `people` the accounts at hand; what is missing is read. A fact
+        given without source messages (an import, a fixture), or with `given` (facts a
+        person or a dataset wrote, never a model's claims), is checked for everything but
+        its support.
+
         `replaces` maps a new fact's id to the current fact it updates: once the new fact is
-        stored, the old one is closed with it as successor. A near duplicate whose numbers,
-        dates or names differ ("has 2 kids" / "has 3 kids") is such an update, never a
-        duplicate. A fact whose id is already stored (a re-run extraction) changes nothing.
+        stored, the old one is closed with it as successor, if the two say the same kind of
+        thing (a city for a city): "lives in Tallinn" is never closed by "is a friendly
+        presence". A near duplicate whose numbers, dates or names differ ("has 2 kids" /
+        "has 3 kids") is such an update, never a duplicate. A fact whose id is already
+        stored (a re-run extraction) changes nothing.
         """
         if not facts:
             return []
         replaces = replaces or {}
-        vectors = await self.embedder.embed([f.text for f in facts])
+        verdicts = await self.gate.verdicts(facts, said, given=given, people=people)
         results: list[FactWrite] = []
+        grounded = []
+        for fact in facts:
+            if verdicts.get(fact.id) is not None:
+                results.append(FactWrite(fact, stored=False, rejected=verdicts[fact.id]))
+            else:
+                grounded.append(fact)
+        await self.gate.count(
+            [(f.world_id, r) for f in facts if (r := verdicts.get(f.id)) is not None]
+        )
+        if not grounded:
+            return results
+        vectors = await self.embedder.embed([f.text for f in grounded])
         accepted: list[tuple[Fact, list[float]]] = []
-        for fact, vector in zip(facts, vectors, strict=True):
+        for fact, vector in zip(grounded, vectors, strict=True):
             duplicate, resembled = await self._resemblance(
                 fact, vector, accepted, near_duplicate_distance
             )
@@ -159,7 +202,8 @@ class Knowledge:
                 results.append(FactWrite(fact, stored=False, duplicate_of=fact.id))
                 continue
             accepted.append((fact, vector))
-            superseded = await self._supersede(fact, replaces.get(fact.id) or resembled)
+            target = replaces.get(fact.id)
+            superseded = await self._supersede(fact, target or resembled, asked=target is not None)
             results.append(FactWrite(fact, stored=True, superseded=superseded))
         if accepted:
             await self._index_facts(accepted)
@@ -199,15 +243,21 @@ class Knowledge:
                 return existing[0].id, None
         return None, None
 
-    async def _supersede(self, fact: Fact, old_id: str | None) -> str | None:
+    async def _supersede(self, fact: Fact, old_id: str | None, *, asked: bool) -> str | None:
         """Close `old_id` with `fact` as its successor, if it is a current fact about the same
-        person in the same world; returns the id closed."""
+        person in the same world, of the same kind; returns the id closed. `asked`: the
+        writer named the fact to replace (a model's "update"), so a refusal is counted."""
         if old_id is None or old_id == fact.id:
             return None
         found = await self.store.facts.get_many([old_id])
         old = found[0] if found else None
         if old is None or old.subject_id != fact.subject_id or old.world_id != fact.world_id:
             log.info("fact %s cannot replace %s: not the same person's", fact.id, old_id)
+            return None
+        if not same_kind(old.text, fact.text):
+            log.info("fact %s cannot replace %s: not the same kind of fact", fact.id, old_id)
+            if asked:
+                await self.gate.count([(fact.world_id, OTHER_KIND)])
             return None
         until = max(fact.valid_from, old.valid_from)
         if not await self.store.facts.close(
@@ -219,12 +269,24 @@ class Knowledge:
         return old_id
 
     async def retract_facts(
-        self, fact_ids: Sequence[str], *, world_id: str, when: int
+        self,
+        claims: Mapping[str, Fact],
+        *,
+        world_id: str,
+        when: int,
+        said: Sequence[Memory] = (),
     ) -> list[str]:
         """Close current facts without a successor ("I no longer work there"); returns the
-        ids closed. Closing is conditional on the fact being current: never twice."""
+        ids closed. `claims` maps each fact to close to the claim saying it stopped (its
+        text, subject, speaker and source messages, as a Fact). A fact is closed only when
+        that claim is grounded, is about the fact's subject, says the same kind of thing,
+        and its speaker's words say something changed ("quit", "no longer", "sold"): an
+        unrelated or invented claim never ends a true memory. Closing is conditional on the
+        fact being current: never twice."""
+        if not claims:
+            return []
         closed = []
-        for fact_id in dict.fromkeys(fact_ids):
+        for fact_id in await self.gate.retractable(claims, world_id=world_id, said=said):
             if await self.store.facts.close(
                 fact_id, world_id=world_id, until=when, superseded_by=None
             ):
@@ -263,6 +325,13 @@ class Knowledge:
                 best[hit.id] = min(hit.distance, best.get(hit.id, 2.0))
         ranked = sorted(best, key=best.__getitem__)[:limit]
         return [f for f in await self.store.facts.get_many(ranked) if f.is_current]
+
+    async def participants(self, world_id: str) -> dict[str, Account]:
+        """Everyone who has written in a world but the bot: whom a claim may be about."""
+        ids = [
+            i for i in await self.store.memories.speakers(world_id) if i != self.grounding.agent_id
+        ]
+        return await self.store.accounts.get_many(ids)
 
     async def learn_name(self, account_id: str, name: str, world_id: str) -> None:
         """The name a person told the bot in a world: shown there from now on, not elsewhere."""

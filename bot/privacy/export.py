@@ -83,6 +83,8 @@ class ExportedFact(BaseModel):
     valid_until: int | None = None
     superseded_by: str | None = None
     source_message_ids: list[str] = Field(default_factory=list)
+    # Who said it, when someone else did (their account id).
+    said_by: str | None = None
 
     @classmethod
     def of(cls, fact: Fact) -> ExportedFact:
@@ -95,6 +97,7 @@ class ExportedFact(BaseModel):
             valid_until=fact.valid_until,
             superseded_by=fact.superseded_by,
             source_message_ids=list(fact.source_message_ids),
+            said_by=fact.said_by,
         )
 
 

@@ -145,6 +145,10 @@ class Memories:
     async def count_in_world(self, world_id: str) -> int:
         return await self._collection.count_documents({"world_id": world_id})
 
+    async def speakers(self, world_id: str) -> list[str]:
+        """The ids of everyone who wrote a message in a world (the bot's replies included)."""
+        return [str(i) for i in await self._collection.distinct("user_id", {"world_id": world_id})]
+
     async def rooms_of_messages_by(self, *, user_id: str, world_id: str) -> dict[str, str]:
         """Every message a person wrote in a world: its id -> its room's id."""
         query = {"user_id": user_id, "world_id": world_id}

@@ -41,10 +41,11 @@ from bot.storage.jobs import JobStore
 from bot.storage.leases import Leases
 from bot.storage.memories import Memories
 from bot.storage.model_usage import ModelUsage
+from bot.storage.rejects import FactRejects
 from bot.storage.rooms import Rooms
 from bot.storage.window_reads import ANCHOR
 
-_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage, Leases)
+_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage, Leases, FactRejects)
 # The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
 CORE_COLLECTIONS = frozenset(
     {
@@ -54,6 +55,7 @@ CORE_COLLECTIONS = frozenset(
         "facts",
         "evaluations",
         "model_usage",
+        "fact_rejects",
         "leases",
         "rate_limits",
         ANCHOR,
@@ -99,6 +101,8 @@ class MongoStore:
         self.facts = Facts(self.db)
         self.jobs = JobStore(self.db)
         self.usage = ModelUsage(self.db)
+        # Claims not stored, counted by world and reason (bot/storage/rejects.py).
+        self.rejects = FactRejects(self.db)
         self.leases = Leases(self.db)
         # Strings that must never reach an error message (the URI's password).
         self._secrets = tuple(secret for secret in secrets if secret)

@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from bot import Account, FactType, Memory, parse_json_array
+from bot import Account, FactType, Memory, is_common_word, parse_json_array
 
 log = logging.getLogger(__name__)
 
@@ -126,15 +126,22 @@ def parse_claims(raw: str) -> ParsedClaims | None:
     return ParsedClaims(claims, len(items) - len(claims))
 
 
-def keep(claim: Claim, keep_types: Iterable[str]) -> bool:
-    """New information of a kept type; what the model already knew is not stored again.
-    An update of a known fact is kept as a fact or a status (a model calls a move either)."""
-    if claim.change in ("retract", "repeat") or claim.already_known or claim.in_bio:
-        return False
-    kept = set(keep_types)
+# Why a claim of the answer is not a new fact (counted in the rejects ledger).
+NOT_KEPT_TYPE = "type not kept"
+IN_BIO = "already in the description"
+
+
+def not_kept(claim: Claim, keep_types: Iterable[str]) -> str | None:
+    """Why a claim is not new information to store, or None to store it. What the model
+    already knew is not stored again (and not counted: it is not a rejection); a type the
+    deployment chose not to keep is counted."""
+    if claim.change in ("retract", "repeat") or claim.already_known:
+        return "known"
+    if claim.in_bio:
+        return IN_BIO
     if claim.change == "update" and claim.type == "status":
-        return True
-    return claim.type in kept
+        return None  # a model calls a move either a fact or a status
+    return None if claim.type in set(keep_types) else NOT_KEPT_TYPE
 
 
 def _norm(name: str) -> str:
@@ -161,9 +168,29 @@ def told_name(fact_text: str) -> str | None:
 _LEADING_NAME = re.compile(r"^\W*([\w@][\w.\-']*)")
 
 
+# A claim's subject that means "whoever said it".
+_THE_SPEAKER = frozenset({"user", "the user", "i", "me", "myself", "speaker", "the speaker"})
+# Why a claim was not filed under anyone (the rejects ledger's reasons).
+NOT_A_PARTICIPANT = "about someone not here"
+ABOUT_THE_ASSISTANT = "about the assistant"
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Whom a claim is about, who said it, and its text; or why it is filed under no one."""
+
+    subject_id: str | None
+    said_by: str | None
+    text: str
+    rejected: str | None = None
+    # The message the claim most likely came from (its speaker's).
+    source: Memory | None = None
+
+
 @dataclass(frozen=True)
 class People:
-    """Who can be a claim's subject: the conversation's actors and the agent."""
+    """Who can be a claim's subject: the conversation's actors, the world's other
+    participants, and the agent."""
 
     agent_id: str
     agent_names: tuple[str, ...]
@@ -172,13 +199,16 @@ class People:
     fallback_id: str
     # The users' messages the claims were read from, to find who said a claim.
     messages: Sequence[Memory] = ()
+    # The world's participants who are not in the window ("Tobrin is a convicted thief",
+    # said of someone who spoke yesterday, is Tobrin's fact, not the speaker's).
+    others: Mapping[str, Account] = field(default_factory=dict)
 
     @cached_property
     def _lookup(self) -> dict[str, str | None]:
         # Full names and usernames first; a first name counts only when it is unambiguous.
         exact: dict[str, str] = {}
         first: dict[str, set[str]] = {}
-        for account in self.actors.values():
+        for account in [*self.actors.values(), *self.others.values()]:
             for name in (account.name, account.username):
                 if name and _norm(name):
                     exact.setdefault(_norm(name), account.id)
@@ -199,68 +229,89 @@ class People:
             return None
         return self._lookup.get(_norm(name))
 
-    def subject_of(self, claim: Claim) -> str | None:
-        """The account a claim is about: its named subject, else a name the claim starts
-        with ("Sam lives in Lisbon"), else whoever said it (a partner, a pet or a race that
-        is not in the conversation is the speaker's fact). Never the agent: None when the
-        claim is about the assistant itself (see `attribute`)."""
-        found = self.match(claim.subject)
-        if found is None and claim.subject_id in self.actors:
-            found = claim.subject_id
-        if found is None:
-            leading = _LEADING_NAME.match(claim.claim)
-            found = self.match(leading.group(1)) if leading else None
-        if found == self.agent_id:
-            return None
-        if found is None:
+    def named(self, claim: Claim) -> tuple[str | None, bool]:
+        """(the person the claim names as its subject, whether it names anyone at all): its
+        subject field, the offline model's subject id, else a name the claim starts with
+        ("Sam lives in Lisbon")."""
+        if claim.subject_id in self.actors:
+            return claim.subject_id, True
+        subject = (
+            claim.subject if claim.subject and _norm(claim.subject) not in _THE_SPEAKER else None
+        )
+        found = self.match(subject)
+        if found is not None:
+            return found, True
+        leading = _LEADING_NAME.match(claim.claim)
+        word = leading.group(1) if leading else None
+        by_word = self.match(word)
+        if by_word is not None:
+            return by_word, True
+        # A capitalised subject or first word that is nobody here names someone else.
+        names_someone = bool(subject) or bool(
+            word and word[:1].isupper() and not is_common_word(word)
+        )
+        return None, names_someone
+
+    def attribute(self, claim: Claim) -> Attribution:
+        """Whom the claim is about and who said it.
+
+        A claim naming a participant of this world is theirs, whoever said it (with the
+        speaker recorded). A claim about the assistant is dropped: never re-filed under the
+        person talking to it. A claim about someone who is not a participant is the
+        speaker's only when the speaker owns it ("my sister is a nurse", "Dan's partner
+        Lea"); otherwise it is dropped."""
+        subject, names_someone = self.named(claim)
+        if subject == self.agent_id:
+            return Attribution(None, None, claim.claim, ABOUT_THE_ASSISTANT)
+        source = self.said_by(claim, subject) if self.messages else None
+        speaker = source.user_id if source is not None else self.fallback_id
+        if subject is not None:
+            return Attribution(subject, speaker, claim.claim, source=source)
+        if names_someone and not self._owned(claim, source):
             if claim.subject:
                 log.info("claim subject %r is not a person in the conversation", claim.subject)
-            return self.said_by(claim).user_id if self.messages else self.fallback_id
-        return found
+            return Attribution(None, speaker, claim.claim, NOT_A_PARTICIPANT, source)
+        return Attribution(speaker, speaker, claim.claim, source=source)
 
-    def attribute(self, claim: Claim) -> tuple[str, str] | None:
-        """(subject id, claim text), or None for a claim not to keep.
+    def _owned(self, claim: Claim, source: Memory | None) -> bool:
+        """Whether the speaker of `source` owns what the claim says of someone not here:
+        the claim says it is theirs ("Dan's partner Lea"), or the sentence that names that
+        someone says "my ..." or "our ..." ("My sister Mia is a nurse"; not "Ragnar is a
+        pirate, they say" after it)."""
+        if source is None:
+            return False
+        speaker = self.actors.get(source.user_id)
+        if speaker is not None and re.search(
+            rf"\b{re.escape(speaker.name)}'s\b", claim.claim, re.IGNORECASE
+        ):
+            return True
+        leading = _LEADING_NAME.match(claim.claim)
+        names = {_norm(n) for n in (claim.subject, leading.group(1) if leading else None) if n}
+        for sentence in re.split(r"[.!?;\n]+", source.content.text):
+            words = set(re.findall(r"[\w']+", sentence.casefold()))
+            named = any(set(name.split()) <= words for name in names)
+            if named and words & _POSSESSIVE:
+                return True
+        return False
 
-        The assistant is never the subject of what a user says. A claim filed under it is
-        either about it ("Mnemo is named after Mnemosyne", from "is your name from ...?"),
-        dropped, or the speaker's own news misfiled (a real model wrote "Mnemo has a rescue
-        greyhound" for "we have a rescue greyhound"), given back to the speaker."""
-        subject = self.subject_of(claim)
-        if subject is not None:
-            return subject, claim.claim
-        if not self.messages:
-            return None
-        source = self.said_by(claim)
-        words = set(re.findall(r"[\w']+", source.content.text.casefold()))
-        if words & _SECOND_PERSON or not words & _FIRST_PERSON:
-            return None
-        speaker = self.actors[source.user_id].name if source.user_id in self.actors else None
-        if speaker is None:
-            return None
-        text = claim.claim
-        for name in sorted(self.agent_names, key=len, reverse=True):
-            if name and text.casefold().startswith(name.casefold()):
-                text = speaker + text[len(name) :]
-                break
-        return source.user_id, text
-
-    def said_by(self, claim: Claim, speaker: str | None = None) -> Memory:
-        """The user message a claim most likely came from (of `speaker`'s, if they said
-        anything): the one sharing the most words with it (the latest on a tie), else the
+    def said_by(self, claim: Claim, subject: str | None = None) -> Memory:
+        """The user message a claim most likely came from: the one sharing the most content
+        words with it; on a tie the subject's own (they speak of themselves most), else the
         latest."""
-        messages = [m for m in self.messages if m.user_id == speaker] or list(self.messages)
+        messages = list(self.messages)
         words = _content_words(claim.claim)
-        best, best_overlap = messages[-1], 0
+        best, best_key = messages[-1] if messages else None, (0, False)
         for message in messages:
             overlap = len(words & _content_words(message.content.text))
-            if overlap >= best_overlap and overlap > 0:
-                best, best_overlap = message, overlap
+            key = (overlap, message.user_id == subject)
+            if overlap > 0 and key >= best_key:
+                best, best_key = message, key
+        if best is None:
+            raise ValueError("no messages to attribute a claim to")
         return best
 
 
-_FIRST_PERSON = frozenset({"i", "i'm", "i've", "my", "me", "we", "we're", "our", "us"})
-_SECOND_PERSON = frozenset({"you", "your", "you're", "yours"})
-# Words too common to tell which message a claim came from.
+_POSSESSIVE = frozenset({"my", "our", "mine", "ours"})
 _SMALL_WORDS = frozenset(
     "a an the and or but is are was were be been has have had of to in on at for with by my "  # noqa: SIM905
     "our your their his her its i we you they he she it that this as from now".split()
@@ -268,7 +319,7 @@ _SMALL_WORDS = frozenset(
 
 
 def _content_words(text: str) -> set[str]:
-    words = {w.strip("'") for w in re.findall(r"[\w']+", text.casefold())}
+    words = {w.strip("'").removesuffix("'s") for w in re.findall(r"[\w']+", text.casefold())}
     return {w for w in words if w and w not in _SMALL_WORDS}
 
 

@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from bot import (
+    FIRST_PERSON,
+    FIRST_PERSON_WORDS,
     Account,
     Context,
     Evaluator,
@@ -32,17 +34,23 @@ from bot import (
     ModelError,
     State,
     epoch_millis,
+    in_third_person,
+    is_transcript_line,
     reply_id,
     stable_id,
+    supported,
 )
 
 from . import offline
 from .claims import (
     FACT_REFS,
+    IN_BIO,
+    NOT_A_PARTICIPANT,
+    Attribution,
     Claim,
     People,
     describe_account,
-    keep,
+    not_kept,
     parse_claims,
     told_name,
 )
@@ -199,12 +207,16 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     if parsed.malformed:
         ctx.model.reject(MALFORMED, raw, count=parsed.malformed)
     claims = _not_copied(ctx, parsed.claims, state, users, raw)
+    # Everything a claim is checked against below, including a plugin's own prompt: a claim
+    # that repeats a long run of it is the prompt, not a person (bot/knowledge/grounding.py).
+    ctx.knowledge.grounding.add_machinery(ctx.model.template(TEMPLATE_NAME, FACTS_TEMPLATE))
     people = People(
         agent_id=ctx.agent.id,
         agent_names=ctx.agent.names,
         actors=state.actors,
         fallback_id=users[-1].user_id,
         messages=users,
+        others=await _other_participants(ctx, claims, state) if claims else {},
     )
     plan = _reconcile(claims, state, people, users, message, settings)
     if plan.invented:
@@ -212,26 +224,37 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
         log.warning(
             "room %s: ignored %d fact id(s) the model invented", message.room_id, plan.invented
         )
+    rejected = list(plan.rejected)
     stored: list[Fact] = []
     if plan.facts:
         writes = await ctx.knowledge.add_facts(
             plan.facts,
             near_duplicate_distance=settings.near_duplicate_distance,
             replaces=plan.replaces,
+            said=users,
+            people={**people.others, **state.actors},
         )
         stored = [w.fact for w in writes if w.stored]
-        skipped = len(writes) - len(stored)
-        if skipped:
-            log.info("room %s: %d claim(s) were already known", message.room_id, skipped)
+        for write in writes:
+            if write.rejected is not None:
+                # Counted in the ledger by the core; here for this run's model accounting.
+                ctx.model.reject(write.rejected, raw)
+        known = sum(1 for w in writes if w.duplicate_of is not None)
+        if known:
+            log.info("room %s: %d claim(s) were already known", message.room_id, known)
     for fact in stored:
         name = told_name(fact.text)
-        if name is not None and fact.subject_id != ctx.agent.id:
-            # Shown by the name they told us in this world, on every surface of it.
+        if name is not None and fact.said_by is None and fact.subject_id != ctx.agent.id:
+            # Shown by the name they told us in this world, on every surface of it (only a
+            # name told by its owner: someone else's word renames no one).
             await ctx.knowledge.learn_name(fact.subject_id, name, fact.world_id)
     if plan.retract:
         await ctx.knowledge.retract_facts(
-            plan.retract, world_id=message.world_id, when=_said_at(users)
+            plan.retract, world_id=message.world_id, when=_said_at(users), said=users
         )
+    for reason in rejected:
+        ctx.model.reject(reason, raw)
+    await ctx.knowledge.gate.count([(message.world_id, reason) for reason in rejected])
     # Only now: had storing failed, the same messages would be read again next time.
     await ctx.conversations.set_mark(message.room_id, MARK, window[-1].created_at)
     log.info(
@@ -242,6 +265,29 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
         len(stored),
     )
     return stored
+
+
+async def _other_participants(
+    ctx: Context, claims: Sequence[Claim], state: State
+) -> dict[str, Account]:
+    """The world's participants outside the window, read only when a claim names someone
+    the window does not: a claim about them is theirs, not the speaker's."""
+    window_names = {
+        name.casefold()
+        for account in state.actors.values()
+        for name in (account.name, account.username)
+        if name
+    } | {name.casefold() for name in ctx.agent.names}
+    named = {(c.subject or "").strip().lstrip("@").casefold() for c in claims}
+    if named <= window_names | {""} and all(
+        c.claim.split()[0].strip("',.").removesuffix("'s").casefold() in window_names
+        or not c.claim[:1].isupper()
+        for c in claims
+        if c.claim.split()
+    ):
+        return {}
+    everyone = await ctx.knowledge.participants(ctx.message.world_id)
+    return {i: a for i, a in everyone.items() if i not in state.actors and i != ctx.agent.id}
 
 
 def _not_copied(
@@ -268,11 +314,13 @@ def _not_copied(
 @dataclass
 class Reconciliation:
     """What an extraction changes: facts to store (some replacing known ones), known facts
-    that stopped being true, and how many short ids the model made up."""
+    that stopped being true (each with the claim saying so), why claims were not used, and
+    how many short ids the model made up."""
 
     facts: list[Fact] = field(default_factory=list)
     replaces: dict[str, str] = field(default_factory=dict)
-    retract: list[str] = field(default_factory=list)
+    retract: dict[str, Fact] = field(default_factory=dict)
+    rejected: list[str] = field(default_factory=list)
     invented: int = 0
 
 
@@ -294,53 +342,89 @@ def _reconcile(
             target = refs.get(claim.fact)
             plan.invented += target is None
         if claim.change == "retract":
-            if target is not None and target not in plan.retract:
-                plan.retract.append(target)
+            attributed = people.attribute(claim)
+            if target is not None and attributed.subject_id is not None:
+                # Closed only if the core finds the claim grounded and of the fact's kind.
+                plan.retract.setdefault(target, _fact(claim, attributed, users, message))
             continue
         if claim.change == "repeat" and target is not None:
             continue
         if claim.change == "repeat" or (claim.change == "update" and target is None):
             # Named nothing real: judge it as a new claim (dedup still catches a repeat).
             claim = claim.model_copy(update={"change": "new"})
-        if not keep(claim, settings.keep_types):
+        reason = not_kept(claim, settings.keep_types)
+        if reason == IN_BIO and not _in_description(claim, people):
+            # A small model marks claims "in_bio" at random: only what the description
+            # says is in it; the rest is judged as the new claim it is.
+            reason = not_kept(claim.model_copy(update={"in_bio": False}), settings.keep_types)
+        if reason == "known":
+            continue
+        if reason is not None:
+            plan.rejected.append(reason)
             continue
         attributed = people.attribute(claim)
-        if attributed is None:
+        if attributed.rejected is not None or attributed.subject_id is None:
+            plan.rejected.append(attributed.rejected or NOT_A_PARTICIPANT)
             continue
-        subject_id, text = attributed
-        claim = claim.model_copy(update={"claim": text})
-        fact = _fact(claim, subject_id, users, message, said=people.said_by(claim, subject_id))
+        said_of_them = _said_of_them(attributed, people)
+        if said_of_them is None:
+            plan.rejected.append(FIRST_PERSON)
+            continue
+        fact = _fact(claim, said_of_them, users, message)
         plan.facts.append(fact)
         if target is not None:
             plan.replaces[fact.id] = target
     return plan
 
 
+def _in_description(claim: Claim, people: People) -> bool:
+    """Whether the description of the person a claim is about says what it says."""
+    subject, _ = people.named(claim)
+    account = people.actors.get(subject or people.fallback_id)
+    if account is None:
+        return False
+    names = [n for n in (account.name, account.username) if n]
+    return supported(claim.claim, names=names, said=[describe_account(account)])
+
+
+def _said_of_them(attributed: Attribution, people: People) -> Attribution | None:
+    """The claim by its subject's name, not in the speaker's own words ("We have a rescue
+    greyhound called Comet", as a real model answered): rewritten when the speaker speaks
+    of themselves and it is plain, else None (not stored, counted)."""
+    if not FIRST_PERSON_WORDS.search(attributed.text) or is_transcript_line(attributed.text):
+        return attributed  # (a transcript line is the core's to refuse, and count as such)
+    subject = people.actors.get(attributed.subject_id or "")
+    if attributed.said_by != attributed.subject_id or subject is None:
+        return None  # "my" of someone speaking of another: whose is unclear
+    text = in_third_person(attributed.text, subject.name)
+    return None if text is None else replace(attributed, text=text)
+
+
 def _said_at(messages: Sequence[Memory]) -> int:
     return max(epoch_millis(m.created_at) for m in messages)
 
 
-def _fact(
-    claim: Claim, subject_id: str, users: Sequence[Memory], message: Memory, *, said: Memory
-) -> Fact:
-    own = [m for m in users if m.user_id == subject_id]
-    said_by = own or list(users)
-    # Valid from when it was said: the message most like the claim, when it is the
-    # subject's own (or the window's only speaker's); else the subject's latest word.
-    said_at = epoch_millis(said.created_at) if said in said_by else _said_at(said_by)
+def _fact(claim: Claim, attributed: Attribution, users: Sequence[Memory], message: Memory) -> Fact:
+    subject_id = attributed.subject_id or attributed.said_by or users[-1].user_id
+    speaker = attributed.said_by or subject_id
+    # The speaker's own messages are its sources: what grounding checks the claim against.
+    own = [m for m in users if m.user_id == speaker]
+    source = attributed.source if attributed.source in own else None
+    # Valid from when it was said: the message most like the claim, else the speaker's last.
+    said_at = epoch_millis(source.created_at) if source is not None else _said_at(own or users)
     return Fact(
         # The same claim from the same evaluated message always gets the same id, so a
         # redelivered or re-run extraction stores it once and closes nothing twice.
         id=stable_id("fact", message.id, subject_id, " ".join(claim.claim.casefold().split())),
         valid_from=said_at,
-        text=claim.claim,
+        text=attributed.text,
         type=claim.type,
         subject_id=subject_id,
+        said_by=speaker if speaker != subject_id else None,
         room_id=message.room_id,
         world_id=message.world_id,
         agent_id=message.agent_id,
-        # The subject's own messages said it; failing that (told by someone else), the window.
-        source_message_ids=[m.id for m in said_by],
+        source_message_ids=[m.id for m in own],
     )
 
 

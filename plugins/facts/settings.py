@@ -10,8 +10,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bot import FactType
 
 
-def _facts_only() -> list[FactType]:
-    return ["fact"]
+def _every_type() -> list[FactType]:
+    return ["fact", "status", "opinion"]
 
 
 class FactsSettings(BaseSettings):
@@ -37,9 +37,12 @@ class FactsSettings(BaseSettings):
         ),
     )
 
-    # Which claim types are worth remembering. elizaOS keeps only "fact": opinions and
-    # statuses change too fast to be worth storing by default.
-    keep_types: Annotated[list[FactType], NoDecode] = Field(default_factory=_facts_only)
+    # Which claim types are remembered. elizaOS keeps only "fact" and drops every opinion
+    # and new status silently, which lost "lactose intolerant" and "we have 3 kids now" with
+    # a real model; people expect both kept. Statuses and opinions are stored with their
+    # lifetimes (a newer one of the same kind closes the old: bot/knowledge/store.py); a
+    # type left out here is counted in the rejects ledger, never dropped without a word.
+    keep_types: Annotated[list[FactType], NoDecode] = Field(default_factory=_every_type)
     # Cosine distance under which a new claim counts as a paraphrase of a stored one.
     # Measured with MiniLM: "lives in Lisbon" / "is living in Lisbon" 0.02 (same fact), but
     # "has two kids" / "has three kids" 0.045 and "lives" / "works in Lisbon" 0.088 (different
