@@ -90,6 +90,18 @@ def _cost_options(parser: argparse.ArgumentParser) -> None:
         help="facts are extracted every half of this many messages (MNEMO_CONVERSATION_LENGTH)",
     )
     cost.add_argument(
+        "--pace",
+        type=float,
+        help="seconds between a reply and the next message, evaluations left running "
+        "(default: each message's evaluation finishes before the next message)",
+    )
+    cost.add_argument(
+        "--model-seconds",
+        type=float,
+        help="the fake model answers one request at a time, each taking this long (a "
+        "one-slot local server; the client sends one at a time)",
+    )
+    cost.add_argument(
         "--live",
         action="store_true",
         help="ask the real model endpoint of the usual settings (OPENAI_BASE_URL, "
@@ -279,6 +291,8 @@ def run_cost_part(args: argparse.Namespace, *, selections: Sequence[str]) -> dic
             plugins_dir=args.plugins_dir,
             live=getattr(args, "live", False),
             conversation_length=getattr(args, "conversation_length", 32),
+            pace=getattr(args, "pace", None),
+            model_seconds=getattr(args, "model_seconds", None),
         )
     )
 

@@ -203,6 +203,21 @@ def cost_section(part: dict[str, Any]) -> list[str]:
     def calls(mode: dict[str, Any]) -> str:
         return f"{mode['model_calls_total'] / max(mode['user_messages'], 1):.2f}"
 
+    def latency(mode: dict[str, Any]) -> str:
+        # Here, not at the top: benchmarks.cost imports the whole app, which the other
+        # sections of a report do not need.
+        from benchmarks.cost import latency_setting
+
+        found = mode.get("reply_latency")
+        if not found or found["p50_ratio"] is None:
+            return "n/a"
+        if latency_setting(mode) is None:
+            return "n/a (instant fake model)"
+        return (
+            f"{_ms(found['message_to_reply_ms']['p50'])} vs {_ms(found['bare_call_ms']['p50'])} "
+            f"bare ({found['p50_ratio']:g}×)"
+        )
+
     def embeddings(mode: dict[str, Any]) -> str:
         e = mode["embedding_calls"]
         return f"{e['per_message']:.2f} (at most {e['max']})"
@@ -239,6 +254,7 @@ def cost_section(part: dict[str, Any]) -> list[str]:
             tokens("selection", eliza["selection_prompt_tokens_per_message"]),
         ),
         row("model calls", "n/a", calls),
+        row("reply latency p50, against a bare call of its prompt", "n/a", latency),
         row("embedding calls", f"{low}–{high}", embeddings),
         row(
             "facts after the model repeats each one",
@@ -253,7 +269,11 @@ def cost_section(part: dict[str, Any]) -> list[str]:
         row("MongoDB round trips, at most (reply + evaluation) ²", "n/a", round_trips),
     ]
     first = modes[names[0]]
-    calls_by_task = ", ".join(f"{task} {n}" for task, n in first["model_calls"].items())
+    per_message = first.get("model_calls_per_message", {})
+    calls_by_task = ", ".join(
+        f"{task} {n} ({per_message.get(task, 0):g} per message)"
+        for task, n in first["model_calls"].items()
+    )
     lines = [
         f"{part['script']['messages']} user messages ({part['script']['source']}) from one "
         "person in a DM with one goal in progress, through the full app with real stores "

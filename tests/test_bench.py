@@ -93,9 +93,19 @@ def test_token_counter_uses_the_offline_o200k_file_and_never_downloads(
 async def test_cost_run_counts_exactly_what_the_fake_server_received(
     model_dir: Path, mongo_uri: str
 ) -> None:
-    answers = FakeModelAnswers()
+    script = load_script()
+    # Nothing of the goal's; a run of its first objective; the long run of its second.
+    messages = [script[2], script[13], script[24]]
+    # Each extraction offers a claim its message said (a claim nobody said is not stored).
+    answers = FakeModelAnswers(
+        claims=(
+            "Sarah works as a nurse at a children's hospital",
+            "Sarah ran 15 km along the river",
+            "Sarah's long run this weekend is 18 km",
+        )
+    )
     result = await run_mode(
-        load_script()[:3],
+        messages,
         selection="llm",
         model_dir=model_dir,
         counter=SERVER_USAGE,
@@ -106,12 +116,15 @@ async def test_cost_run_counts_exactly_what_the_fake_server_received(
     )
     received = Counter(TASK_OF_KIND[kind] for kind, _ in answers.prompts)
     assert result["model_calls"] == dict(received)
+    # The goal is checked only on the two messages about it, and the model asked to choose
+    # only when there are two evaluators to choose between (issue 22).
     assert received == {
         "reply": 3,
-        "evaluator_selection": 3,
-        "evaluator:UPDATE_GOAL": 3,
+        "evaluator_selection": 2,
+        "evaluator:UPDATE_GOAL": 2,
         "evaluator:GET_FACTS": 3,
     }
+    assert result["model_calls_per_message"]["total"] == round(10 / 3, 2)
     assert result["server_requests"] == result["model_calls_total"] == len(answers.prompts)
     # Tokens are counted on the text the server received, attributed to the right task.
     tokens: Counter[str] = Counter()
@@ -130,7 +143,11 @@ async def test_cost_run_counts_exactly_what_the_fake_server_received(
     }
     assert result["replied"] == 3 and result["undrained"] == 0
     rows = result["messages"]
-    assert [row["evaluators_ran"] for row in rows] == [["GET_FACTS", "UPDATE_GOAL"]] * 3
+    assert [row["evaluators_ran"] for row in rows] == [
+        ["GET_FACTS"],
+        ["GET_FACTS", "UPDATE_GOAL"],
+        ["GET_FACTS", "UPDATE_GOAL"],
+    ]
     assert all(row["embedding_calls"] >= 1 for row in rows)
     for row in rows:
         assert row["reply_overhead_ms"] == pytest.approx(
@@ -141,7 +158,7 @@ async def test_cost_run_counts_exactly_what_the_fake_server_received(
 async def test_all_selection_mode_makes_no_selection_call(model_dir: Path, mongo_uri: str) -> None:
     answers = FakeModelAnswers()
     result = await run_mode(
-        load_script()[:2],
+        load_script()[12:14],
         selection="all",
         model_dir=model_dir,
         counter=SERVER_USAGE,

@@ -59,7 +59,9 @@ async def test_a_failed_selection_is_retried_not_counted_as_done(
             Task.EVALUATOR_SELECTION: [ModelError("model down"), '["A"]'],
         }
     )
-    async with open_test_app(tmp_path, model=model, plugins=[recorder(ran, "A")], **FAST) as app:
+    # Two candidates: with one, the selection step names it without asking the model.
+    plugin = recorder(ran, "A", "B")
+    async with open_test_app(tmp_path, model=model, plugins=[plugin], **FAST) as app:
         chat = TestChat(app.runtime)
         result = await chat.say("I moved to Lisbon")
         assert result.job is not None
@@ -75,7 +77,7 @@ async def test_a_job_that_keeps_failing_ends_dead_and_stats_show_it(
         answers={Task.REPLY: [REPLY], Task.EVALUATOR_SELECTION: [ModelError("model down")]}
     )
     async with open_test_app(
-        tmp_path, model=model, plugins=[recorder([], "A")], evaluation_max_attempts=3, **FAST
+        tmp_path, model=model, plugins=[recorder([], "A", "B")], evaluation_max_attempts=3, **FAST
     ) as app:
         chat = TestChat(app.runtime)
         result = await chat.say("I moved to Lisbon")

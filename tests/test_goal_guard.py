@@ -101,16 +101,17 @@ def test_the_templates_example_is_rejected_unless_the_person_said_it() -> None:
 async def test_a_draft_not_in_the_message_is_not_tracked_and_is_counted(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    """Through the reply action, with two of the recorded answers: the goal a message never
-    stated is not saved (nor is the person asked about it), the stated one is saved without
-    the steps the model made up, and both rejections are counted."""
+    """Through the reply action, with the recorded answers: a message stating no goal is not
+    drafted at all (no model call: the recorded draft for it was an invented goal), nor is the
+    person asked about it; the stated one is saved without the steps the model made up, and
+    the rejection is counted."""
     by_seq = {a["seq"]: a for a in DRAFTS if a["file"].endswith("llm")}
     action = '{"text": "Sounds good.", "action": "CREATE_GOAL"}'
     model = ScriptedModel(
         answers={
             Task.REPLY: [action, action],
             Task.EVALUATOR_SELECTION: ["[]"],
-            CREATE: [by_seq[43]["content"], by_seq[15]["content"]],
+            CREATE: [by_seq[15]["content"]],
         }
     )
     async with open_test_app(
@@ -121,14 +122,15 @@ async def test_a_draft_not_in_the_message_is_not_tracked_and_is_counted(
         await chat.say(by_seq[43]["message"])  # "My sister Anjali lives in Toronto."
         await chat.settle()
         after_first = await goals.in_world(chat.room.world_id)
+        drafted_first = len(model.calls_for(CREATE))
         await chat.say(by_seq[15]["message"])  # "This year I want to run the Leeds half ..."
         await chat.settle()
         tracked = await goals.in_world(chat.room.world_id)
         rejects = app.ledger.rejects(CREATE)
 
-    assert after_first == []
+    assert after_first == [] and drafted_first == 0
     # It stated no goal: not asked what its goal is (the model's reply was its answer).
     assert UNCLEAR_REPLY not in chat.replies and chat.replies[0] == "Sounds good."
     [goal] = tracked
     assert goal.name == "Run a marathon" and goal.objectives == []
-    assert rejects == {NOT_IN_MESSAGE: 1, OBJECTIVE_NOT_IN_MESSAGE: 3}
+    assert rejects == {OBJECTIVE_NOT_IN_MESSAGE: 3}

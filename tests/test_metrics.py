@@ -160,7 +160,11 @@ async def test_retried_and_dead_jobs_show_on_the_page(tmp_path: Path, model_dir:
     async def learn(ctx: Context, found: object) -> None:
         return None
 
-    plugin = Plugin("learner", evaluators=[Evaluator("LEARN", "learns", learn)])
+    # Two evaluators: a lone one is named without asking the model, which could not fail.
+    plugin = Plugin(
+        "learner",
+        evaluators=[Evaluator("LEARN", "learns", learn), Evaluator("NOTE", "notes", learn)],
+    )
     # First job: the selection fails once, then works (a retry). Second job: it keeps failing
     # (the last scripted answer repeats) until it is out of attempts (dead).
     model = ScriptedModel(

@@ -93,7 +93,17 @@ async def test_selection_naming_nothing_known_is_counted(tmp_path: Path, model_d
     async def note(ctx: object, found: object) -> None:
         ran.append("NOTE")
 
-    plugin = Plugin("note", evaluators=[Evaluator("NOTE", "notes", handler=note)])
+    async def tally(ctx: object, found: object) -> None:
+        pass
+
+    # Two candidates: with one, the selection step names it without asking the model.
+    plugin = Plugin(
+        "note",
+        evaluators=[
+            Evaluator("NOTE", "notes", handler=note),
+            Evaluator("TALLY", "counts", handler=tally),
+        ],
+    )
     model = ScriptedModel(
         answers={
             Task.REPLY: ['{"text": "Hi", "action": "NONE"}'],
@@ -110,7 +120,8 @@ async def test_selection_naming_nothing_known_is_counted(tmp_path: Path, model_d
     assert ran == ["NOTE"]
     assert rejects == {"named nothing known": 1}
     [first, _second] = model.calls_for(Task.EVALUATOR_SELECTION)
-    assert "EVALUATOR_NAME" not in first.prompt and '{"evaluators": ["NOTE"]}' in first.prompt
+    assert "EVALUATOR_NAME" not in first.prompt
+    assert '{"evaluators": ["NOTE", "TALLY"]}' in first.prompt
     assert first.json_answer is not None and first.json_answer.temperature is not None
 
 
@@ -125,7 +136,17 @@ async def test_request_shape_against_an_openai_compatible_server(
     async def note(ctx: object, found: object) -> None:
         ran.append("NOTE")
 
-    plugin = Plugin("note", evaluators=[Evaluator("NOTE", "notes", handler=note)])
+    async def tally(ctx: object, found: object) -> None:
+        pass
+
+    # Two candidates: with one, the selection step names it without asking the model.
+    plugin = Plugin(
+        "note",
+        evaluators=[
+            Evaluator("NOTE", "notes", handler=note),
+            Evaluator("TALLY", "counts", handler=tally),
+        ],
+    )
 
     def respond(request: dict) -> str:
         if "evaluation functions" in last_user_message(request):

@@ -26,6 +26,13 @@ SENTIMENT = "evaluator:SENTIMENT"
 REPLY = '{"text": "Noted.", "action": "NONE"}'
 
 
+@pytest.fixture(autouse=True)
+def model_scorer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the `model` scorer (VADER, the default, is in
+    tests/test_one_call_per_message.py): its prompt, its tolerant reading, its failures."""
+    monkeypatch.setenv("MNEMO_SENTIMENT_SCORER", "model")
+
+
 def scored(scores: dict[str, float]) -> ScriptedModel:
     """Replies, selects SENTIMENT, and scores each message by its text."""
 

@@ -34,12 +34,14 @@ async def nothing(ctx: Context, found: object) -> None:
     return None
 
 
-# An evaluator, so each message also costs a selection call on the small model; with an
-# idle mark (a learning evaluator, as facts is), /stats' learn-first flush costs one more.
+# Two evaluators, so each message also costs a selection call on the small model (with one,
+# the selection step names it without asking); with an idle mark (a learning evaluator, as
+# facts is), /stats' learn-first flush costs one more.
 LISTENER = Plugin(
     "listener",
     evaluators=[
-        Evaluator("LISTEN", "Listens.", handler=nothing, validate=always, idle_mark="heard")
+        Evaluator("LISTEN", "Listens.", handler=nothing, validate=always, idle_mark="heard"),
+        Evaluator("WATCH", "Watches.", handler=nothing, validate=always),
     ],
 )
 
@@ -91,10 +93,11 @@ async def test_stats_show_the_worlds_own_tokens_and_cost_across_a_restart(
     settings = priced_settings(tmp_path, openai_server)
     # Two messages in one DM, one in a group: each is a reply (gpt-4o) and a selection
     # (local-small), 120 + 8 tokens per call; /stats first learns from the latest messages,
-    # which is one more selection.
+    # which asks the model nothing: only LISTEN takes idle jobs, and a lone candidate is
+    # chosen without a selection call.
     cost = (2 * 120 * 2.5 + 2 * 8 * 10.0) / 1_000_000
     expected_dm = (
-        "Model use here: 5 calls, 600 prompt + 40 completion tokens, "
+        "Model use here: 4 calls, 480 prompt + 32 completion tokens, "
         f"about ${cost:.4f} (no price for local-small: set MNEMO_MODEL_PRICES)"
     )
     async with open_test_app(
@@ -111,7 +114,7 @@ async def test_stats_show_the_worlds_own_tokens_and_cost_across_a_restart(
 
         assert usage_line(await stats_in(app.runtime, dm)) == expected_dm
         assert usage_line(await stats_in(app.runtime, group)) == (
-            "Model use here: 3 calls, 360 prompt + 24 completion tokens, "
+            "Model use here: 2 calls, 240 prompt + 16 completion tokens, "
             f"about ${(120 * 2.5 + 8 * 10.0) / 1_000_000:.4f} "
             "(no price for local-small: set MNEMO_MODEL_PRICES)"
         )
@@ -123,10 +126,10 @@ async def test_stats_show_the_worlds_own_tokens_and_cost_across_a_restart(
         dm = TestChat(restarted.runtime, name="sarah", chat="sarah-dm", kind="dm")
         assert restarted.ledger.unwritten_in(dm.room.world_id) == {}
         assert usage_line(await stats_in(restarted.runtime, dm)) == expected_dm
-        # New spend adds to what is stored, before it is written too: a reply, its
-        # selection, and the selection of /stats's learning.
+        # New spend adds to what is stored, before it is written too: a reply and its
+        # selection (/stats's learning asks nothing).
         await dm.say("I have a dog.", number=3)
         await dm.settle()
-        assert "8 calls, 960 prompt + 64 completion tokens" in usage_line(
+        assert "6 calls, 720 prompt + 48 completion tokens" in usage_line(
             await stats_in(restarted.runtime, dm)
         )

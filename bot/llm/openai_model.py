@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import openai
 
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
+from bot.llm.model_queue import ModelQueue, priority_of
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
@@ -45,14 +44,17 @@ class OpenAIModel:
     """Chat completions with the SMALL or LARGE model from settings.
 
     Retries with back-off on 429, 5xx, time-outs and connection errors are the openai client's
-    own (`max_retries`, `timeout` from settings). Whatever still fails becomes a `ModelError`
-    whose message never contains the API key.
+    own (`max_retries`). `timeout` from settings bounds the whole request, retries included:
+    the client's own time-out is per read, so a server that trickles bytes held a reply for
+    38 s under a 3 s setting. Whatever fails becomes a `ModelError` whose message never
+    contains the API key.
 
     The character's text goes in a system message. JSON tasks (`json_answer`) are sent with a
     low temperature and `response_format`: a JSON schema, or JSON mode, whichever the endpoint
     accepts. The first 400 naming the parameter is detected, the call repeated without it, and
     it is not sent again. With `concurrency` set, calls beyond it wait here, before sending,
-    so the time-out measures the model and not the queue of a one-at-a-time local server.
+    in one queue where the reply path's calls go first (bot/llm/model_queue.py), so a reply
+    waits at most for the requests in flight; the time-out counts from sending.
     """
 
     def __init__(
@@ -77,7 +79,7 @@ class OpenAIModel:
         )
         self.name = f"openai ({settings.small_model} / {settings.large_model})"
         self._format_index = 0 if settings.structured_output == "auto" else len(_FORMATS) - 1
-        self._slots = asyncio.Semaphore(settings.concurrency) if settings.concurrency else None
+        self.queue = ModelQueue(settings.concurrency)
 
     @property
     def structured_output(self) -> str | None:
@@ -119,16 +121,23 @@ class OpenAIModel:
                 {"response_format": response_format} if response_format else {}
             )
             try:
-                async with self._slot():
+                async with self.queue.slot(priority_of(task)):
                     # Model time, from sending: a call waiting for a slot is not yet sent.
                     started = time.perf_counter()
-                    response = await self._client.chat.completions.create(
-                        model=model,
-                        messages=messages,
-                        **options,
-                        **format_option,
-                    )
+                    async with asyncio.timeout(self._settings.timeout_seconds):
+                        response = await self._client.chat.completions.create(
+                            model=model,
+                            messages=messages,
+                            **options,
+                            **format_option,
+                        )
                 break
+            except TimeoutError:
+                raise self._failure(
+                    task,
+                    model,
+                    f"timed out (no answer within {self._settings.timeout_seconds:g} s)",
+                ) from None
             except openai.APIStatusError as error:
                 if kind is not None and self._refused_format(error, kind):
                     continue  # the same call, without what was refused: the user sees no error
@@ -175,14 +184,6 @@ class OpenAIModel:
             await self._client.close()
 
     # -- helpers ---------------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def _slot(self) -> AsyncIterator[None]:
-        if self._slots is None:
-            yield
-            return
-        async with self._slots:
-            yield
 
     @staticmethod
     def _response_format(json_answer: JsonAnswer | None, kind: str | None) -> dict[str, Any] | None:

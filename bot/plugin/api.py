@@ -168,6 +168,9 @@ class Evaluator:
     # when its newest message is newer than this mark. Evaluators without one get no idle
     # jobs: they judge each message as it arrives.
     idle_mark: str | None = None
+    # False for a handler that makes no model call (a lexicon, a count): the selection call
+    # is not asked about it, since asking would cost more than running it (issue 22).
+    uses_model: bool = True
 
 
 @dataclass(frozen=True)

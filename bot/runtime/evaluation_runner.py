@@ -5,6 +5,12 @@ An evaluator's handler runs only if (1) it has a handler, (2) the bot responded 
 job (the idle flush, /learn) goes only to evaluators that declare an `idle_mark`. `run_job`
 is one attempt at a durable job from the evaluation queue: what an earlier attempt finished
 (the selection, completed handlers) is recorded on the job and not done again.
+
+The selection step asks the model (`llm`) only when its answer can change what runs: when
+validation left at least two candidates whose handlers call the model. A lone such candidate
+is named without asking (its handler's own model call judges the message anyway, and the
+selection call would cost as much as that call), and so is an evaluator that makes no model
+call (`uses_model=False`: asking would cost more than running it). Issue 22.
 """
 
 from __future__ import annotations
@@ -185,9 +191,19 @@ class EvaluationRunner:
         return [pair for pair in checked if pair is not None]
 
     async def _select(self, candidates: list[Evaluator], state: State) -> list[Evaluator]:
-        """Condition 4: which validated evaluators run. `all` mode skips the model call."""
+        """Condition 4: which validated evaluators run. `all` mode names them all; `llm`
+        asks the model to choose among those that call the model, when there is a choice."""
         if self.options.evaluator_selection == "all":
             return candidates
+        choice = [e for e in candidates if e.uses_model]
+        if len(choice) < 2:
+            # Nothing for a selection call to decide that is worth its price.
+            return candidates
+        named = {e.name for e in await self._ask_model(choice, state)}
+        return [e for e in candidates if not e.uses_model or e.name in named]
+
+    async def _ask_model(self, candidates: list[Evaluator], state: State) -> list[Evaluator]:
+        """The selection call: the candidates the model names (by name or simile)."""
         state.data["evaluator_names"] = [e.name for e in candidates]
         values = {
             **state.values,

@@ -194,7 +194,9 @@ def offline_draft(request: OfflineRequest) -> str | None:
 
 
 async def validate(ctx: Context) -> bool:
-    return ctx.message.user_id != ctx.agent.id and bool(ctx.message.content.text.strip())
+    """Only a message that states a goal: a small model named CREATE_GOAL for most messages,
+    and each time its drafting call was paid for nothing (issue 22)."""
+    return ctx.message.user_id != ctx.agent.id and states_a_goal(ctx.message.content.text)
 
 
 async def handle(ctx: Context) -> Goal | None:

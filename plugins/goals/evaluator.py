@@ -10,6 +10,7 @@ from datetime import datetime
 from bot import Context, Evaluator, Memory, ModelClass, ModelError
 
 from . import offline
+from .guard import plausible_progress
 from .merge import plan_updates
 from .prompts import (
     EXAMPLES,
@@ -28,14 +29,20 @@ NAME = "UPDATE_GOAL"
 # reads only what came since (elizaOS re-reads the whole window on every message).
 MARK = "goals_checked_at"
 CONTEXT_MESSAGES = 2
+# At most this many messages are judged: the message that passed `validate` and the turns
+# before it. The unchecked ones before those did not pass the lexical test themselves.
+CHECKED_MESSAGES = CONTEXT_MESSAGES + 1
 
 
 async def validate(ctx: Context) -> list[Goal] | None:
-    """The room's goals in progress (handed to `handle`), or None when there are none.
+    """The room's goals in progress that the message may report progress on (handed to
+    `handle`), or None: a message that shares no words with a goal costs no model call.
     Goal progress is judged as messages arrive: it declares no `idle_mark`, so no idle
     flush reaches it."""
+    if ctx.message.user_id == ctx.agent.id:
+        return None  # the bot's own words report nobody's progress
     goals = await GoalStore.of(ctx.collections).in_room(ctx.message.room_id, only_in_progress=True)
-    return goals or None
+    return plausible_progress(ctx.message.content.text, goals) or None
 
 
 async def handle(ctx: Context, goals: list[Goal] | None = None) -> list[Goal]:
@@ -54,7 +61,7 @@ async def handle(ctx: Context, goals: list[Goal] | None = None) -> list[Goal]:
     )
     state.values["goals"] = format_goals(goals, state)
     mark = await ctx.conversations.mark(message.room_id, MARK)
-    state.recent_messages = unchecked(ctx.state.recent_messages, mark)
+    state.recent_messages = unchecked(ctx.state.recent_messages, mark)[-CHECKED_MESSAGES:]
     state.values["recentMessages"] = ctx.conversations.format(state, state.recent_messages)
     prompt = ctx.model.render(TEMPLATE_NAME, GOALS_TEMPLATE, state.values)
     try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import bm25s
 
 from .merge import normalise
+from .store import Goal
 
 # Why a draft (or part of it) was not used: counted per reason by the model handle's `reject`.
 NOT_IN_MESSAGE = "goal shares no word with the message"
@@ -94,3 +95,51 @@ def check_draft(name: str, objectives: Sequence[str], message: str, template: st
         return Checked(NOT_IN_MESSAGE, [])
     kept = [objective for objective in objectives if shares_a_word(objective, said)]
     return Checked(None, kept, len(objectives) - len(kept))
+
+
+# Words that report an end (or a step done): with one word of a goal's they are enough
+# ("finally done with the thesis", "I gave up on the marathon").
+_PROGRESS_WORDS = frozenset(
+    """done finish finished completed complete managed nailed passed gave given quit
+    abandoned stopped dropped cancel cancelled""".split()  # noqa: SIM905 (a word list)
+)
+# Words that give a goal up even without naming it ("Let's move on and cancel the task", the
+# seed's example): rare, and a goal wrongly left in progress is worse than one call.
+_GIVING_UP = frozenset(("cancel", "cancelled", "canceled", "abandon", "abandoned", "quit"))
+# Words a message must share with an objective (or the goal's name) to be about it: one word
+# alone ("October", "run") is too common to pay a model call for.
+_SHARED_WORDS = 2
+
+
+def _about(said: frozenset[str], text: str, *, words_enough: bool = True) -> bool:
+    """Whether the message may report progress on `text` (an objective, or a goal's name):
+    two of its words (`words_enough`), or one with a word like "finished"."""
+    words = content_words(text)
+    shared = [word for word in words if any(_same_word(word, s) for s in said)]
+    # An objective of one content word ("Read") needs that one word.
+    if words_enough and shared and len(shared) >= min(_SHARED_WORDS, len(words)):
+        return True
+    # "Finished" shares "finish" with an objective, but says nothing of which one.
+    topical = [word for word in shared if word not in _PROGRESS_WORDS]
+    return bool(topical) and not said.isdisjoint(_PROGRESS_WORDS)
+
+
+def plausible_progress(message: str, goals: Sequence[Goal]) -> list[Goal]:
+    """The goals a message may report progress on: it shares two words with one of the
+    goal's open objectives, or one and a word like "finished"; the goal's name counts the
+    same way when no objective is open, else only with such a word (people name their goal
+    when they talk about it: "the half marathon training keeps me sane" is no progress).
+    A cheap lexical test, no model: the goal check's model call is paid only for these."""
+    said = content_words(message)
+    if not said:
+        return []
+    if not said.isdisjoint(_GIVING_UP):
+        return list(goals)
+    found = []
+    for goal in goals:
+        steps = [o.description for o in goal.objectives if not o.completed]
+        if any(_about(said, step) for step in steps) or _about(
+            said, goal.name, words_enough=not steps
+        ):
+            found.append(goal)
+    return found

@@ -1,18 +1,20 @@
 """Sentiment: a custom evaluator written from scratch, as an example of how to write one.
 
 After every message a person writes (also in groups, where the bot only overhears), the
-SENTIMENT evaluator asks the model how positive or negative it was and keeps a running
-sentiment per person and room in its own MongoDB collection (`plugin_sentiment_scores`). The
-`/sentiment` command shows it to admins on every surface.
+SENTIMENT evaluator scores how positive or negative it was (VADER by default, no model call)
+and keeps a running sentiment per person and room in its own MongoDB collection
+(`plugin_sentiment_scores`). The `/sentiment` command shows it to admins on every surface.
 
-Settings (environment or `.env`): `MNEMO_SENTIMENT_MODEL_CLASS` (small | large, default
-small), `MNEMO_SENTIMENT_MIN_CHARS` (default 3). Disable with
-`MNEMO_DISABLED_PLUGINS=sentiment`.
+Settings (environment or `.env`): `MNEMO_SENTIMENT_SCORER` (vader | model, default vader),
+`MNEMO_SENTIMENT_MODEL_CLASS` (small | large, default small; the `model` scorer's),
+`MNEMO_SENTIMENT_MIN_CHARS` (default 3). Disable with `MNEMO_DISABLED_PLUGINS=sentiment`.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from bot import Command, CommandContext, Plugin, PluginContext
 
@@ -33,7 +35,8 @@ from .store import (
 )
 
 
-async def setup(ctx: PluginContext) -> None:
+async def setup(ctx: PluginContext) -> SentimentIntensityAnalyzer:
+    """Indexes, adopted tallies; returns VADER's analyzer, loaded once (ctx.plugin_state)."""
     scores = ctx.collections[COLLECTION]
     # Indexes are created at start-up (idempotent), not on the first message.
     await ensure_indexes(scores)
@@ -41,6 +44,7 @@ async def setup(ctx: PluginContext) -> None:
     moved = await ctx.collections.adopt(COLLECTION, legacy=LEGACY_COLLECTION)
     if moved:
         ctx.log.info("moved %d tallies from the `%s` collection", moved, LEGACY_COLLECTION)
+    return SentimentIntensityAnalyzer()
 
 
 async def summary(ctx: CommandContext) -> str:

@@ -1,4 +1,9 @@
-"""The SENTIMENT evaluator: scores the tone of each message a person writes."""
+"""The SENTIMENT evaluator: scores the tone of each message a person writes.
+
+By default with VADER (vaderSentiment: a maintained lexicon with rules for negation,
+intensifiers, capitals and emoji), which needs no model call; `MNEMO_SENTIMENT_SCORER=model`
+asks the language model instead, one call per message.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from bot import (
     Context,
@@ -130,9 +136,35 @@ async def validate(ctx: Context) -> bool:
     return len(message.content.text.strip()) >= _settings(ctx).min_chars
 
 
+def vader_score(analyzer: SentimentIntensityAnalyzer, text: str) -> SentimentScore:
+    """VADER's compound score (already in [-1, 1]) with the label our scale gives it."""
+    score = round(float(analyzer.polarity_scores(text)["compound"]), 3)
+    return SentimentScore(score, label_for(score))
+
+
+def _analyzer(ctx: Context) -> SentimentIntensityAnalyzer:
+    # Loaded once by the plugin's setup (its lexicon takes a few tens of milliseconds); a
+    # hand-built Context without that state loads its own.
+    state = ctx.plugin_state
+    return state if isinstance(state, SentimentIntensityAnalyzer) else SentimentIntensityAnalyzer()
+
+
 async def handler(ctx: Context, found: bool) -> SentimentScore | None:
-    """Ask the model for the latest message's tone and add it to the author's tally."""
+    """Score the latest message's tone and add it to the author's tally."""
     settings = _settings(ctx)
+    if settings.scorer == "vader":
+        result = vader_score(_analyzer(ctx), ctx.message.content.text)
+    else:
+        asked = await _ask_model(ctx, settings)
+        if asked is None:
+            return None
+        result = asked
+    await record_score(ctx.collections[COLLECTION], ctx.message, result.score, result.label)
+    return result
+
+
+async def _ask_model(ctx: Context, settings: SentimentSettings) -> SentimentScore | None:
+    """The `model` scorer: the language model's score, None when it gave no usable one."""
     values = {
         **ctx.state.values,
         "senderName": ctx.state.name_of(ctx.message.user_id),
@@ -155,7 +187,6 @@ async def handler(ctx: Context, found: bool) -> SentimentScore | None:
         ctx.model.reject("unreadable answer", raw)
         log.warning("sentiment: unreadable answer for message %s", ctx.message.id)
         return None
-    await record_score(ctx.collections[COLLECTION], ctx.message, result.score, result.label)
     return result
 
 
@@ -170,6 +201,9 @@ sentiment_evaluator = Evaluator(
     validate=validate,
     # Also learn from group messages the bot only overheard (it did not reply to them).
     always_run=True,
+    # VADER by default: the selection call is not asked about it (asking would cost a model
+    # call, scoring costs none). With the `model` scorer it runs whenever it validates too.
+    uses_model=False,
     offline=offline.answer,
     examples=(
         EvaluatorExample(

@@ -21,7 +21,11 @@ class SentimentSettings(BaseSettings):
         env_ignore_empty=True,
     )
 
-    # Sentiment is a cheap judgement, run on every message: the small model is the default.
+    # `vader`: VADER's lexicon and rules score each message, no model call (issue 22: a call
+    # per message for a tone score cost more than the reply's); `model`: the language model
+    # is asked, one call per message, with the class below.
+    scorer: Literal["vader", "model"] = "vader"
+    # With the `model` scorer: a cheap judgement, run on every message, so the small model.
     model_class: Literal["small", "large"] = "small"
     # Messages shorter than this ("ok", "k", an emoji) carry too little tone to score.
     min_chars: int = Field(3, ge=1, le=10_000)
