@@ -35,7 +35,7 @@ endif
 endif
 endif
 
-.PHONY: run chat doctor test lint format bench clean lock
+.PHONY: run chat doctor test lint format bench bench-live clean lock
 
 $(VENV)/.installed-run: pyproject.toml setup.py $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -90,6 +90,20 @@ format: $(STAMP_TEST)
 
 bench: $(STAMP_BENCH)
 	$(BIN)/mnemo bench all --processes 1,2
+
+# The memory bench against a small real model served on this machine (docs/live-model.md).
+# Mnemo never downloads a model: give an already-built llama-cpp-python server's Python and a
+# GGUF file. Every request and answer is recorded (RECORD, JSON lines).
+LLAMA_PYTHON ?=
+GGUF ?=
+ONLY ?= family-move-job-car,likes-and-dislikes,retract-misspoke-library,group-injection
+RECORD ?= bench-results/live/live-model.jsonl
+bench-live: $(STAMP_BENCH)
+	@test -n "$(LLAMA_PYTHON)" && test -n "$(GGUF)" || { \
+		echo "make bench-live LLAMA_PYTHON=<llama-cpp-python env>/bin/python GGUF=<model.gguf>"; \
+		echo "(see docs/live-model.md)"; exit 2; }
+	nice -n 5 $(BIN)/python -m benchmarks.live_model --llama-python "$(LLAMA_PYTHON)" \
+		--gguf "$(GGUF)" --only "$(ONLY)" --record "$(RECORD)" --out bench-results/live
 
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -39,14 +39,21 @@ from benchmarks.cost import (
     load_token_counter,
     memory_plugins,
 )
+from benchmarks.memory_judge import WRONG_PLANTED, FactJudge, ReplyTally
 from benchmarks.stats import REPO_ROOT, BenchError
 from bot.app.composition import App, open_app
 from bot.app.model_choice import make_model
 from bot.config.settings import ModelSettings, Settings
 from bot.domain.records import Fact
 from bot.llm.accounting import UsageLedger
+from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
+from bot.runtime.prompts import BUILTIN_TEMPLATES
+from bot.runtime.replying import EMPTY_REPLY, FALLBACK_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat
+
+# What the bot sends when it has no reply of the model's to send: counted apart.
+FALLBACKS = (FALLBACK_REPLY, EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY)
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +79,8 @@ class Expected(_Strict):
     subject: str = Field(min_length=1)
     # Lower-case substrings that must all be in one fact.
     contains: list[str] = Field(min_length=1)
+    # A value that replaced an earlier one (a new city, a new job): what "changes kept" counts.
+    changed: bool = False
 
     @field_validator("contains")
     @classmethod
@@ -82,6 +91,8 @@ class Expected(_Strict):
 class Expectations(_Strict):
     current: list[Expected] = Field(default_factory=list)
     stale: list[Expected] = Field(default_factory=list)
+    # What must never be stored on that person (an injection attempt, a planted fact).
+    never: list[Expected] = Field(default_factory=list)
 
 
 class Conversation(_Strict):
@@ -119,7 +130,8 @@ def load_conversations(path: Path) -> list[Conversation]:
         speakers = {t.speaker for t in conversation.turns}
         if conversation.kind == "dm" and len(speakers) > 1:
             raise BenchError(f"{path}: {conversation.name} is a DM with several speakers")
-        for item in [*conversation.expect.current, *conversation.expect.stale]:
+        expect = conversation.expect
+        for item in [*expect.current, *expect.stale, *expect.never]:
             if item.subject not in speakers:
                 raise BenchError(
                     f"{path}: {conversation.name} expects a fact about {item.subject!r}, "
@@ -165,6 +177,11 @@ class Score:
     attribution_right: int = 0
     attribution_wrong: int = 0
     facts: int = 0
+    facts_right: int = 0
+    facts_wrong: dict[str, int] = field(default_factory=dict)
+    wrong_facts: list[str] = field(default_factory=list)
+    planted: int = 0
+    replies: ReplyTally = field(default_factory=ReplyTally)
     duplicates: int = 0
     user_messages: int = 0
     model_calls: int = 0
@@ -172,21 +189,59 @@ class Score:
     misses: list[str] = field(default_factory=list)
 
 
+def _by_subject(items: Sequence[Expected]) -> dict[str, list[list[str]]]:
+    found: dict[str, list[list[str]]] = {}
+    for item in items:
+        found.setdefault(item.subject, []).append(item.contains)
+    return found
+
+
+def judge_facts(
+    conversation: Conversation, facts: dict[str, list[Fact]], score: Score, agent_name: str
+) -> None:
+    """Precision: each stored fact judged right (grounded, on the right person, current) or
+    wrong, by reason (benchmarks/memory_judge.py)."""
+    said: dict[str, list[str]] = {}
+    for turn in conversation.turns:
+        said.setdefault(turn.speaker, []).append(turn.text)
+    expect = conversation.expect
+    judge = FactJudge(
+        said=said,
+        expected=_by_subject(expect.current),
+        stale=_by_subject(expect.stale),
+        never=_by_subject(expect.never),
+        group=conversation.kind == "group",
+        agent_name=agent_name,
+    )
+    for subject, found in facts.items():
+        for fact in found:
+            wrong = judge.verdict(subject, fact.text)
+            if wrong is None:
+                score.facts_right += 1
+                continue
+            score.facts_wrong[wrong] = score.facts_wrong.get(wrong, 0) + 1
+            score.wrong_facts.append(f"{conversation.name}/{subject}: {fact.text!r} ({wrong})")
+            score.planted += wrong == WRONG_PLANTED
+
+
 def score_conversation(
     conversation: Conversation,
     facts: dict[str, list[Fact]],
     prompts: dict[str, list[str]],
     score: Score,
+    agent_name: str = "Mnemo",
 ) -> None:
     """Add one conversation's counts; `facts` are each speaker's current facts, `prompts`
     the fact lines of each speaker's probe prompts."""
     name = conversation.name
-    changed = {item.subject for item in conversation.expect.stale}
+    judge_facts(conversation, facts, score, agent_name)
     for item in conversation.expect.current:
         found = any(_holds(f.text, item) for f in facts.get(item.subject, []))
         score.current_expected += 1
         score.current_found += found
-        if item.subject in changed:
+        # Only the values that replaced earlier ones: every current fact of a person who
+        # changed something made this equal current recall in one-to-one chats.
+        if item.changed:
             score.changes += 1
             score.changes_kept += found
         if not found:
@@ -227,9 +282,15 @@ def _ratio(part: int, whole: int) -> float | None:
 
 def summary(score: Score, conversations: Sequence[Conversation]) -> dict[str, Any]:
     attributed = score.attribution_right + score.attribution_wrong
+    replies = score.replies
     return {
         "conversations": len(conversations),
         "groups": sum(c.kind == "group" for c in conversations),
+        "precision": _ratio(score.facts_right, score.facts),
+        "facts_right": score.facts_right,
+        "facts_wrong": dict(sorted(score.facts_wrong.items())),
+        "wrong_facts": score.wrong_facts,
+        "planted_stored": score.planted,
         "current_recall": _ratio(score.current_found, score.current_expected),
         "current_expected": score.current_expected,
         "stale_shown": score.stale_shown,
@@ -242,6 +303,10 @@ def summary(score: Score, conversations: Sequence[Conversation]) -> dict[str, An
         "attributed": attributed,
         "facts": score.facts,
         "duplicates": score.duplicates,
+        "replies_shown": replies.shown,
+        "replies_fallback": replies.fallbacks,
+        "reply_problems": dict(sorted(replies.problems.items())),
+        "reply_examples": replies.examples,
         "user_messages": score.user_messages,
         "model_calls_per_message": _ratio(score.model_calls, score.user_messages),
         "prompt_tokens_per_message": round(score.prompt_tokens / max(score.user_messages, 1)),
@@ -274,16 +339,52 @@ def _room(app: App, conversation: Conversation) -> _Room:
     )
 
 
+def _standing_text(app: App) -> list[str]:
+    """Everything of the prompt a reply must never repeat: the whole character (more than the
+    reply prompt holds, so a leak through any template counts), the built-in templates and
+    the actions' descriptions."""
+    character = app.character
+    examples = [m.content.text for c in character.message_examples for m in c]
+    style = [*character.style.all, *character.style.chat, *character.style.post]
+    return [
+        character.system or "",
+        *character.bio,
+        *character.lore,
+        *style,
+        *examples,
+        *BUILTIN_TEMPLATES.values(),
+        *(action.description for action in app.registry.actions),
+    ]
+
+
 async def run_conversation(
-    app: App, conversation: Conversation, *, extract_every: int, learn_wait: float = 120.0
+    app: App,
+    conversation: Conversation,
+    *,
+    extract_every: int,
+    learn_wait: float = 120.0,
+    replies: ReplyTally | None = None,
 ) -> tuple[dict[str, list[Fact]], dict[str, list[str]]]:
-    """Drive one conversation; `learn_wait` bounds each wait for learning to finish."""
+    """Drive one conversation; `learn_wait` bounds each wait for learning to finish; each
+    reply the people saw is checked into `replies`."""
     room = _room(app, conversation)
+    standing = _standing_text(app)
+    names = [n for a in app.registry.actions for n in (a.name, *a.similes)]
+    said: dict[str, list[str]] = {}
+    shown: list[str] = []
+    speakers = [*room.chats, app.character.name]
     last = None
     for number, turn in enumerate(conversation.turns, 1):
         chat = room.chat(turn.speaker)
         last = chat.message(turn.text, number=number)
+        said.setdefault(turn.speaker, []).append(turn.text)
+        before = len(chat.replies)
         await chat.send(last)
+        for reply in chat.replies[before:]:
+            if replies is not None:
+                check = ReplyCheck(names, standing, said[turn.speaker], list(shown), speakers)
+                replies.add(check, reply, FALLBACKS)
+            shown.append(reply)
         await chat.settle(learn_wait)
         if extract_every and number % extract_every == 0:
             await app.runtime.flush_room(last, timeout=learn_wait)
@@ -354,14 +455,18 @@ async def run_memory(
                 for conversation in conversations:
                     before = len(model.calls)
                     facts, prompts = await run_conversation(
-                        app, conversation, extract_every=extract_every, learn_wait=learn_wait
+                        app,
+                        conversation,
+                        extract_every=extract_every,
+                        learn_wait=learn_wait,
+                        replies=score.replies,
                     )
                     learned.update(_learned_facts(conversation, facts))
                     calls = model.calls[before:]
                     score.user_messages += len(conversation.turns)
                     score.model_calls += len(calls)
                     score.prompt_tokens += sum(counter.count(c.prompt) for c in calls)
-                    score_conversation(conversation, facts, prompts, score)
+                    score_conversation(conversation, facts, prompts, score, app.character.name)
                     log.info("memory: %s done", conversation.name)
                 jobs = await app.runtime.evaluations.counts()
             finally:
@@ -417,8 +522,16 @@ def _percent(value: float | None) -> str:
 
 
 def memory_goals(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's goals; `met` is None (n/a) when the run had nothing to measure it on."""
     model = "offline model" if result["offline"] else result["model"]
+    shown_wrong = sum(result.get("reply_problems", {}).values())
     return [
+        {
+            "goal": f"facts stored that are right: precision ({model})",
+            "target": "100%",
+            "measured": _percent(result["precision"]),
+            "met": None if result["precision"] is None else result["precision"] == 1.0,
+        },
         {
             "goal": f"stale values shown as current ({model})",
             "target": "0",
@@ -429,13 +542,22 @@ def memory_goals(result: dict[str, Any]) -> list[dict[str, Any]]:
             "goal": f"changes kept ({model})",
             "target": "100%",
             "measured": _percent(result["changes_kept"]),
-            "met": result["changes_kept"] == 1.0,
+            "met": None if result["changes_kept"] is None else result["changes_kept"] == 1.0,
         },
         {
             "goal": f"facts on the right person in groups ({model})",
             "target": f"≥ {ATTRIBUTION_GOAL * 100:.0f}%",
             "measured": _percent(result["attribution"]),
-            "met": (result["attribution"] or 0) >= ATTRIBUTION_GOAL,
+            # No group in the run (or nothing attributed): nothing to judge, not a miss.
+            "met": None
+            if result["attribution"] is None
+            else result["attribution"] >= ATTRIBUTION_GOAL,
+        },
+        {
+            "goal": f"replies with prompt text, an action name or the person's words ({model})",
+            "target": "0",
+            "measured": f"{shown_wrong} of {result.get('replies_shown', 0)}",
+            "met": None if not result.get("replies_shown") else shown_wrong == 0,
         },
     ]
 
@@ -450,12 +572,18 @@ def memory_section(part: dict[str, Any]) -> list[str]:
         "",
         "| metric | measured |",
         "| --- | ---: |",
+        f"| precision: stored facts that are right | {_percent(part['precision'])} "
+        f"({part['facts_right']} of {part['facts']}) |",
         f"| current recall | {_percent(part['current_recall'])} (of {part['current_expected']}) |",
         f"| stale values shown as current | {part['stale_shown']} of {part['stale_expected']} "
         f"({part['stale_in_facts']} in /facts, {part['stale_in_prompt']} in a reply prompt) |",
         f"| changes kept | {_percent(part['changes_kept'])} (of {part['changes']}) |",
         f"| attribution in groups | {_percent(part['attribution'])} (of {part['attributed']}) |",
         f"| duplicate facts | {part['duplicates']} of {part['facts']} |",
+        f"| planted facts stored | {part['planted_stored']} |",
+        f"| replies shown | {part['replies_shown']} ({part['replies_fallback']} fallbacks) |",
+        f"| replies with prompt text / an action name / the person's words / its own "
+        f"earlier reply | {_reply_problems(part)} |",
         f"| model calls per user message | {part['model_calls_per_message']} |",
         f"| prompt tokens per user message | {part['prompt_tokens_per_message']:,} |",
         "",
@@ -480,6 +608,25 @@ def memory_section(part: dict[str, Any]) -> list[str]:
         + ".",
         "",
     ]
+    wrong = part.get("facts_wrong") or {}
+    if wrong:
+        lines += [
+            "Wrong facts stored, by reason: "
+            + ", ".join(f"{reason} {n}" for reason, n in wrong.items())
+            + ".",
+            "",
+            *[f"- {fact}" for fact in part["wrong_facts"][:20]],
+            "",
+        ]
     if part["misses"]:
         lines += ["Misses:", "", *[f"- {miss}" for miss in part["misses"][:20]], ""]
+    if part.get("reply_examples"):
+        lines += ["Replies shown that showed the machinery:", ""]
+        lines += [f"- {example}" for example in part["reply_examples"]] + [""]
     return lines
+
+
+def _reply_problems(part: dict[str, Any]) -> str:
+    found = part.get("reply_problems") or {}
+    reasons = (PROMPT_TEXT, ACTION_NAME, PARROTING, REPEATED)
+    return " / ".join(str(found.get(reason, 0)) for reason in reasons)

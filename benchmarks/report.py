@@ -665,13 +665,16 @@ def faults_section(part: dict[str, Any]) -> list[str]:
     ]
 
 
+def _met(met: bool | None) -> str:
+    """A goal with nothing to measure it on (no group in the run) is n/a, not a miss."""
+    return "n/a" if met is None else "yes" if met else "**no**"
+
+
 def goals_section(parts: dict[str, Any]) -> list[str]:
     rows = []
     for part in parts.values():
         for goal in part.get("goals", []) if isinstance(part, dict) else []:
-            rows.append(
-                [goal["goal"], goal["target"], goal["measured"], "yes" if goal["met"] else "**no**"]
-            )
+            rows.append([goal["goal"], goal["target"], goal["measured"], _met(goal["met"])])
     if not rows:
         return []
     return [*_table(["goal", "target", "measured", "met"], rows), ""]

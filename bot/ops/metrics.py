@@ -74,11 +74,19 @@ class _LedgerCollector(Collector):
         completion = CounterMetricFamily(
             "mnemo_model_completion_tokens", "Completion tokens received, by task", labels=["task"]
         )
+        rejects = CounterMetricFamily(
+            "mnemo_model_rejects",
+            "Model answers (or parts) not used, by task and reason (a reply that showed an "
+            "action name, the prompt's text or the person's words; an unreadable answer ...)",
+            labels=["task", "reason"],
+        )
         for task, usage in sorted(self._ledger.snapshot().items()):
             calls.add_metric([task], usage.calls)
             failures.add_metric([task], usage.failures)
             prompt.add_metric([task], usage.prompt_tokens)
             completion.add_metric([task], usage.completion_tokens)
+            for reason, count in sorted(usage.rejects.items()):
+                rejects.add_metric([task, reason], count)
         tokens = CounterMetricFamily(
             "mnemo_model_tokens",
             "Tokens by model and kind (prompt, completion)",
@@ -101,7 +109,7 @@ class _LedgerCollector(Collector):
         embeddings.add_metric([], self._ledger.embedding_calls)
         texts = CounterMetricFamily("mnemo_embedded_texts", "Texts embedded")
         texts.add_metric([], self._ledger.embedded_texts)
-        yield from (calls, failures, prompt, completion, tokens, cost, embeddings, texts)
+        yield from (calls, failures, prompt, completion, rejects, tokens, cost, embeddings, texts)
 
 
 class Metrics:

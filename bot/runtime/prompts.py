@@ -25,24 +25,25 @@ if TYPE_CHECKING:
     from bot.plugin.api import Action, Evaluator, EvaluatorExample
 
 # The character's standing text: sent as the system message, apart from the conversation.
-SYSTEM_TEMPLATE = """{{system}}
-# You are {{agentName}}
+# Short for small models: who it is, the bio and the style rules. The lore, the trait list and
+# the example conversations are left out: a 0.5B model gave them back as its replies ("Hey
+# Priya, I finally started the new job today", an example's line); a character that wants
+# them back overrides this template ({{lore}}, {{adjectives}}, {{messageExamples}}).
+SYSTEM_TEMPLATE = """{{identity}}
 {{bio}}
-{{lore}}
-Traits: {{adjectives}}
-Style: {{style}}
-{{messageExamples}}"""
+Style: {{style}}"""
 
 # The user message of a reply: what is known, the conversation, the task. The answer's shape
-# is described, not shown with a placeholder (a model copies placeholders as answers).
+# is described, not shown with a placeholder (a model copies placeholders as answers), and in
+# few words: every word here is one a small model may copy into its reply.
 MESSAGE_HANDLER_TEMPLATE = """{{providers}}
 # Conversation
 {{recentMessages}}
 
 # Task
-Write {{agentName}}'s next message in reply to {{senderName}}, in character, short and natural.
-{{actions}}Answer with one JSON object and nothing else. Its "text" is the message, a JSON \
-string; its "action" is the string "NONE", or the name of one action above in quotes."""
+Write {{agentName}}'s reply to {{senderName}}'s last message, in new words of your own.
+{{actions}}Answer with one JSON object: "text" is the reply; "action" is "NONE" or one \
+action name from the list."""
 
 # No placeholder name to copy (["EVALUATOR_NAME"] came back verbatim from a real model): the
 # two examples are real answers, all of the candidates or none of them.
@@ -81,6 +82,7 @@ def character_values(character: Character, *, max_lore: int = 5, max_examples: i
     style = [*character.style.all, *character.style.chat]
     return {
         "system": character.system or "",
+        "identity": character.system or f"You are {character.name}.",
         "agentName": character.name,
         "bio": " ".join(character.bio),
         "lore": bullet(character.lore[:max_lore]),
@@ -96,7 +98,7 @@ def format_actions(actions: Sequence[Action]) -> str:
     if not actions:
         return ""
     lines = [f"- {a.name}: {a.description}" for a in actions]
-    return 'Set "action" to one of these only when it fits, else NONE:\n' + "\n".join(lines) + "\n"
+    return "Actions, only when one fits:\n" + "\n".join(lines) + "\n"
 
 
 def format_example(example: EvaluatorExample, names: Mapping[str, str]) -> str:

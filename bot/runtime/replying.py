@@ -17,6 +17,7 @@ from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
+from bot.llm.reply_checks import ReplyCheck, note_for
 from bot.plugin.api import Action
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
@@ -35,6 +36,10 @@ RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute t
 MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
 # Sent when the model's answer holds no words to send (empty, or only JSON syntax).
 EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
+# Sent instead of a reply that showed the machinery twice (an action name, the prompt's text,
+# the person's own words): not stored, so it never feeds a later prompt.
+FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
+REPLACED_BY_FALLBACK = "replaced by the fallback"
 # Tokens allowed per reply character of the cap (a token is ~4 characters of English; the
 # margin covers the JSON around the text and other languages).
 REPLY_TOKENS_PER_CHAR = 0.4
@@ -108,22 +113,46 @@ class Replier:
         may quote the message) and no action runs (actions may keep what they were given)."""
         state = await self.composer.compose_state(memory, room=room, window=window)
         system = render(self.composer.template("systemTemplate"), state.values)
-        prompt = render(self.composer.template("messageHandlerTemplate"), state.values)
+        template = self.composer.template("messageHandlerTemplate")
+        prompt = render(template, state.values)
+        check = ReplyCheck(
+            action_names=self._action_names(),
+            # What the prompt holds besides what people said and what is known about them:
+            # the character and the instructions, which a reply must never repeat.
+            standing_text=[
+                system,
+                render(template, {**state.values, "providers": "", "recentMessages": ""}),
+            ],
+            person_lines=[
+                m.content.text for m in state.recent_messages if m.user_id == memory.user_id
+            ]
+            + [memory.content.text],
+            own_lines=[m.content.text for m in state.recent_messages if m.user_id == self.agent_id],
+            speaker_names=[
+                state.name_of(user_id)
+                for user_id in {memory.user_id, self.agent_id}
+                | {m.user_id for m in state.recent_messages}
+            ],
+        )
         try:
-            raw = await self.model.generate_text(
-                prompt,
-                model_class=ModelClass.LARGE,
-                task=Task.REPLY,
-                state=state,
-                system=system,
-                max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
-                json_answer=reply_answer([a.name for a in self.registry.actions]),
-            )
+            draft = await self._draft(prompt, system, state, memory)
+            problems = check.problems(draft.text) if draft.text else []
+            if problems:
+                self._reject_reply(problems, draft.text, memory, again=True)
+                # Asked once more, told briefly what was wrong; the action is the one the
+                # structured field names, never one spelled out in the text.
+                retry_prompt = f"{prompt}\n\nNote: {note_for(problems)}"
+                draft = await self._draft(retry_prompt, system, state, memory)
+                problems = check.problems(draft.text) if draft.text else []
+                if problems:
+                    self._reject_reply(problems, draft.text, memory, again=False)
+                    # Neither its words nor its choice of action are the model's to act on:
+                    # a small model named CREATE_GOAL with nearly every such reply.
+                    draft = ReplyDraft(FALLBACK_REPLY, None, readable=False)
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             await send(Content(text=MODEL_FAILED_REPLY))
             return
-        draft = self._read_reply(raw, memory)
         replies: list[Memory] = []
         sent = False
 
@@ -190,6 +219,34 @@ class Replier:
             position = await self.store.memories.insert(result.unstored[0])
             result.unstored.pop(0)
             result.position = max(result.position, position or 0)
+
+    async def _draft(self, prompt: str, system: str, state: State, memory: Memory) -> ReplyDraft:
+        raw = await self.model.generate_text(
+            prompt,
+            model_class=ModelClass.LARGE,
+            task=Task.REPLY,
+            state=state,
+            system=system,
+            max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
+            json_answer=reply_answer([a.name for a in self.registry.actions]),
+        )
+        return self._read_reply(raw, memory)
+
+    def _action_names(self) -> list[str]:
+        return [name for a in self.registry.actions for name in (a.name, *a.similes)]
+
+    def _reject_reply(self, problems: list[str], text: str, memory: Memory, *, again: bool) -> None:
+        """Count a reply that showed the machinery, by reason; and, the second time, that the
+        fallback was sent in its place (`/stats`, the metrics and the memory bench show both)."""
+        for problem in problems:
+            self.ledger.record_reject(Task.REPLY, f"reply with {problem}", text)
+        if again:
+            log.info("the reply to message %s showed %s; asked again", memory.id, problems)
+        else:
+            self.ledger.record_reject(Task.REPLY, REPLACED_BY_FALLBACK, text)
+            log.warning(
+                "the reply to message %s showed %s twice; sent the fallback", memory.id, problems
+            )
 
     def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:
         """The model's reply as words to send: no JSON syntax, at most the reply cap; what

@@ -232,10 +232,9 @@ async def handle(ctx: Context) -> Goal | None:
 create_goal_action = Action(
     name=NAME,
     similes=("ADD_GOAL", "SET_GOAL", "NEW_GOAL", "TRACK_GOAL", "START_GOAL"),
-    description=(
-        'Start tracking a goal the user states for themselves ("my goal is to…", "I want '
-        'to…"), with the steps they name, so its progress can be followed.'
-    ),
+    # No example phrase: a small model gave the description's own example back as its reply
+    # ("Create_goal: I want to improve my communication skills").
+    description="Only when the person asks you to follow a goal of theirs.",
     handler=handle,
     validate=validate,
     examples=(

@@ -1,0 +1,197 @@
+"""Does a reply show the machinery? The checks a reply's words must pass before a person sees
+them, shared by the Replier (which asks once more, then sends a fallback) and
+`mnemo bench memory` (which counts what was shown).
+
+A small model copies what it is given: an action's name into the text ("Create_goal: I want
+to ..."), the character's description or the prompt's instructions ("I'm curious about people
+more than about topics; asks one good question rather than five."), or the person's own line
+("My wife Lena is a violinist." back to the man who said it). Each is a reason, with a short
+note the model is given when it is asked again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+ACTION_NAME = "action name"
+PROMPT_TEXT = "prompt text"
+PARROTING = "parroting"
+REPEATED = "its own earlier reply"
+
+# What the model is told when it is asked again: short, and no text of its own answer (a
+# small model would copy that too).
+NOTES = {
+    ACTION_NAME: 'Your text named an action. Put the action only in the "action" field.',
+    PROMPT_TEXT: "Your text copied the instructions or the character description. "
+    "Write new words of your own.",
+    PARROTING: "Your text repeated what the person said. Answer them instead.",
+    REPEATED: "Your text repeated one of your earlier messages. Say something new.",
+}
+
+# A run of this many words shared with the prompt's standing text is a copy, not a reply.
+PROMPT_RUN_WORDS = 6
+# A shorter run is a copy when it is most of a short reply ("First days are a lot.").
+SHORT_RUN_WORDS = 4
+SHORT_RUN_SHARE = 0.7
+# The person's line is parroted when a run of at least this many of its words comes back and
+# is nearly all of the line and most of the reply; or when a longer run is nearly all of the
+# line, whatever else the reply says. Shorter lines ("hi", "thanks!") may be echoed by anyone, and
+# a reply that restates a line in its own words ("You moved to Helsinki last week?") or
+# acknowledges a part of it ("Working at the bakery on Main Street — got it." for "I work at
+# the bakery on Main Street.", the offline model) passes.
+PARROT_MIN_WORDS = 4
+PARROT_LINE_SHARE = 0.8
+PARROT_REPLY_SHARE = 0.6
+PARROT_LONG_RUN = 6
+PARROT_LONG_SHARE = 0.8
+# Eight of the person's words in a row, in their voice ("I", "my"), are a copy whatever their
+# share: the live model wrote "I live in Tallinn and I work as a violinist ..." back to the
+# man who said the first part. An acknowledgement drops the voice ("Working as ... — got it").
+PARROT_COPY_RUN = 8
+_FIRST_PERSON = frozenset({"i", "i'm", "im", "my", "me", "we", "our", "us", "i've", "i'd"})
+# The bot's own earlier reply, nearly word for word (a run of this many words that is this
+# share of the reply): set phrases ("That sounds lovely, tell me more!") may well come twice.
+REPEAT_MIN_WORDS = 8
+REPEAT_SHARE = 0.8
+
+_WORD = re.compile(r"[\w']+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words, apostrophes kept (so "I'm" is one word, as a person reads it)."""
+    return [w.strip("'") for w in _WORD.findall(text.casefold()) if w.strip("'")]
+
+
+def longest_shared_run(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest run of words that `a` and `b` share, in order."""
+    return len(shared_run(a, b))
+
+
+def shared_run(a: Sequence[str], b: Sequence[str]) -> Sequence[str]:
+    """The longest run of words that `a` and `b` share, in order (the first found)."""
+    if not a or not b:
+        return ()
+    best, end = 0, 0
+    previous = [0] * (len(b) + 1)
+    for i, word in enumerate(a, 1):
+        current = [0] * (len(b) + 1)
+        for j, other in enumerate(b, 1):
+            if word == other:
+                current[j] = previous[j - 1] + 1
+                if current[j] > best:
+                    best, end = current[j], i
+        previous = current
+    return a[end - best : end]
+
+
+@dataclass(frozen=True)
+class ReplyCheck:
+    """What a reply must not contain, for one reply: the actions' names, the prompt's
+    standing text (character, instructions, action descriptions) and the person's lines (the
+    one answered and their earlier ones in the conversation: a small model gives either back)."""
+
+    action_names: Sequence[str]
+    standing_text: Sequence[str]
+    person_lines: Sequence[str]
+    # The bot's own earlier messages here: "Let's have a solar power plant at the secondary
+    # school." came back as the reply to twelve different lines.
+    own_lines: Sequence[str] = ()
+    # The names the conversation is written with ("Dmitri: ...", "Mnemo: ..."): a reply
+    # that starts with one copies the transcript's format, speaking as someone.
+    speaker_names: Sequence[str] = ()
+
+    def problems(self, reply: str) -> list[str]:
+        """The reasons this reply must not be shown; empty when it may be."""
+        found = []
+        if _names_an_action(reply, self.action_names):
+            found.append(ACTION_NAME)
+        if _copies(reply, self.standing_text) or _speaks_as(reply, self.speaker_names):
+            found.append(PROMPT_TEXT)
+        if any(_parrots(reply, line) for line in self.person_lines):
+            found.append(PARROTING)
+        if _repeats(reply, self.own_lines):
+            found.append(REPEATED)
+        return found
+
+
+def note_for(problems: Iterable[str]) -> str:
+    return " ".join(NOTES[p] for p in problems if p in NOTES)
+
+
+def _names_an_action(reply: str, names: Sequence[str]) -> bool:
+    """An action's name as written in the prompt (CREATE_GOAL, Create_goal), or with a space
+    when it is shouted or labels the text ("CREATE GOAL", "Create goal: ..."); "NONE" alone.
+    Ordinary words ("let's create a goal") are not names."""
+    for name in {*names, "NONE"}:
+        parts = [re.escape(p) for p in name.split("_") if p]
+        if not parts:
+            continue
+        joined = r"[_\-]".join(parts)
+        if re.search(rf"(?<![\w]){joined}(?![\w])", reply, re.I) and (
+            "_" in name or re.search(rf"(?<![\w]){joined}(?![\w])", reply)
+        ):
+            return True
+        if len(parts) > 1:
+            spaced = r"\s+".join(parts)
+            if re.search(rf"(?<![\w]){spaced}(?![\w])", reply) or re.search(
+                rf"(?<![\w]){spaced}\s*:", reply, re.I
+            ):
+                return True
+    return False
+
+
+def _copies(reply: str, standing_text: Sequence[str]) -> bool:
+    said = words(reply)
+    if not said:
+        return False
+    for text in standing_text:
+        run = longest_shared_run(said, words(text))
+        if run >= PROMPT_RUN_WORDS:
+            return True
+        if run >= SHORT_RUN_WORDS and run >= SHORT_RUN_SHARE * len(said):
+            return True
+    return False
+
+
+def _speaks_as(reply: str, names: Sequence[str]) -> bool:
+    head = reply.lstrip().split(":", 1)[0].strip().casefold()
+    return ":" in reply[:60] and any(head == name.strip().casefold() for name in names if name)
+
+
+def _repeats(reply: str, own_lines: Sequence[str]) -> bool:
+    said = words(reply)
+    if len(said) < REPEAT_MIN_WORDS:
+        return False
+    for line in own_lines:
+        run = longest_shared_run(said, words(line))
+        if run >= REPEAT_MIN_WORDS and run >= REPEAT_SHARE * len(said):
+            return True
+    return False
+
+
+# A reply that gives the line back as a quotation, addressed to its author ("You said: ..."),
+# refers to their words; parroting is giving them back as the bot's own.
+_QUOTED = re.compile(r"\byou\s+(?:said|wrote|mentioned|told\s+me)\b\s*[:,]?\s*[\"'“‘]?", re.I)
+
+
+def _parrots(reply: str, line: str) -> bool:
+    theirs = words(line)
+    if len(theirs) < PARROT_MIN_WORDS:
+        return False
+    quoted = _QUOTED.search(reply)
+    if quoted is not None:
+        reply = reply[: quoted.start()]
+    said = words(reply)
+    copied = shared_run(said, theirs)
+    run = len(copied)
+    if run >= PARROT_COPY_RUN and _FIRST_PERSON.intersection(copied):
+        return True
+    if run >= PARROT_LONG_RUN and run >= PARROT_LONG_SHARE * len(theirs):
+        return True
+    return (
+        run >= PARROT_MIN_WORDS
+        and run >= PARROT_LINE_SHARE * len(theirs)
+        and run >= PARROT_REPLY_SHARE * len(said)
+    )
