@@ -53,7 +53,10 @@ async def test_copied_claims_are_not_stored_and_are_counted(
             FACTS: [json.dumps({"claims": claims})],
         }
     )
-    settings = FactsSettings().model_copy(update={"conversation_length": 10_000})
+    # The model's claims alone: the offline rules beside it have their own test.
+    settings = FactsSettings().model_copy(
+        update={"conversation_length": 10_000, "merge_rules": False}
+    )
     async with open_test_app(
         tmp_path,
         plugins=[plugin],

@@ -66,7 +66,10 @@ def app_for(
     conversation_length: int = NEVER,
 ) -> AbstractAsyncContextManager[App]:
     # model_copy: NEVER is past the setting's documented range, on purpose.
-    settings = FactsSettings().model_copy(update={"conversation_length": conversation_length})
+    # The model's claims alone: the offline rules beside it have their own test.
+    settings = FactsSettings().model_copy(
+        update={"conversation_length": conversation_length, "merge_rules": False}
+    )
     return open_test_app(
         tmp_path,
         plugins=[plugin],

@@ -100,7 +100,10 @@ def claim(
 
 
 def app_with(tmp_path: Path, mongo_uri: str, model_dir: Path, model: ScriptedModel) -> Any:
-    settings = FactsSettings().model_copy(update={"conversation_length": NEVER})
+    # The model's claims alone: the offline rules beside it have their own test.
+    settings = FactsSettings().model_copy(
+        update={"conversation_length": NEVER, "merge_rules": False}
+    )
     return open_test_app(
         tmp_path,
         plugins=[plugin],
@@ -492,3 +495,45 @@ def test_a_claim_in_the_speakers_words_is_said_of_them_by_name_or_not_at_all(
 )
 def test_an_update_replaces_only_a_fact_of_its_kind(old: str, new: str, same: bool) -> None:
     assert same_kind(old, new) is same
+
+
+# -- the offline rules beside a weak model -------------------------------------------------------
+
+
+async def test_a_weak_model_adds_memory_and_never_takes_the_rules_memory_away(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # What the small live model answered for plain lines: nothing usable, and the character's
+    # description put on the person. With the rules beside it (the default), what the person
+    # plainly said is kept, and the model's noise still is not.
+    noise = answer(claim("Dmitri is a warm and curious presence in the chat", "Dmitri"))
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=scripted(noise, answer(), noise),
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+        plugin_settings={
+            "facts": FactsSettings().model_copy(update={"conversation_length": NEVER})
+        },
+    ) as app:
+        chat = TestChat(app.runtime, name="Dmitri")
+        await say_and_learn(chat, "I live in Tallinn and I work as a ferry engineer.")
+        await say_and_learn(chat, "Big news: I moved to Helsinki last month.")
+        facts = await current_facts(app, chat.room.world_id)
+
+    texts = sorted(f.text for f in facts)
+    assert any("Helsinki" in t for t in texts), texts
+    assert any("ferry engineer" in t for t in texts), texts
+    assert not any("Tallinn" in t for t in texts), texts  # the move closed it
+    assert not any("presence" in t for t in texts), texts
+
+
+async def test_without_the_rules_the_same_weak_model_leaves_nothing(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    noise = answer(claim("Dmitri is a warm and curious presence in the chat", "Dmitri"))
+    async with app_with(tmp_path, mongo_uri, model_dir, scripted(noise, answer())) as app:
+        chat = TestChat(app.runtime, name="Dmitri")
+        await say_and_learn(chat, "I live in Tallinn and I work as a ferry engineer.")
+        assert await current_facts(app, chat.room.world_id) == []

@@ -32,6 +32,7 @@ from bot import (
     Memory,
     ModelClass,
     ModelError,
+    OfflineRequest,
     State,
     epoch_millis,
     in_third_person,
@@ -207,6 +208,8 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     if parsed.malformed:
         ctx.model.reject(MALFORMED, raw, count=parsed.malformed)
     claims = _not_copied(ctx, parsed.claims, state, users, raw)
+    if settings.merge_rules:
+        claims = _with_rule_claims(claims, state, prompt)
     # Everything a claim is checked against below, including a plugin's own prompt: a claim
     # that repeats a long run of it is the prompt, not a person (bot/knowledge/grounding.py).
     ctx.knowledge.grounding.add_machinery(ctx.model.template(TEMPLATE_NAME, FACTS_TEMPLATE))
@@ -265,6 +268,21 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
         len(stored),
     )
     return stored
+
+
+def _with_rule_claims(claims: list[Claim], state: State, prompt: str) -> list[Claim]:
+    """The model's claims, and the offline rules' claims it did not make. With the offline
+    model both are the same claims, so nothing is added twice."""
+    request = OfflineRequest(task=NAME, prompt=prompt, state=state, model_class=ModelClass.LARGE)
+    ruled = parse_claims(offline.extract(request) or "[]")
+    if ruled is None:
+        return claims
+    made = {_claim_key(claim.claim) for claim in claims}
+    return [*claims, *(claim for claim in ruled.claims if _claim_key(claim.claim) not in made)]
+
+
+def _claim_key(text: str) -> str:
+    return " ".join(text.lower().strip(" .!").split())
 
 
 async def _other_participants(

@@ -48,6 +48,10 @@ class FactsSettings(BaseSettings):
     # "has two kids" / "has three kids" 0.045 and "lives" / "works in Lisbon" 0.088 (different
     # facts). Low, so an update is never swallowed; exact repeats are caught by text anyway.
     near_duplicate_distance: float = Field(default=0.04, ge=0.0, le=2.0)
+    # The offline rules' claims beside the model's: the rules are a high-precision extractor
+    # that works beside any model, so a weak model adds memory and never takes any away
+    # (every claim, the rules' too, still has to pass the core's grounding).
+    merge_rules: bool = True
     # The most messages one extraction reads (bounds the prompt after a long silence).
     max_messages: int = Field(default=64, ge=1, le=1000)
     # How many facts about the people in the conversation the provider puts in the prompt.
