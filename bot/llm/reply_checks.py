@@ -121,9 +121,9 @@ def note_for(problems: Iterable[str]) -> str:
 
 
 def _names_an_action(reply: str, names: Sequence[str]) -> bool:
-    """An action's name as written in the prompt (CREATE_GOAL, Create_goal), or with a space
-    when it is shouted or labels the text ("CREATE GOAL", "Create goal: ..."); "NONE" alone.
-    Ordinary words ("let's create a goal") are not names."""
+    """An action's name as written in the prompt (SOME_ACTION, Some_action), or with a space
+    when it is shouted or labels the text ("SOME ACTION", "Some action: ..."); "NONE" alone.
+    Ordinary words ("let's do some action") are not names."""
     for name in {*names, "NONE"}:
         parts = [re.escape(p) for p in name.split("_") if p]
         if not parts:

@@ -118,10 +118,14 @@ class Replier:
         check = ReplyCheck(
             action_names=self._action_names(),
             # What the prompt holds besides what people said and what is known about them:
-            # the character and the instructions, which a reply must never repeat.
+            # the character and the instructions, which a reply must never repeat. The
+            # person's name is theirs, not the prompt's: a reply may greet them by it.
             standing_text=[
                 system,
-                render(template, {**state.values, "providers": "", "recentMessages": ""}),
+                render(
+                    template,
+                    {**state.values, "providers": "", "recentMessages": "", "senderName": ""},
+                ),
             ],
             person_lines=[
                 m.content.text for m in state.recent_messages if m.user_id == memory.user_id
@@ -147,7 +151,7 @@ class Replier:
                 if problems:
                     self._reject_reply(problems, draft.text, memory, again=False)
                     # Neither its words nor its choice of action are the model's to act on:
-                    # a small model named CREATE_GOAL with nearly every such reply.
+                    # a small model named an action with nearly every such reply.
                     draft = ReplyDraft(FALLBACK_REPLY, None, readable=False)
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
