@@ -55,10 +55,16 @@ _NAME_PATTERNS = (
 )
 # "We moved to Helsinki": a "we" the speaker is part of moved too.
 _HOME = re.compile(
-    r"(?i:\b(?:i|we)\s+(?:currently\s+|now\s+|still\s+|all\s+)?live\s+in|\bi'm\s+based\s+in"
-    r"|\bi\s+am\s+based\s+in|\bwe're\s+based\s+in"
-    r"|\b(?:i|we)\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to"
-    r")\s+" + _PHRASE
+    r"(?i:\bi\s+(?:currently\s+|now\s+|still\s+)?live\s+in|\bi'm\s+based\s+in"
+    r"|\bi\s+am\s+based\s+in|\bi\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to)"
+    r"\s+" + _PHRASE
+)
+# "We moved to Helsinki": a "we" the speaker is part of moved too; only to a named place
+# ("we moved to a bigger flat" is no new city).
+_WE_HOME = re.compile(
+    r"(?i:\bwe\s+(?:currently\s+|now\s+|still\s+|all\s+)?live\s+in|\bwe're\s+based\s+in"
+    r"|\bwe\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to)"
+    r"\s+(?=[A-Z])" + _PHRASE
 )
 # "My brother Amir lives with me in Haifa": where the speaker lives, said with whom (the
 # sentence is about the brother too, so the claim names him).
@@ -162,6 +168,13 @@ _DRIVES = re.compile(
     r"(?i:\bi\s+(?:now\s+)?drive\s+(?P<art>an?))\s+(?P<car>(?:[a-z]+\s+){0,2}[A-Z][\w-]+)"
 )
 _TEACHES = re.compile(r"(?i:\bi\s+(?:now\s+)?teach)\s+(?P<x>[a-z][^.,!?;:\n]*)")
+# "I teach my kids to swim" says whom, not a subject someone teaches for a living.
+_NOT_SUBJECTS = _words("my our his her their them him me people kids children myself us it")
+# A question says nothing about its speaker: "Do I hate running?"
+_QUESTION = re.compile(
+    r"(?:^|(?<=[.!?]))\s*(?i:do|does|did|am|is|are|can|could|would|should|will|what|where|who"
+    r"|why|how|when|have|has)\b[^.!?]*\?"
+)
 _ALLERGY = re.compile(
     _I_AM + r"(?i:(?:very\s+|severely\s+|really\s+|deathly\s+)?allergic\s+to)\s+" + _PHRASE
 )
@@ -277,7 +290,7 @@ def statements(text: str) -> list[Statement]:
     Each statement carries a claim template ("{who} lives in {value}") and an acknowledgement
     for the reply; values are re-voiced so claims say "their", acknowledgements "your".
     """
-    text = normalise(text)
+    text = _QUESTION.sub(" ", normalise(text))
     found: list[Statement] = []
 
     def add(kind: str, value: str, template: str, ack: str) -> None:
@@ -291,8 +304,9 @@ def statements(text: str) -> list[Statement]:
     name = _name_in(text)
     if name:
         add("name", name, "{who}'s name is {value}", "Nice to meet you, {value}.")
-    for match in _HOME.finditer(text):
-        add("home", _phrase(match["x"]), "{who} lives in {value}", "{value} — noted.")
+    for pattern in (_HOME, _WE_HOME):
+        for match in pattern.finditer(text):
+            add("home", _phrase(match["x"]), "{who} lives in {value}", "{value} — noted.")
     for match in _LIVES_WITH.finditer(text):
         company = match["name"] or f"my {match['rel'].lower()}"
         place = _phrase(match["x"])
@@ -454,7 +468,7 @@ def statements(text: str) -> list[Statement]:
         add("car", match["car"], f"{{who}} drives {article} {{value}}", "A {value} — noted.")
     for match in _TEACHES.finditer(text):
         subject = _phrase(match["x"])
-        if subject and subject.split()[0].lower() not in _NOT_LIKES:
+        if subject and subject.split()[0].lower() not in _NOT_LIKES | _NOT_SUBJECTS:
             add("job", subject, "{who} teaches {value}", "You teach {value} — good to know.")
     for match in _ALLERGY.finditer(text):
         add(
