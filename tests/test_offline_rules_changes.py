@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.memory_judge import FactJudge
 from bot.knowledge.claim_sentences import OF_SOMEONE_ELSE
 from bot.knowledge.grounding import Grounding
 from bot.testing.harness import TestChat, open_test_app
@@ -159,3 +160,21 @@ def test_home_now_grounds_where_someone_arrived() -> None:
     claim = "Kai lives in Oslo"
     assert grounding.judge(claim, subject_is_speaker=True, names=["Kai"], said=home) is None
     assert grounding.judge(claim, subject_is_speaker=True, names=["Kai"], said=trip) is not None
+
+
+@pytest.mark.parametrize(
+    ("subject", "said", "fact"),
+    [
+        # A verb's "-s" is what "I take", "I play" said.
+        ("Tariq", "I sold the Volvo, I take the bus now.", "Tariq takes the bus"),
+        ("Farid", "I'm vegan and I play the cello.", "Farid plays the cello"),
+        # A short name with "'s" is the subject's own name, not a word they had to say.
+        ("Lior", "Amir is my cousin, not my brother.", "Lior's cousin is called Amir"),
+    ],
+)
+def test_the_bench_judge_reads_plurals_and_a_possessive_name(
+    subject: str, said: str, fact: str
+) -> None:
+    judge = FactJudge({subject: [said]}, {}, {}, {}, group=False, agent_name="Mnemo")
+    assert judge.verdict(subject, fact) is None
+    assert judge.verdict(subject, f"{fact} in Narnia") is not None  # a name never said
