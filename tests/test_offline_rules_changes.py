@@ -114,6 +114,9 @@ def test_new_statements_read(text: str, claim: str) -> None:
         "I drive a lot for work.",
         "I'd take the train if I could.",
         "That is my wife.",
+        "Sarah is my wife's sister.",  # not the wife
+        "Tom is my brother-in-law.",  # not a brother
+        "My wife Lena's car broke down.",  # not a name with "'s"
     ],
 )
 def test_no_claim_from_what_only_looks_like_one(text: str) -> None:

@@ -100,7 +100,7 @@ _FAMILY = re.compile(
 )
 # "My wife Lena is a violinist", "I have a sister called Vera", "Amir is my cousin".
 _FAMILY_NAMED = (
-    re.compile(r"(?i:\bmy\s+(?P<rel>" + _RELATIONS + r"),?)\s+(?P<name>[A-Z][\w'-]+)\b(?!')"),
+    re.compile(r"(?i:\bmy\s+(?P<rel>" + _RELATIONS + r"),?)\s+(?P<name>[A-Z][\w-]+)\b(?!['-])"),
     re.compile(
         r"(?i:\b(?:i|we)\s+(?:also\s+)?have\s+an?\s+(?P<rel>" + _RELATIONS + r")"
         r"\s+(?:called|named))\s+(?P<name>[A-Z][\w'-]+)"
@@ -108,7 +108,8 @@ _FAMILY_NAMED = (
     re.compile(
         r"(?:^|[.!?:]\s+|,\s+)(?P<name>[A-Z][\w'-]+)\s+(?i:is\s+my\s+(?P<rel>"
         + _RELATIONS
-        + r"))\b"
+        # "is my wife's sister", "is my brother-in-law": not the relation named.
+        + r"))\b(?!['-])"
     ),
 )
 # "My brother is a firefighter": a relative's occupation, kept as the speaker's fact.
@@ -452,7 +453,7 @@ def statements(text: str) -> list[Statement]:
         if not thing or thing.split()[0].lower() in _NOT_LIKES:
             continue
         verb = _DISLIKE_CLAIMS[" ".join(match["verb"].lower().split())]
-        add("dislike", thing, f"{{who}} {verb} {{value}}", "Noted: not {value}.")
+        add("dislike", thing, f"{{who}} {verb} {{value}}", "Not a fan of {value} — noted.")
     for match in _DIET.finditer(text):
         add("diet", " ".join(match["x"].lower().split()), "{who} is {value}", "{value} — noted.")
     for match in _PLAYS.finditer(text):
