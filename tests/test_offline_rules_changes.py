@@ -15,6 +15,7 @@ import pytest
 from benchmarks.memory_judge import FactJudge
 from bot.knowledge.claim_sentences import OF_SOMEONE_ELSE
 from bot.knowledge.grounding import Grounding
+from bot.llm.reply_checks import ReplyCheck
 from bot.testing.harness import TestChat, open_test_app
 from plugins.facts import plugin
 from plugins.facts.offline import statements
@@ -96,6 +97,8 @@ async def test_a_change_worded_anew_closes_the_old_value(
         ("We have three daughters.", "X has three daughters"),
         ("My uncle Raj lives with me in Pune.", "X lives in Pune with Raj"),
         ("I take the tram everywhere.", "X takes the tram"),
+        ("Weirdly, I now love coffee.", "X loves coffee"),
+        ("Actually Clara is my grandmother, not my aunt.", "X's grandmother is called Clara"),
     ],
 )
 def test_new_statements_read(text: str, claim: str) -> None:
@@ -181,3 +184,19 @@ def test_the_bench_judge_reads_plurals_and_a_possessive_name(
     judge = FactJudge({subject: [said]}, {}, {}, {}, group=False, agent_name="Mnemo")
     assert judge.verdict(subject, fact) is None
     assert judge.verdict(subject, f"{fact} in Narnia") is not None  # a name never said
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "I play the drums in a band.",
+        "I teach maths at a school in Valencia.",
+        "I can't stand cilantro, it tastes like soap to me.",
+        "I'm vegan and I play the cello.",
+    ],
+)
+def test_the_acknowledgement_is_not_the_persons_line_back(line: str) -> None:
+    ack = " ".join(s.ack for s in statements(line))
+    assert ack
+    check = ReplyCheck(action_names=(), standing_text=(), person_lines=(line,))
+    assert check.problems(ack) == [], ack

@@ -106,7 +106,8 @@ _FAMILY_NAMED = (
         r"\s+(?:called|named))\s+(?P<name>[A-Z][\w'-]+)"
     ),
     re.compile(
-        r"(?:^|[.!?:]\s+|,\s+)(?P<name>[A-Z][\w'-]+)\s+(?i:is\s+my\s+(?P<rel>"
+        r"(?:^|[.!?:]\s+|,\s+)(?i:(?:actually|oh|well|so|and|but|wait|sorry|no|yes|ok|okay)"
+        r",?\s+)?(?P<name>[A-Z][\w'-]+)\s+(?i:is\s+my\s+(?P<rel>"
         + _RELATIONS
         # "is my wife's sister", "is my brother-in-law": not the relation named.
         + r"))\b(?!['-])"
@@ -137,12 +138,12 @@ _MY_PET = re.compile(
     r"|\s+named|\s+called|,)?)\s+(?P<name>[A-Z][\w'-]+)"
 )
 _LIKES = re.compile(
-    r"(?i:\bi\s+(?:really\s+|absolutely\s+|just\s+|also\s+)?(?P<verb>love|like|enjoy|adore))\s+"
-    + _PHRASE
+    r"(?i:\bi\s+(?:(?:really|absolutely|just|also|now|still|actually|truly|totally|do)\s+){0,2}"
+    r"(?P<verb>love|like|enjoy|adore))\s+" + _PHRASE
 )
 # "I can't stand cilantro": what people dislike is kept like what they like.
 _DISLIKES = re.compile(
-    r"(?i:\bi\s+(?:really\s+|honestly\s+|just\s+|absolutely\s+)?"
+    r"(?i:\bi\s+(?:(?:really|honestly|just|absolutely|now|still|actually|truly|totally)\s+){0,2}"
     r"(?P<verb>hate|dislike|detest|can't\s+stand|cannot\s+stand|don't\s+like))\s+" + _PHRASE
 )
 _DISLIKE_CLAIMS = {
@@ -460,7 +461,7 @@ def statements(text: str) -> list[Statement]:
         thing = _phrase(match["x"])
         if not thing or thing.split()[0].lower() in _NOT_LIKES - {"the"}:
             continue
-        add("plays", thing, "{who} plays {value}", "You play {value} — nice.")
+        add("plays", thing, "{who} plays {value}", "{value} — nice.")
     for match in _TRANSPORT_USE.finditer(text):
         mode = match["mode"].lower()
         add("commute", mode, "{who} takes the {value}", "The {value} — noted.")
@@ -470,7 +471,7 @@ def statements(text: str) -> list[Statement]:
     for match in _TEACHES.finditer(text):
         subject = _phrase(match["x"])
         if subject and subject.split()[0].lower() not in _NOT_LIKES | _NOT_SUBJECTS:
-            add("job", subject, "{who} teaches {value}", "You teach {value} — good to know.")
+            add("job", subject, "{who} teaches {value}", "Teaching {value} — good to know.")
     for match in _ALLERGY.finditer(text):
         add(
             "allergy",
