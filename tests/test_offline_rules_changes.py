@@ -52,6 +52,11 @@ async def learn_each(chat: TestChat, *texts: str) -> None:
         # How someone gets around.
         ("I take the train to work.", "I take the ferry now.", "ferry", "train"),
         ("I drive a red Honda.", "I sold the Honda last week.", None, "honda"),
+        # A new job or home said another way.
+        ("I work at Lidl.", "I just got a new job at Aldi.", "aldi", "lidl"),
+        ("I'm a waiter.", "I got a job as a chef.", "chef", "waiter"),
+        ("I live in Cork.", "I've moved to Galway.", "galway", "cork"),
+        ("I live in Kyiv.", "I'm living in Lviv now.", "lviv", "kyiv"),
         # "I quit teaching" names "teaches history".
         ("I teach history at a college.", "I quit teaching in May.", None, "history"),
     ],
@@ -117,6 +122,7 @@ def test_new_statements_read(text: str, claim: str) -> None:
         "I drive a lot for work.",
         "I'd take the train if I could.",
         "That is my wife.",
+        "I'm working at home today.",  # no workplace named
         "Sarah is my wife's sister.",  # not the wife
         "Tom is my brother-in-law.",  # not a brother
         "My wife Lena's car broke down.",  # not a name with "'s"

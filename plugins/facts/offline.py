@@ -56,7 +56,8 @@ _NAME_PATTERNS = (
 # "We moved to Helsinki": a "we" the speaker is part of moved too.
 _HOME = re.compile(
     r"(?i:\bi\s+(?:currently\s+|now\s+|still\s+)?live\s+in|\bi'm\s+based\s+in"
-    r"|\bi\s+am\s+based\s+in|\bi\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to)"
+    r"|\bi\s+am\s+based\s+in|\bi'm\s+(?:now\s+|currently\s+)?living\s+in"
+    r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to)"
     r"\s+" + _PHRASE
 )
 # "We moved to Helsinki": a "we" the speaker is part of moved too; only to a named place
@@ -84,10 +85,18 @@ _HOME_NOW = re.compile(
 )
 _ORIGIN = re.compile(_I_AM + r"(?i:originally\s+)?(?i:from)\s+" + _PHRASE)
 _GREW_UP = re.compile(r"(?i:\bi\s+grew\s+up\s+in)\s+" + _PHRASE)
+# A new job is said many ways: "I'm working at", "I started working at", "I got a job at".
+_NEW_JOB = (
+    r"\bi'm\s+(?:now\s+|currently\s+)?working|\bi\s+(?:just\s+|recently\s+)?(?:started|began)"
+    r"\s+working|\bi(?:'ve|\s+have)?\s+(?:just\s+)?got\s+a\s+(?:new\s+)?job"
+)
 _WORK_AT = re.compile(r"(?i:\bi\s+(?:currently\s+|now\s+)?work\s+(?P<prep>at|for))\s+" + _PHRASE)
+# Only a named workplace: "I'm working at home today" is no job.
+_NEW_WORK_AT = re.compile(r"(?i:(?:" + _NEW_JOB + r")\s+(?P<prep>at|for))\s+(?=[A-Z])" + _PHRASE)
 # "I work as a nurse", and "I work at Boeing as an engineer".
 _WORK_AS = re.compile(
-    r"(?i:\bi\s+(?:currently\s+|now\s+)?work\s+(?:[^.,!?;:\n]*?\s+)?as\s+(?P<art>an?))\s+" + _PHRASE
+    r"(?i:(?:\bi\s+(?:currently\s+|now\s+)?work\s+(?:[^.,!?;:\n]*?\s+)?|(?:" + _NEW_JOB + r")\s+)"
+    r"as\s+(?P<art>an?))\s+" + _PHRASE
 )
 _I_AM_A = re.compile(_I_AM + r"(?P<art>(?i:an?))\s+" + _PHRASE)
 # Splits "software engineer at Google" into the job and the workplace.
@@ -330,7 +339,7 @@ def statements(text: str) -> list[Statement]:
         add(
             "origin", _phrase(match["x"]), "{who} grew up in {value}", "Grew up in {value} — noted."
         )
-    for match in _WORK_AT.finditer(text):
+    for match in (*_WORK_AT.finditer(text), *_NEW_WORK_AT.finditer(text)):
         prep = match["prep"].lower()
         add(
             "work",
