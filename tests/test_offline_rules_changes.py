@@ -206,3 +206,17 @@ def test_the_acknowledgement_is_not_the_persons_line_back(line: str) -> None:
     assert ack
     check = ReplyCheck(action_names=(), standing_text=(), person_lines=(line,))
     assert check.problems(ack) == [], ack
+
+
+@pytest.mark.parametrize("after", ["I'm a runner.", "I'm an optimist.", "I'm a keen cyclist."])
+async def test_a_pastime_that_ends_like_a_job_does_not_close_the_job(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, after: str
+) -> None:
+    async with open_test_app(
+        tmp_path, plugins=[plugin], mongodb_uri=mongo_uri, model_dir=model_dir
+    ) as app:
+        chat = TestChat(app.runtime, name="Sam")
+        await learn_each(chat, "I work as a nurse.", after)
+        current, _ = await app.store.facts.page(chat.room.world_id)
+
+    assert any("nurse" in f.text for f in current), [f.text for f in current]

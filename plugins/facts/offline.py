@@ -19,7 +19,15 @@ from bot import Fact, OfflineRequest, State
 from bot.offline import cap, greets, normalise, reply_json, small_talk
 
 from .claims import FACT_REFS
-from .offline_changes import OCCUPATIONS, RELATIONS, SAID_IN, TRANSPORT, more_claims, reconcile
+from .offline_changes import (
+    NOT_OCCUPATIONS,
+    OCCUPATIONS,
+    RELATIONS,
+    SAID_IN,
+    TRANSPORT,
+    more_claims,
+    reconcile,
+)
 
 MAX_LISTED_FACTS = 8
 MAX_PHRASE_WORDS = 6
@@ -198,7 +206,7 @@ _JOBS = OCCUPATIONS
 # not read as a job the way "is a pilot" does.
 _SAYS_A_JOB = ("er", "or", "ist", "ian", "ant", "ent", "nurse", "chef", "cook", "vet", "coach")
 # "-er"/"-ist" words that end a phrase after "I'm a" without being an occupation.
-_NOT_JOBS = _words("member beginner lover user fan newcomer winner loser number bit")
+_NOT_JOBS = NOT_OCCUPATIONS
 # Phrases end at these words: what follows is another clause.
 _PHRASE_STOP = re.compile(
     r"\s+(?:and\s+i|and\s+my|but|because|since|so|which|where|who|though|although|now"

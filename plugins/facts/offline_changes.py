@@ -66,7 +66,18 @@ _OF_SOMEONE_ELSE = re.compile(r"^[^']+'s\s+(?!name\b)\w")
 _RELATION_SLOTS = ("partner", "relation of {k}")
 # "is a" says a job only for occupations ("is a vegetarian" is not one).
 _JOB_ENDINGS = ("er", "or", "ist", "ian", "ant", "ent", "nurse", "chef", "cook", "vet", "coach")
-_NOT_JOBS = frozenset({"member", "beginner", "lover", "user", "fan", "newcomer", "vegetarian"})
+# Words that end like an occupation and say what someone does for fun or is like: "I'm a
+# runner" must not close "is a nurse".
+NOT_OCCUPATIONS = frozenset(
+    """
+    member beginner lover user fan newcomer winner loser number bit vegetarian
+    runner reader gamer swimmer hiker climber skier surfer dancer singer walker jogger
+    traveller traveler learner sleeper thinker dreamer talker listener worrier believer
+    optimist pessimist perfectionist realist idealist cyclist tourist introvert extrovert
+    smoker drinker eater foodie owner follower supporter player fighter survivor
+    """.split()  # noqa: SIM905
+)
+_NOT_JOBS = NOT_OCCUPATIONS
 
 _NUMBER = r"(?P<n>\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten)"
 _I_AM = r"\b(?:i'm|i am|im)\s+"
