@@ -52,6 +52,8 @@ async def learn_each(chat: TestChat, *texts: str) -> None:
         # How someone gets around.
         ("I take the train to work.", "I take the ferry now.", "ferry", "train"),
         ("I drive a red Honda.", "I sold the Honda last week.", None, "honda"),
+        ("I drive a Ford Focus.", "I don't drive anymore.", None, "ford"),
+        ("I hate olives.", "I don't hate olives any more.", None, "olives"),
         # A new job or home said another way.
         ("I work at Lidl.", "I just got a new job at Aldi.", "aldi", "lidl"),
         ("I'm a waiter.", "I got a job as a chef.", "chef", "waiter"),

@@ -96,7 +96,13 @@ _RETRACTIONS: tuple[tuple[str | None, re.Pattern[str]], ...] = (
     ("work", re.compile(r"\bi\s+(?:just\s+)?(?:quit|left)\s+(?:my\s+job\s+at\s+)?" + _WHAT, re.I)),
     (None, re.compile(r"\bi\s+(?:just\s+)?sold\s+" + _WHAT, re.I)),
     (None, re.compile(r"\bi\s+no\s+longer\s+(?:have\s+)?" + _WHAT, re.I)),
-    (None, re.compile(r"\bi\s+don'?t\s+have\s+(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I)),
+    # "I don't have a car anymore", "I don't drive anymore", "I don't eat meat anymore".
+    (
+        None,
+        re.compile(
+            r"\bi\s+(?:don'?t|do\s+not)\s+(?:have\s+)?(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I
+        ),
+    ),
 )
 _ANYMORE = re.compile(r"\s+(?:any\s*more|now|either)\s*$", re.I)
 _SMALL = frozenset(
@@ -140,8 +146,10 @@ def _stem(word: str) -> str:
     """A light stem, so "I quit teaching" names "teaches maths"."""
     for ending in ("ing", "es", "ed", "s"):
         if len(word) > len(ending) + 3 and word.endswith(ending):
-            return word[: -len(ending)]
-    return word
+            word = word[: -len(ending)]
+            break
+    # "drive", "drives", "driving": one stem.
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
 def _content(text: str) -> set[str]:
