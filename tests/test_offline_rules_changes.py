@@ -54,6 +54,9 @@ async def learn_each(chat: TestChat, *texts: str) -> None:
         ("I drive a red Honda.", "I sold the Honda last week.", None, "honda"),
         ("I drive a Ford Focus.", "I don't drive anymore.", None, "ford"),
         ("I hate olives.", "I don't hate olives any more.", None, "olives"),
+        ("I'm a teacher.", "I'm no longer a teacher.", None, "teacher"),
+        ("I'm a student.", "I'm not a student anymore.", None, "student"),
+        ("I live in London.", "I moved out of London in May.", None, "london"),
         # A new job or home said another way.
         ("I work at Lidl.", "I just got a new job at Aldi.", "aldi", "lidl"),
         ("I'm a waiter.", "I got a job as a chef.", "chef", "waiter"),

@@ -103,6 +103,11 @@ _RETRACTIONS: tuple[tuple[str | None, re.Pattern[str]], ...] = (
             r"\bi\s+(?:don'?t|do\s+not)\s+(?:have\s+)?(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I
         ),
     ),
+    # "I'm no longer a teacher", "I'm not a student anymore".
+    (None, re.compile(r"\b(?:i'm|i\s+am)\s+no\s+longer\s+" + _WHAT, re.I)),
+    (None, re.compile(r"\b(?:i'm|i\s+am)\s+not\s+(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I)),
+    # "I moved out of London": no longer lives there, wherever they went.
+    ("home", re.compile(r"\bi\s+(?:just\s+)?moved\s+(?:out\s+of|away\s+from)\s+" + _WHAT, re.I)),
 )
 _ANYMORE = re.compile(r"\s+(?:any\s*more|now|either)\s*$", re.I)
 _SMALL = frozenset(
