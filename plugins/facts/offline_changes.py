@@ -2,9 +2,11 @@
 
 The offline answer (no language model) extracts claims by pattern; this module gives each the
 change a model would: a claim that fills the same slot as a known fact of the same person
-(where they live, where they work, their job, age, number of kids, partner) updates it when
-the value differs and repeats it when it does not; "I no longer ...", "I don't ... anymore",
-"I quit ...", "I sold my ..." retract the known fact they name; "I'm 35 now", "I just turned
+(where they live, where they work, their job, age, number of kids, partner, how they get
+around, the relation of a person they name, their opinion of a thing) updates it when the
+value differs and repeats it when it does not; "I no longer ...", "I don't ... anymore",
+"I'm no longer ...", "I quit ...", "I sold my ...", "I moved out of ..." retract the known
+fact they name; "I'm 35 now", "I just turned
 35" and "we have 3 kids now" are claims of their own. Pure functions over the state: the
 known facts shown to the model and their short ids are what a real model sees too.
 """
