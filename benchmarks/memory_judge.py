@@ -66,6 +66,9 @@ WRONG_EMPTY = "says nothing"
 
 def _stem(word: str) -> str:
     word = _NUMBER_WORDS.get(word, word)
+    # "takes" and "plays" are what "I take the bus", "I play the cello" said.
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        word = word[:-1]
     return word[:_STEM]
 
 
@@ -113,10 +116,10 @@ class FactJudge:
         loose: list[str] = []
         for index, raw in enumerate(re.findall(r"[\w']+", fact)):
             word = raw.casefold().strip("'")
+            if word.endswith("'s"):
+                word = word[:-2]  # before the name check: "Lior's" is Lior's own name
             if not word or word in _FRAME or _stem(word) in own_name:
                 continue
-            if word.endswith("'s"):
-                word = word[:-2]
             if raw[0].isdigit() or word in _NUMBER_WORDS or (raw[0].isupper() and index > 0):
                 strict.append(word)
             elif len(word) >= 3:

@@ -180,7 +180,6 @@ async def test_a_name_the_account_already_shows_is_in_bio() -> None:
         "I'm Going home now",
         "I'm a big fan of jazz",
         "I like it when it rains",
-        "My sister is a doctor",
         "What do you like?",
         "",
     ],

@@ -42,6 +42,10 @@ _THIRD_PARTY = re.compile(
     rf"\b(?i:my|our|his|her|their)\s+(?:\w+\s+)?(?P<relative>(?i:{_RELATIVES}))s?\b"
     rf"(?:,?\s+(?P<named>[A-Z][\w'-]+))?|\b(?P<owner>[A-Z][\w-]+)'s\b"
 )
+# A relative named only to say it is not them: "not my brother".
+_DENIED = re.compile(r"\b(?:not|n't)\s+$", re.I)
+# A message that says the place it names is home now.
+_HOME_NOW = re.compile(r"\b(?:this|it|that)(?:\s+is|'s)\s+(?:my\s+|our\s+)?home\s+now\b", re.I)
 # Where a place was left, not where one lives: "moved from Leeds to York".
 _LEFT_PLACE = re.compile(r"\b(?:from|left|leaving|outside)\s+(?:the\s+)?(?P<place>[A-Z][\w-]+)")
 
@@ -86,8 +90,14 @@ def sentence_problem(
             return NOT_SAID
         # Where someone lives or comes from is said as such: "I teach in Leeds" is neither.
         for kind in kinds_of(clause) & {"home", "origin"}:
-            if not any(kind in kinds_of(sentence) for sentence in covering):
-                return NOT_SAID
+            if any(kind in kinds_of(sentence) for sentence in covering):
+                continue
+            # "We just landed in Toronto. This is home now!": the message says it is home.
+            if kind == "home" and any(
+                _HOME_NOW.search(line) for line in said if any(s in line for s in covering)
+            ):
+                continue
+            return NOT_SAID
     overlap = [(len(content & set(words_of(sentence))), sentence) for sentence in sentences]
     most = max((count for count, _ in overlap), default=0)
     if not most:
@@ -119,6 +129,8 @@ def sentence_problem(
             return OF_SOMEONE_ELSE
     for sentence in best:
         for found in _THIRD_PARTY.finditer(sentence):
+            if _DENIED.search(sentence[: found.start()]):
+                continue  # "Amir is my cousin, not my brother": no brother spoken of
             marks = {stem(fold(found[key])) for key in ("relative", "named", "owner") if found[key]}
             if found["owner"] and stem(fold(found["owner"])) in known:
                 continue  # "Priya's" of Priya herself

@@ -19,7 +19,15 @@ from bot import Fact, OfflineRequest, State
 from bot.offline import cap, greets, normalise, reply_json, small_talk
 
 from .claims import FACT_REFS
-from .offline_changes import SAID_IN, more_claims, reconcile
+from .offline_changes import (
+    NOT_OCCUPATIONS,
+    OCCUPATIONS,
+    RELATIONS,
+    SAID_IN,
+    TRANSPORT,
+    more_claims,
+    reconcile,
+)
 
 MAX_LISTED_FACTS = 8
 MAX_PHRASE_WORDS = 6
@@ -53,33 +61,87 @@ _NAME_PATTERNS = (
     re.compile(r"(?i:\bmy\s+name\s+is|\bmy\s+name's|\bcall\s+me)\s+(?P<name>[a-z][\w'-]*)"),
     re.compile(_I_AM + _NAME + r"\b"),
 )
+# "We moved to Helsinki": a "we" the speaker is part of moved too.
 _HOME = re.compile(
-    r"(?i:\bi\s+(?:currently\s+|now\s+|still\s+)?live\s+in|\bi'm\s+based\s+in|\bi\s+am\s+based\s+in"
-    r"|\bi\s+(?:just\s+|recently\s+)?moved\s+to)\s+" + _PHRASE
+    r"(?i:\bi\s+(?:currently\s+|now\s+|still\s+)?live\s+in|\bi'm\s+based\s+in"
+    r"|\bi\s+am\s+based\s+in|\bi'm\s+(?:now\s+|currently\s+)?living\s+in"
+    r"|\bi(?:'ve|\s+have)?\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to)"
+    r"\s+" + _PHRASE
+)
+# "We moved to Helsinki": a "we" the speaker is part of moved too; only to a named place
+# ("we moved to a bigger flat" is no new city).
+_WE_HOME = re.compile(
+    r"(?i:\bwe\s+(?:currently\s+|now\s+|still\s+|all\s+)?live\s+in|\bwe're\s+based\s+in"
+    r"|\bwe\s+(?:just\s+|recently\s+|finally\s+)?(?:moved|relocated)\s+to)"
+    r"\s+(?=[A-Z])" + _PHRASE
+)
+# "My brother Amir lives with me in Haifa": where the speaker lives, said with whom (the
+# sentence is about the brother too, so the claim names him).
+_LIVES_WITH = re.compile(
+    r"(?i:\bmy\s+(?P<rel>" + RELATIONS + r"))\s+(?:(?P<name>[A-Z][\w'-]+)\s+)?"
+    r"(?i:lives\s+with\s+(?:me|us)\s+in)\s+" + _PHRASE
+)
+# "We just landed in Toronto. This is home now!": arriving says where someone lives only
+# with the same message saying it is home now.
+_ARRIVED = re.compile(
+    r"(?i:\b(?:i|we)\s+(?:just\s+|finally\s+)?(?:landed|arrived|settled)\s+in)\s+" + _PHRASE
+)
+_HOME_NOW = re.compile(
+    r"\b(?:this|it|that)(?:\s+is|'s)\s+(?:my\s+|our\s+)?home\s+now\b"
+    r"|\b(?:i|we)\s+live\s+(?:here|there)\s+now\b",
+    re.I,
 )
 _ORIGIN = re.compile(_I_AM + r"(?i:originally\s+)?(?i:from)\s+" + _PHRASE)
 _GREW_UP = re.compile(r"(?i:\bi\s+grew\s+up\s+in)\s+" + _PHRASE)
+# A new job is said many ways: "I'm working at", "I started working at", "I got a job at".
+_NEW_JOB = (
+    r"\bi'm\s+(?:now\s+|currently\s+)?working|\bi\s+(?:just\s+|recently\s+)?(?:started|began)"
+    r"\s+working|\bi(?:'ve|\s+have)?\s+(?:just\s+)?got\s+a\s+(?:new\s+)?job"
+)
 _WORK_AT = re.compile(r"(?i:\bi\s+(?:currently\s+|now\s+)?work\s+(?P<prep>at|for))\s+" + _PHRASE)
+# Only a named workplace: "I'm working at home today" is no job.
+_NEW_WORK_AT = re.compile(r"(?i:(?:" + _NEW_JOB + r")\s+(?P<prep>at|for))\s+(?=[A-Z])" + _PHRASE)
 # "I work as a nurse", and "I work at Boeing as an engineer".
 _WORK_AS = re.compile(
-    r"(?i:\bi\s+(?:currently\s+|now\s+)?work\s+(?:[^.,!?;:\n]*?\s+)?as\s+(?P<art>an?))\s+" + _PHRASE
+    r"(?i:(?:\bi\s+(?:currently\s+|now\s+)?work\s+(?:[^.,!?;:\n]*?\s+)?|(?:" + _NEW_JOB + r")\s+)"
+    r"as\s+(?P<art>an?))\s+" + _PHRASE
 )
 _I_AM_A = re.compile(_I_AM + r"(?P<art>(?i:an?))\s+" + _PHRASE)
 # Splits "software engineer at Google" into the job and the workplace.
 _JOB_PLACE = re.compile(r"\s+(?:at|for|in|with|from)\s+", re.I)
 _WORKPLACE_PREPS = ("at", "for")
-_RELATIONS = (
-    "wife|husband|partner|boyfriend|girlfriend|fiancée|fiancee|fiance|son|daughter|brother"
-    "|sister|mother|mom|mum|father|dad|best friend"
-)
+_RELATIONS = RELATIONS
 _FAMILY = re.compile(
     r"(?i:\bmy\s+(?P<rel>" + _RELATIONS + r")(?:'s\s+name)?\s+is\s+(?:called\s+|named\s+)?)"
     r"(?P<name>[A-Z][\w'-]+)"
 )
+# "My wife Lena is a violinist", "I have a sister called Vera", "Amir is my cousin".
+_FAMILY_NAMED = (
+    re.compile(r"(?i:\bmy\s+(?P<rel>" + _RELATIONS + r"),?)\s+(?P<name>[A-Z][\w-]+)\b(?!['-])"),
+    re.compile(
+        r"(?i:\b(?:i|we)\s+(?:also\s+)?have\s+an?\s+(?P<rel>" + _RELATIONS + r")"
+        r"\s+(?:called|named))\s+(?P<name>[A-Z][\w'-]+)"
+    ),
+    re.compile(
+        r"(?:^|[.!?:]\s+|,\s+)(?i:(?:actually|oh|well|so|and|but|wait|sorry|no|yes|ok|okay)"
+        r",?\s+)?(?P<name>[A-Z][\w'-]+)\s+(?i:is\s+my\s+(?P<rel>"
+        + _RELATIONS
+        # "is my wife's sister", "is my brother-in-law": not the relation named.
+        + r"))\b(?!['-])"
+    ),
+)
+# "My brother is a firefighter": a relative's occupation, kept as the speaker's fact.
+_RELATIVE_JOB = re.compile(
+    r"(?i:\bmy\s+(?P<rel>" + _RELATIONS + r")\s+is\s+(?P<art>an?))\s+(?P<x>[a-z][\w -]*)"
+)
+# Words that look like a name after "my brother" or before "is my" without being one.
+_NOT_RELATIVE_NAMES = _words("""
+    this that he she it who there here which what and but or is was has lives works
+    """)
 _MARRIED = re.compile(_I_AM + r"(?i:married\s+to)\s+(?P<name>[A-Z][\w'-]+)")
 _NUMBER_WORDS = "one|two|three|four|five|six|seven|eight|nine|ten|\\d+"
 _KIDS = re.compile(
-    r"(?i:\bi\s+have\s+(?P<n>" + _NUMBER_WORDS + r")\s+(?P<kids>kids?|child(?:ren)?|sons?"
+    r"(?i:\b(?:i|we)\s+have\s+(?P<n>" + _NUMBER_WORDS + r")\s+(?P<kids>kids?|child(?:ren)?|sons?"
     r"|daughters?|grandchild(?:ren)?|grandkids?))\b"
 )
 _ANIMALS = "dog|cat|puppy|kitten|parrot|rabbit|bunny|hamster|horse|turtle|snake|fish|bird|lizard"
@@ -93,8 +155,44 @@ _MY_PET = re.compile(
     r"|\s+named|\s+called|,)?)\s+(?P<name>[A-Z][\w'-]+)"
 )
 _LIKES = re.compile(
-    r"(?i:\bi\s+(?:really\s+|absolutely\s+|just\s+|also\s+)?(?P<verb>love|like|enjoy|adore))\s+"
-    + _PHRASE
+    r"(?i:\bi\s+(?:(?:really|absolutely|just|also|now|still|actually|truly|totally|do)\s+){0,2}"
+    r"(?P<verb>love|like|enjoy|adore))\s+" + _PHRASE
+)
+# "I can't stand cilantro": what people dislike is kept like what they like.
+_DISLIKES = re.compile(
+    r"(?i:\bi\s+(?:(?:really|honestly|just|absolutely|now|still|actually|truly|totally)\s+){0,2}"
+    r"(?P<verb>hate|dislike|detest|can't\s+stand|cannot\s+stand|don't\s+like))\s+" + _PHRASE
+)
+_DISLIKE_CLAIMS = {
+    "hate": "hates",
+    "dislike": "dislikes",
+    "detest": "detests",
+    "can't stand": "can't stand",
+    "cannot stand": "can't stand",
+    "don't like": "doesn't like",
+}
+# Diets and intolerances: "I'm vegan", "I'm lactose intolerant".
+_DIET = re.compile(
+    _I_AM + r"(?i:(?P<x>vegan|vegetarian|pescatarian|coeliac|celiac|diabetic|gluten[- ]free"
+    r"|teetotal|[a-z]+\s+intolerant))\b"
+)
+_PLAYS = re.compile(r"(?i:\bi\s+(?:also\s+)?play)\s+" + _PHRASE)
+# How someone gets around: "I take the bus now", "we take the tram everywhere".
+_TRANSPORT_USE = re.compile(
+    r"(?i:\b(?:i|we)\s+(?:now\s+|usually\s+|always\s+)?(?:take|ride|catch)\s+the\s+"
+    r"(?P<mode>" + TRANSPORT + r"))\b"
+)
+# "I drive a blue Volvo": the make is capitalised, so a phrase is not taken for a car.
+_DRIVES = re.compile(
+    r"(?i:\bi\s+(?:now\s+)?drive\s+(?P<art>an?))\s+(?P<car>(?:[a-z]+\s+){0,2}[A-Z][\w-]+)"
+)
+_TEACHES = re.compile(r"(?i:\bi\s+(?:now\s+)?teach)\s+(?P<x>[a-z][^.,!?;:\n]*)")
+# "I teach my kids to swim" says whom, not a subject someone teaches for a living.
+_NOT_SUBJECTS = _words("my our his her their them him me people kids children myself us it")
+# A question says nothing about its speaker: "Do I hate running?"
+_QUESTION = re.compile(
+    r"(?:^|(?<=[.!?]))\s*(?i:do|does|did|am|is|are|can|could|would|should|will|what|where|who"
+    r"|why|how|when|have|has)\b[^.!?]*\?"
 )
 _ALLERGY = re.compile(
     _I_AM + r"(?i:(?:very\s+|severely\s+|really\s+|deathly\s+)?allergic\s+to)\s+" + _PHRASE
@@ -103,15 +201,12 @@ _BIRTHDAY = re.compile(r"(?i:\bmy\s+birthday\s+is\s+(?:on\s+)?)" + _PHRASE)
 
 # Things people "like" that say nothing about them.
 _NOT_LIKES = _words("it that this you them him her when how what the idea to think being your")
-_JOBS = _words("""
-    nurse chef cook teacher student engineer developer programmer designer doctor lawyer
-    accountant architect artist writer journalist scientist researcher pilot firefighter
-    farmer mechanic electrician plumber carpenter pharmacist dentist therapist photographer
-    musician manager consultant analyst librarian professor lecturer barista waiter waitress
-    paramedic surgeon veterinarian vet officer cashier driver tutor coach translator editor
-    """)
+_JOBS = OCCUPATIONS
+# Occupations a claim names with "works as" ("works as a team lead"): "is a team lead" does
+# not read as a job the way "is a pilot" does.
+_SAYS_A_JOB = ("er", "or", "ist", "ian", "ant", "ent", "nurse", "chef", "cook", "vet", "coach")
 # "-er"/"-ist" words that end a phrase after "I'm a" without being an occupation.
-_NOT_JOBS = _words("member beginner lover user fan newcomer winner loser number bit")
+_NOT_JOBS = NOT_OCCUPATIONS
 # Phrases end at these words: what follows is another clause.
 _PHRASE_STOP = re.compile(
     r"\s+(?:and\s+i|and\s+my|but|because|since|so|which|where|who|though|although|now"
@@ -120,7 +215,11 @@ _PHRASE_STOP = re.compile(
     # When it happened is not part of the place or the thing: "moved to Berlin last month".
     r"|last\s+(?:week|month|year|spring|summer|fall|autumn|winter)|yesterday|recently"
     r"|this\s+(?:week|month|year)|(?:a|a\s+few|\w+)\s+(?:days|weeks|months|years)\s+ago"
-    r"|a\s+(?:day|week|month|year)\s+ago|in\s+(?:19|20)\d\d)\b.*$",
+    r"|a\s+(?:day|week|month|year)\s+ago|in\s+(?:19|20)\d\d"
+    r"|in\s+(?:january|february|march|april|may|june|july|august|september|october|november"
+    r"|december|spring|summer|autumn|fall|winter)"
+    # Where from and what for are not part of where someone lives: "moved to Madrid from Paris".
+    r"|from|for\s+(?:a|an|the|my|our|work)|to\s+work|every\s+\w+|everywhere|especially)\b.*$",
     re.I | re.S,
 )
 
@@ -210,7 +309,7 @@ def statements(text: str) -> list[Statement]:
     Each statement carries a claim template ("{who} lives in {value}") and an acknowledgement
     for the reply; values are re-voiced so claims say "their", acknowledgements "your".
     """
-    text = normalise(text)
+    text = _QUESTION.sub(" ", normalise(text))
     found: list[Statement] = []
 
     def add(kind: str, value: str, template: str, ack: str) -> None:
@@ -224,15 +323,31 @@ def statements(text: str) -> list[Statement]:
     name = _name_in(text)
     if name:
         add("name", name, "{who}'s name is {value}", "Nice to meet you, {value}.")
-    for match in _HOME.finditer(text):
-        add("home", _phrase(match["x"]), "{who} lives in {value}", "{value} — noted.")
+    for pattern in (_HOME, _WE_HOME):
+        for match in pattern.finditer(text):
+            add("home", _phrase(match["x"]), "{who} lives in {value}", "{value} — noted.")
+    for match in _LIVES_WITH.finditer(text):
+        company = match["name"] or f"my {match['rel'].lower()}"
+        place = _phrase(match["x"])
+        if place[:1].isupper():
+            add(
+                "home",
+                f"{place} with {_perspective(company, second_person=False)}",
+                "{who} lives in {value}",
+                "{value} — noted.",
+            )
+    if _HOME_NOW.search(text):
+        for match in _ARRIVED.finditer(text):
+            place = _phrase(match["x"])
+            if place[:1].isupper():
+                add("home", place, "{who} lives in {value}", "{value} — noted.")
     for match in _ORIGIN.finditer(text):
         add("origin", _phrase(match["x"]), "{who} is from {value}", "{value} — noted.")
     for match in _GREW_UP.finditer(text):
         add(
             "origin", _phrase(match["x"]), "{who} grew up in {value}", "Grew up in {value} — noted."
         )
-    for match in _WORK_AT.finditer(text):
+    for match in (*_WORK_AT.finditer(text), *_NEW_WORK_AT.finditer(text)):
         prep = match["prep"].lower()
         add(
             "work",
@@ -251,25 +366,40 @@ def statements(text: str) -> list[Statement]:
         )
     for match in _I_AM_A.finditer(text):
         article = match["art"].lower()
-        phrase = _phrase(match["x"])
-        parts = _JOB_PLACE.split(phrase, maxsplit=1)
-        if not _is_job(parts[0]):
+        # Split before trimming, so the workplace keeps its own words ("a chef at a small
+        # bistro in Porto": the job, then "a small bistro in Porto").
+        raw = _PHRASE_STOP.sub("", match["x"].strip())
+        parts = _JOB_PLACE.split(raw, maxsplit=1)
+        job = _phrase(parts[0])
+        if not _is_job(job):
             continue
+        verb = "is" if job.lower().endswith(_SAYS_A_JOB) else "works as"
         add(
             "job",
-            parts[0],
-            f"{{who}} is {article} {{value}}",
+            job,
+            f"{{who}} {verb} {article} {{value}}",
             f"{article.capitalize()} {{value}} — good to know.",
         )
-        preposition = phrase[len(parts[0]) :].split()
-        if len(parts) == 2 and preposition and preposition[0].lower() in _WORKPLACE_PREPS:
+        preposition = raw[len(parts[0]) :].split()
+        if len(parts) == 2 and preposition:
             prep = preposition[0].lower()
-            add(
-                "work",
-                parts[1],
-                f"{{who}} works {prep} {{value}}",
-                f"Working {prep} {{value}} — got it.",
-            )
+            place = _phrase(parts[1])
+            if prep in _WORKPLACE_PREPS:
+                add(
+                    "work",
+                    place,
+                    f"{{who}} works {prep} {{value}}",
+                    f"Working {prep} {{value}} — got it.",
+                )
+            elif prep == "in" and place[:1].isupper():
+                # "I'm a pharmacist in Madrid": the job and where, one fact that a new job
+                # replaces whole.
+                found[-1] = Statement(
+                    "job",
+                    f"{job} in {place}",
+                    f"{{who}} {verb} {article} {{value}}",
+                    found[-1].ack,
+                )
     for match in _FAMILY.finditer(text):
         relation = match["rel"].lower()
         if match["name"].lower() in _NOT_NAMES:
@@ -280,6 +410,31 @@ def statements(text: str) -> list[Statement]:
             f"{{who}}'s {relation} is called {{value}}",
             f"Your {relation} {{value}} — noted.",
         )
+    named_relatives: set[str] = {m["name"] for m in _FAMILY.finditer(text)}
+    for pattern in _FAMILY_NAMED:
+        for match in pattern.finditer(text):
+            relation, relative = match["rel"].lower(), match["name"]
+            if relative.lower() in _NOT_NAMES | _NOT_RELATIVE_NAMES:
+                continue
+            if relative in named_relatives:
+                continue
+            named_relatives.add(relative)
+            add(
+                "family",
+                relative,
+                f"{{who}}'s {relation} is called {{value}}",
+                f"Your {relation} {{value}} — noted.",
+            )
+    for match in _RELATIVE_JOB.finditer(text):
+        relation, article = match["rel"].lower(), match["art"].lower()
+        job = _phrase(_JOB_PLACE.split(match["x"], maxsplit=1)[0])
+        if _is_job(job):
+            add(
+                "family",
+                f"{article} {job}",
+                f"{{who}}'s {relation} is {{value}}",
+                f"Your {relation} is {{value}} — noted.",
+            )
     for match in _MARRIED.finditer(text):
         add("family", match["name"], "{who} is married to {value}", "Married to {value} — noted.")
     for match in _KIDS.finditer(text):
@@ -311,6 +466,29 @@ def statements(text: str) -> list[Statement]:
             continue  # "I love my cat Luna" is already the pet statement
         verb = match["verb"].lower()
         add("like", thing, f"{{who}} {verb}s {{value}}", f"Good to know you {verb} {{value}}.")
+    for match in _DISLIKES.finditer(text):
+        thing = _phrase(match["x"])
+        if not thing or thing.split()[0].lower() in _NOT_LIKES:
+            continue
+        verb = _DISLIKE_CLAIMS[" ".join(match["verb"].lower().split())]
+        add("dislike", thing, f"{{who}} {verb} {{value}}", "Not a fan of {value} — noted.")
+    for match in _DIET.finditer(text):
+        add("diet", " ".join(match["x"].lower().split()), "{who} is {value}", "{value} — noted.")
+    for match in _PLAYS.finditer(text):
+        thing = _phrase(match["x"])
+        if not thing or thing.split()[0].lower() in _NOT_LIKES - {"the"}:
+            continue
+        add("plays", thing, "{who} plays {value}", "{value} — nice.")
+    for match in _TRANSPORT_USE.finditer(text):
+        mode = match["mode"].lower()
+        add("commute", mode, "{who} takes the {value}", "The {value} — noted.")
+    for match in _DRIVES.finditer(text):
+        article = match["art"].lower()
+        add("car", match["car"], f"{{who}} drives {article} {{value}}", "A {value} — noted.")
+    for match in _TEACHES.finditer(text):
+        subject = _phrase(match["x"])
+        if subject and subject.split()[0].lower() not in _NOT_LIKES | _NOT_SUBJECTS:
+            add("job", subject, "{who} teaches {value}", "Teaching {value} — good to know.")
     for match in _ALLERGY.finditer(text):
         add(
             "allergy",

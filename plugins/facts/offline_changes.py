@@ -2,9 +2,11 @@
 
 The offline answer (no language model) extracts claims by pattern; this module gives each the
 change a model would: a claim that fills the same slot as a known fact of the same person
-(where they live, where they work, their job, age, number of kids, partner) updates it when
-the value differs and repeats it when it does not; "I no longer ...", "I don't ... anymore",
-"I quit ...", "I sold my ..." retract the known fact they name; "I'm 35 now", "I just turned
+(where they live, where they work, their job, age, number of kids, partner, how they get
+around, the relation of a person they name, their opinion of a thing) updates it when the
+value differs and repeats it when it does not; "I no longer ...", "I don't ... anymore",
+"I'm no longer ...", "I quit ...", "I sold my ...", "I moved out of ..." retract the known
+fact they name; "I'm 35 now", "I just turned
 35" and "we have 3 kids now" are claims of their own. Pure functions over the state: the
 known facts shown to the model and their short ids are what a real model sees too.
 """
@@ -23,25 +25,61 @@ Claim = dict[str, Any]
 # parsing ignores the key), so a retraction later in the same window can take them back.
 SAID_IN = "said_in"
 
-# A fact's slot: what it says about its subject that holds one value at a time.
+# Occupations, shared with the statement patterns: "is a pilot" says a job, "is a fan" does not.
+OCCUPATIONS = frozenset(
+    """
+    nurse chef cook teacher student engineer developer programmer designer doctor lawyer
+    accountant architect artist writer journalist scientist researcher pilot firefighter
+    farmer mechanic electrician plumber carpenter pharmacist dentist therapist photographer
+    musician manager consultant analyst librarian professor lecturer barista waiter waitress
+    paramedic surgeon veterinarian vet officer cashier driver tutor coach translator editor
+    midwife baker butcher lead physiotherapist
+    """.split()  # noqa: SIM905
+)
+# Relations that hold one name at a time (a partner); the others are keyed by the name.
+PARTNERS = "wife|husband|partner|boyfriend|girlfriend|fiancée|fiancee|fiance"
+RELATIONS = (
+    PARTNERS + "|son|daughter|brother|sister|mother|mom|mum|father|dad|cousin|aunt|uncle"
+    "|niece|nephew|grandmother|grandfather|grandma|grandpa|best friend|friend|flatmate|roommate"
+)
+TRANSPORT = "bus|tram|train|subway|metro|underground|tube|ferry"
+_OPINION_VERBS = r"loves|likes|enjoys|adores|hates|dislikes|detests|can't stand|doesn't like"
+
+# A fact's slot: what it says about its subject that holds one value at a time. A slot name
+# with "{k}" is keyed by the named group k (one relation per person named, one opinion per
+# thing): "Lior's brother is called Amir" and "Lior's cousin is called Amir" share a slot.
 _SLOTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("home", re.compile(r"\b(?:lives|is living|is based|resides) in (?P<v>.+)$", re.I)),
     ("work", re.compile(r"\bworks (?:at|for) (?P<v>.+)$", re.I)),
-    ("job", re.compile(r"\b(?:works as|is) an? (?P<v>[\w -]+)$", re.I)),
+    ("workcity", re.compile(r"\bworks in (?P<v>.+)$", re.I)),
+    # "is a bus driver in Cardiff": the job is what comes before where.
+    ("job", re.compile(r"\b(?:works as|is) an? (?P<job>[\w -]+?)(?: in [A-Z][\w -]*)?$")),
     ("age", re.compile(r"\bis (?P<v>\d{1,3})(?: years old)?$", re.I)),
     ("kids", re.compile(r"\bhas (?P<v>\w+) (?:kids?|child(?:ren)?)$", re.I)),
     (
         "partner",
-        re.compile(
-            r"(?:'s (?:wife|husband|partner|boyfriend|girlfriend|fiancée?) is called"
-            r"| is married to) (?P<v>.+)$",
-            re.I,
-        ),
+        re.compile(r"(?:'s (?:" + PARTNERS + r") is called| is married to) (?P<v>.+)$", re.I),
     ),
+    ("relation of {k}", re.compile(r"'s (?P<v>[\w ]+?) is called (?P<k>.+)$", re.I)),
+    ("commute", re.compile(r"\btakes the (?P<v>" + TRANSPORT + r")$", re.I)),
+    ("opinion of {k}", re.compile(r"\b(?P<v>" + _OPINION_VERBS + r") (?P<k>.+)$", re.I)),
 )
+_OF_SOMEONE_ELSE = re.compile(r"^[^']+'s\s+(?!name\b)\w")
+_RELATION_SLOTS = ("partner", "relation of {k}")
 # "is a" says a job only for occupations ("is a vegetarian" is not one).
 _JOB_ENDINGS = ("er", "or", "ist", "ian", "ant", "ent", "nurse", "chef", "cook", "vet", "coach")
-_NOT_JOBS = frozenset({"member", "beginner", "lover", "user", "fan", "newcomer", "vegetarian"})
+# Words that end like an occupation and say what someone does for fun or is like: "I'm a
+# runner" must not close "is a nurse".
+NOT_OCCUPATIONS = frozenset(
+    """
+    member beginner lover user fan newcomer winner loser number bit vegetarian
+    runner reader gamer swimmer hiker climber skier surfer dancer singer walker jogger
+    traveller traveler learner sleeper thinker dreamer talker listener worrier believer
+    optimist pessimist perfectionist realist idealist cyclist tourist introvert extrovert
+    smoker drinker eater foodie owner follower supporter player fighter survivor
+    """.split()  # noqa: SIM905
+)
+_NOT_JOBS = NOT_OCCUPATIONS
 
 _NUMBER = r"(?P<n>\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten)"
 _I_AM = r"\b(?:i'm|i am|im)\s+"
@@ -60,7 +98,18 @@ _RETRACTIONS: tuple[tuple[str | None, re.Pattern[str]], ...] = (
     ("work", re.compile(r"\bi\s+(?:just\s+)?(?:quit|left)\s+(?:my\s+job\s+at\s+)?" + _WHAT, re.I)),
     (None, re.compile(r"\bi\s+(?:just\s+)?sold\s+" + _WHAT, re.I)),
     (None, re.compile(r"\bi\s+no\s+longer\s+(?:have\s+)?" + _WHAT, re.I)),
-    (None, re.compile(r"\bi\s+don'?t\s+have\s+(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I)),
+    # "I don't have a car anymore", "I don't drive anymore", "I don't eat meat anymore".
+    (
+        None,
+        re.compile(
+            r"\bi\s+(?:don'?t|do\s+not)\s+(?:have\s+)?(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I
+        ),
+    ),
+    # "I'm no longer a teacher", "I'm not a student anymore".
+    (None, re.compile(r"\b(?:i'm|i\s+am)\s+no\s+longer\s+" + _WHAT, re.I)),
+    (None, re.compile(r"\b(?:i'm|i\s+am)\s+not\s+(?P<x>[^.,!?;\n]+?)\s+any\s*more\b", re.I)),
+    # "I moved out of London": no longer lives there, wherever they went.
+    ("home", re.compile(r"\bi\s+(?:just\s+)?moved\s+(?:out\s+of|away\s+from)\s+" + _WHAT, re.I)),
 )
 _ANYMORE = re.compile(r"\s+(?:any\s*more|now|either)\s*$", re.I)
 _SMALL = frozenset(
@@ -71,14 +120,24 @@ _SMALL = frozenset(
 
 def slot_of(text: str) -> tuple[str, str] | None:
     """(slot, value) a fact's text fills, e.g. ("home", "berlin"); None for other facts."""
-    text = text.strip().rstrip(".")
+    text = text.strip().rstrip(".!")
+    # "Marta's brother is a firefighter" fills no slot of Marta's but who her brother is.
+    of_someone_else = _OF_SOMEONE_ELSE.match(text) is not None
     for slot, pattern in _SLOTS:
+        if of_someone_else and slot not in _RELATION_SLOTS:
+            continue
         found = pattern.search(text)
         if found is None:
             continue
-        value = " ".join(found["v"].casefold().split())
-        if slot == "job" and not _is_job(value):
-            continue
+        groups = found.groupdict()
+        if groups.get("job") is not None:
+            value = " ".join(groups["job"].casefold().split())
+            if not _is_job(value):
+                continue
+        else:
+            value = " ".join(found["v"].casefold().split())
+        if groups.get("k") is not None:
+            slot = slot.format(k=" ".join(groups["k"].casefold().split()))
         return slot, value
     return None
 
@@ -87,12 +146,22 @@ def _is_job(value: str) -> bool:
     words = value.split()
     if not words or len(words) > 3 or words[-1] in _NOT_JOBS:
         return False
-    return words[-1].endswith(_JOB_ENDINGS)
+    return words[-1] in OCCUPATIONS or words[-1].endswith(_JOB_ENDINGS)
+
+
+def _stem(word: str) -> str:
+    """A light stem, so "I quit teaching" names "teaches maths"."""
+    for ending in ("ing", "es", "ed", "s"):
+        if len(word) > len(ending) + 3 and word.endswith(ending):
+            word = word[: -len(ending)]
+            break
+    # "drive", "drives", "driving": one stem.
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word
 
 
 def _content(text: str) -> set[str]:
     words = {w.strip("'") for w in re.findall(r"[\w']+", text.casefold())}
-    return {w for w in words if w and w not in _SMALL}
+    return {_stem(w) for w in words if w and w not in _SMALL}
 
 
 def more_claims(message: Memory, who: str) -> list[Claim]:
