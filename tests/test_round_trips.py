@@ -122,9 +122,11 @@ async def test_a_message_costs_at_most_6_round_trips_to_answer_and_10_to_learn_f
             "commands_evaluation"
         ]
     # Not yet within the goal: a fact extraction's own reads and writes (the facts plugin's
-    # duplicate checks, its insert and supersede, its mark). Was 23.
+    # duplicate checks, its insert and supersede, its mark). Was 23, then 17; 21 since the
+    # offline rules' claims are stored beside the model's (more facts, each checked and
+    # written).
     for row in extracting:
-        assert row["round_trips_evaluation"] <= 17, row["commands_evaluation"]
+        assert row["round_trips_evaluation"] <= 21, row["commands_evaluation"]
     # Nothing lost on the way: every message answered, learned from, and no job left.
     assert result["replied"] == 5 and result["undrained"] == 0
     assert all(row["job_status"] == "done" for row in result["messages"])
