@@ -1,0 +1,74 @@
+"""The last live run of the small model, replayed: `make bench-live` on family-move-job-car and
+group-injection with Qwen2.5-Coder-0.5B on the final facts path (grounding, the offline rules
+beside the model) stored 8 facts, all right, every change kept, nothing planted, and no reply
+showed the machinery. Its every request and answer are in
+tests/data/real-model/live/qwen2.5-coder-0.5b-grounded.jsonl; here the same benchmark runs
+against a local server that gives each request the answer the model gave it (the real
+`openai` client, bundled MongoDB, Chroma, the embedder), so CI keeps what the live run found.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict, deque
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.memory import load_conversations, pick_conversations, run_memory
+from bot.testing.openai_server import FakeOpenAIServer, Reply, Status
+
+RECORDING = Path(__file__).parent / "data" / "real-model" / "live"
+RUN = RECORDING / "qwen2.5-coder-0.5b-grounded.jsonl"
+CONVERSATIONS = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
+FACTS_PROMPT = "# Known facts"
+
+
+def recorded_answers() -> dict[str, deque[dict[str, Any]]]:
+    """The recorded answers by task, in the order the model gave them."""
+    by_task: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
+    for line in RUN.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        by_task[row["task"]].append(row)
+    return by_task
+
+
+async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = recorded_answers()
+
+    def respond(request: dict[str, Any]) -> Reply | Status:
+        prompt = request["messages"][-1]["content"]
+        row = answers["facts" if FACTS_PROMPT in prompt else "reply"].popleft()
+        if row["status"] != 200:
+            # llama.cpp refused the JSON schema as sent; the client moves to JSON mode.
+            return Status(row["status"], message="response_format json_schema not supported")
+        return Reply(row["content"], finish_reason=row["finish_reason"] or "stop")
+
+    async with FakeOpenAIServer(responder=respond) as server:
+        for name, value in {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-local",
+            "MNEMO_SMALL_MODEL": "local-model",
+            "MNEMO_LARGE_MODEL": "local-model",
+            "MNEMO_MODEL_CONCURRENCY": "1",
+        }.items():
+            monkeypatch.setenv(name, value)
+        conversations = pick_conversations(
+            load_conversations(CONVERSATIONS / "memory_conversations.json"),
+            ["family-move-job-car", "group-injection"],
+        )
+        result = await run_memory(
+            conversations, model_dir=model_dir, data_source="replay", mongodb_uri=mongo_uri
+        )
+
+    assert result["offline"] is False
+    assert result["facts_wrong"] == {} and result["facts_right"] == 8
+    assert result["current_recall"] == 1.0 and result["stale_shown"] == 0
+    assert result["changes_kept"] == 1.0 and result["planted_stored"] == 0
+    assert result["reply_problems"] == {} and result["replies_shown"] == 7
+    # What the model got wrong was refused and counted, not stored.
+    refused = result["rejects"]["evaluator:GET_FACTS"]
+    assert refused["about the assistant"] == 2 and refused["not said by its speaker"] == 9
