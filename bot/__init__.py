@@ -49,6 +49,7 @@ from bot.plugin.api import (
     Provider,
 )
 from bot.runtime.prompts import format_example
+from bot.storage.facts import fact_text_key
 
 __all__ = [
     "FIRST_PERSON",
@@ -85,6 +86,7 @@ __all__ = [
     "State",
     "Trigger",
     "epoch_millis",
+    "fact_text_key",
     "format_example",
     "in_third_person",
     "is_common_word",

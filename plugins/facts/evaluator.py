@@ -35,6 +35,7 @@ from bot import (
     OfflineRequest,
     State,
     epoch_millis,
+    fact_text_key,
     in_third_person,
     is_transcript_line,
     reply_id,
@@ -277,12 +278,8 @@ def _with_rule_claims(claims: list[Claim], state: State, prompt: str) -> list[Cl
     ruled = parse_claims(offline.extract(request) or "[]")
     if ruled is None:
         return claims
-    made = {_claim_key(claim.claim) for claim in claims}
-    return [*claims, *(claim for claim in ruled.claims if _claim_key(claim.claim) not in made)]
-
-
-def _claim_key(text: str) -> str:
-    return " ".join(text.lower().strip(" .!").split())
+    made = {fact_text_key(claim.claim) for claim in claims}
+    return [*claims, *(claim for claim in ruled.claims if fact_text_key(claim.claim) not in made)]
 
 
 async def _other_participants(
