@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -37,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import SecretStr, TypeAdapter, ValidationError
 
-from benchmarks.live import LiveAnswers
+from benchmarks.live import FAKE_SMALL, LiveAnswers
 from benchmarks.round_trips import RoundTrips
 from benchmarks.stats import REPO_ROOT, BenchError, ratio, summary
 from bot.app.composition import App, open_app
@@ -52,7 +53,13 @@ from bot.ops.spend import flush_usage
 from bot.plugin.loading import PluginError, Registry, discover, plugin_sources
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat, test_settings
-from bot.testing.openai_server import FakeOpenAIServer, RecordedRequest, last_user_message
+from bot.testing.openai_server import (
+    FakeOpenAIServer,
+    Outcome,
+    RecordedRequest,
+    Responder,
+    last_user_message,
+)
 from plugins.goals.store import Goal, GoalStore, Objective
 
 log = logging.getLogger(__name__)
@@ -205,6 +212,9 @@ class TimedCall:
     system: str | None = None
     max_tokens: int | None = None
     json_answer: JsonAnswer | None = None
+    # When the runtime asked (time.perf_counter): with the server's arrival time, the call's
+    # wait in the model queue.
+    started: float = 0.0
 
 
 class TimedModel:
@@ -253,6 +263,7 @@ class TimedModel:
                     system=system,
                     max_tokens=max_tokens,
                     json_answer=json_answer,
+                    started=started,
                 )
             )
 
@@ -336,6 +347,52 @@ class OneSlot:
         async with self._busy:
             await asyncio.sleep(self.seconds)
             return self.answers(request)
+
+
+@dataclass(frozen=True)
+class ServedRequest:
+    """One chat request as the model server saw it: what it asked, when it arrived and when
+    its answer (or failure) went back (time.perf_counter)."""
+
+    kind: PromptKind
+    prompt: str
+    system: str | None
+    model: str
+    arrived: float
+    answered: float
+
+
+@dataclass
+class ServerClock:
+    """A responder around another: each request's arrival and answer times, in the order
+    they arrived. With one request at a time (MNEMO_MODEL_CONCURRENCY=1) that is the order
+    the model server ran them, so the request before a reply is the one whose prompt the
+    server had cached when the reply came (llama.cpp keeps the last prompt's state)."""
+
+    responder: Responder
+    served: list[ServedRequest] = field(default_factory=list)
+
+    async def __call__(self, request: dict[str, Any]) -> str | Outcome:
+        arrived = time.perf_counter()
+        messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
+        system = next((m["content"] for m in messages if m.get("role") == "system"), None)
+        prompt = last_user_message(request)
+        try:
+            answer = self.responder(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return answer
+        finally:
+            self.served.append(
+                ServedRequest(
+                    prompt_kind(prompt),
+                    prompt,
+                    system if isinstance(system, str) else None,
+                    str(request.get("model", "")),
+                    arrived,
+                    time.perf_counter(),
+                )
+            )
 
 
 def _claim(text: str, subject: str) -> dict[str, Any]:
@@ -507,6 +564,14 @@ async def _one_message(run: _Run, number: int, text: str) -> dict[str, Any]:
             drained = True
     finished = time.perf_counter()
     reply_calls = model.calls[calls_before:calls_replying]
+    reply_call = next(
+        (
+            index
+            for index in range(calls_before, calls_replying)
+            if model.calls[index].task == "reply"
+        ),
+        None,
+    )
     evaluation_calls = model.calls[calls_replying:]
     calls = model.calls[calls_before:]
     requests = run.server.chat_requests[requests_before:]
@@ -527,6 +592,8 @@ async def _one_message(run: _Run, number: int, text: str) -> dict[str, Any]:
         "reply_ms": round(reply_ms, 2),
         "reply_model_ms": round(reply_model_ms, 2),
         "reply_overhead_ms": round(reply_ms - reply_model_ms, 2),
+        # Which of the run's model calls was this message's reply (pairs it with its bare call).
+        "reply_call": reply_call,
         "evaluation_ms": round(evaluation_ms, 2),
         "evaluation_model_ms": round(evaluation_model_ms, 2),
         "evaluation_overhead_ms": round(evaluation_ms - evaluation_model_ms, 2),
@@ -555,6 +622,7 @@ async def run_mode(
     pace: float | None = None,
     bare_replies: bool = False,
     model_seconds: float | None = None,
+    responder: Responder | None = None,
 ) -> dict[str, Any]:
     """Drive the script through a fresh app in one selection mode; per-message rows and
     their summary. `conversation_length` sets how often facts are extracted (every half).
@@ -562,7 +630,8 @@ async def run_mode(
     `_Run.pace`. `bare_replies`: afterwards, each reply's request is sent again alone, the
     bare model call the reply latency is compared with. `model_seconds`: the fake server
     answers one request at a time, each taking this long, as a one-slot local server does,
-    and the client sends one at a time (MNEMO_MODEL_CONCURRENCY=1)."""
+    and the client sends one at a time (MNEMO_MODEL_CONCURRENCY=1). `responder`: a model
+    server of the caller's own in front of `answers` (one request at a time, too)."""
     answers = answers if answers is not None else FakeModelAnswers()
     live = answers if isinstance(answers, LiveAnswers) else None
     registry = memory_plugins(plugins_dir)
@@ -573,12 +642,14 @@ async def run_mode(
     database = f"mnemo_bench_{uuid.uuid4().hex[:12]}"
     with tempfile.TemporaryDirectory(prefix=f"mnemo-bench-cost-{selection}-") as folder:
         # A live model has its own slots: the one-slot stand-in is for the fake answers only.
-        responder = (
-            OneSlot(answers, model_seconds)
-            if model_seconds is not None and isinstance(answers, FakeModelAnswers)
-            else answers
-        )
-        async with FakeOpenAIServer(responder=responder) as server:
+        if responder is None:
+            responder = (
+                OneSlot(answers, model_seconds)
+                if model_seconds is not None and isinstance(answers, FakeModelAnswers)
+                else answers
+            )
+        clock = ServerClock(responder)
+        async with FakeOpenAIServer(responder=clock) as server:
             settings = bench_settings(
                 Path(folder),
                 model_dir=model_dir,
@@ -589,7 +660,7 @@ async def run_mode(
             )
             if live is not None:
                 settings = _live_settings(settings, live)
-            elif model_seconds is not None:
+            elif model_seconds is not None or responder is not answers:
                 settings = replace(
                     settings, model=settings.model.model_copy(update={"concurrency": 1})
                 )
@@ -617,26 +688,32 @@ async def run_mode(
                     if pace is not None and rows:
                         await _drain_into(run, rows[-1])
                     learned = await _learned(app, chat) if live is not None else None
-                    bare = await _bare_replies(model) if bare_replies else None
+                    # Summed before the bare calls: their primers may be fact extractions,
+                    # which the fake answers would count.
+                    result = summarise(rows, answers, selection)
+                    run_served = list(clock.served)
+                    run_answers = len(live.answers) if live is not None else 0
+                    bare = await _bare_replies(model, run_served, clock) if bare_replies else None
                 finally:
                     await app.runtime.evaluations.stop(grace=5)
                     if mongodb_uri:
                         # Written now, so the shutdown's write does not bring it back.
                         await flush_usage(app.ledger, app.store)
                         await app.store.client.drop_database(database)
-    result = summarise(rows, answers, selection)
     result["pace_seconds"] = pace
     result["model_seconds"] = model_seconds
     if bare is not None:
-        result["reply_latency"] = reply_latency(rows, model.calls, bare)
+        result["reply_latency"] = reply_latency(rows, model.calls, bare, run_served)
     if live is not None and learned is not None:
+        # The run's own requests; the bare calls and their primers are in reply_latency.
+        in_run = live.answers[:run_answers]
         result["live"] = {
             "endpoint": live.describe,
-            "model_seconds": summary([seconds for _kind, seconds, _raw in live.answers]),
+            "model_seconds": summary([seconds for _kind, seconds, _raw in in_run]),
             "learned": learned,
             "answers": [
                 {"kind": kind, "seconds": round(seconds, 1), "raw": raw}
-                for kind, seconds, raw in live.answers
+                for kind, seconds, raw in in_run
             ],
         }
     return result
@@ -658,11 +735,75 @@ async def _drain_into(run: _Run, last: dict[str, Any]) -> None:
     last["failed_calls"] += sum(1 for c in calls if c.failed)
 
 
-async def _bare_replies(model: TimedModel) -> list[float]:
-    """Each reply's request sent again, one at a time with nothing else running: the
-    seconds a bare model call of the same prompt takes."""
-    seconds = []
-    for call in [c for c in model.calls if c.task == "reply" and not c.failed]:
+# The first reply had nothing before it at the server: a short prompt of its own stands in,
+# so the bare call finds no useful prefix cached either.
+_UNRELATED_PRIMER = "Say OK."
+
+
+@dataclass(frozen=True)
+class BareCall:
+    """A reply's request sent again alone after the run: the whole call (client included)
+    and the model server's part of it, in seconds."""
+
+    call: int  # the reply's index in the run's model calls
+    seconds: float
+    server_seconds: float
+
+
+def _served_reply(call: TimedCall, served: Sequence[ServedRequest], used: set[int]) -> int | None:
+    """The index of the server's record of this reply call: the first unused reply request
+    with its prompt that arrived after the call started."""
+    for index, request in enumerate(served):
+        if (
+            index not in used
+            and request.kind == "reply"
+            and request.prompt == call.prompt
+            and request.arrived >= call.started
+        ):
+            used.add(index)
+            return index
+    return None
+
+
+async def _bare_replies(
+    model: TimedModel, served: Sequence[ServedRequest], clock: ServerClock
+) -> list[BareCall]:
+    """Each reply's request sent again, one at a time with nothing else running: what a bare
+    model call of the same prompt takes, under the same prompt cache.
+
+    Why a primer before each: a local server keeps the state of the last prompt it ran and
+    reuses the longest prefix the next prompt shares with it (llama-cpp-python does; so does
+    llama.cpp's own server per slot). During the run a reply found whatever request came
+    before it cached: the previous reply (the character's system prompt is then reused) or an
+    evaluation (little is). Sent back to back after the run, every bare reply found the
+    previous reply cached, which made the baseline faster than any reply could be (issue 22's
+    first live run: 4.4 s bare against 10.4 s for the same prompts at the server during the
+    run). So the request that came right before the reply at the server is sent first, with
+    `max_tokens=1` (the prompt is what gets cached; its answer is not needed), and then the
+    reply's request, timed. Measuring the bare call before Mnemo's reply instead is not
+    possible: the reply's prompt exists only once Mnemo has built it."""
+    ordered = sorted(served, key=lambda request: request.arrived)
+    used: set[int] = set()
+    out = []
+    for number, call in enumerate(model.calls):
+        if call.task != "reply" or call.failed:
+            continue
+        found = _served_reply(call, ordered, used)
+        before = ordered[found - 1] if found else None
+        try:
+            await model.inner.generate_text(
+                before.prompt if before is not None else _UNRELATED_PRIMER,
+                model_class=(
+                    ModelClass.SMALL
+                    if before is not None and before.model == FAKE_SMALL
+                    else ModelClass.LARGE
+                ),
+                task="bare_primer",
+                system=before.system if before is not None else None,
+                max_tokens=1,
+            )
+        except ModelError as error:
+            log.warning("bare reply primer failed: %s", error)
         started = time.perf_counter()
         try:
             await model.inner.generate_text(
@@ -676,25 +817,95 @@ async def _bare_replies(model: TimedModel) -> list[float]:
         except ModelError as error:
             log.warning("bare reply call failed: %s", error)
             continue
-        seconds.append(time.perf_counter() - started)
-    return seconds
+        seconds = time.perf_counter() - started
+        request = clock.served[-1]
+        out.append(BareCall(number, seconds, request.answered - request.arrived))
+    return out
+
+
+def reply_waits(
+    calls: Sequence[TimedCall], served: Sequence[ServedRequest]
+) -> list[tuple[float, float, str | None]]:
+    """Per reply call of the run: its wait in the model queue (from the runtime asking to the
+    request reaching the server), the server's own time for it, and what kind of request the
+    server was busy with when the reply was asked for (None: nothing), in seconds."""
+    ordered = sorted(served, key=lambda request: request.arrived)
+    used: set[int] = set()
+    out = []
+    for call in calls:
+        if call.task != "reply" or call.failed:
+            continue
+        found = _served_reply(call, ordered, used)
+        if found is None:
+            continue
+        request = ordered[found]
+        busy = next(
+            (
+                other.kind
+                for other in ordered[:found]
+                if other.arrived <= call.started < other.answered
+            ),
+            None,
+        )
+        out.append((request.arrived - call.started, request.answered - request.arrived, busy))
+    return out
+
+
+# A reply that waited longer than this in the model queue waited behind another request.
+_WAITED_SECONDS = 0.05
 
 
 def reply_latency(
-    rows: Sequence[dict[str, Any]], calls: Sequence[TimedCall], bare: Sequence[float]
+    rows: Sequence[dict[str, Any]],
+    calls: Sequence[TimedCall],
+    bare: Sequence[BareCall],
+    served: Sequence[ServedRequest] = (),
 ) -> dict[str, Any]:
     """The reply's latency (the message to the reply sent, and the reply's model call with
-    its wait in the model queue) against a bare call of the same prompt, in ms."""
+    its wait in the model queue) against a bare call of the same prompt, in ms; and where the
+    difference went: the wait in the model queue, the server's own time."""
     message = summary([row["reply_ms"] for row in rows])
     model_call = summary([c.seconds * 1000 for c in calls if c.task == "reply"])
-    bare_ms = summary([s * 1000 for s in bare])
+    bare_ms = summary([b.seconds * 1000 for b in bare])
+    by_call = {b.call: b for b in bare}
+    # Each reply against its own bare call: the load of a shared machine drifts, and the
+    # model's answers differ in length from prompt to prompt.
+    paired = [
+        row["reply_ms"] / (by_call[row["reply_call"]].seconds * 1000)
+        for row in rows
+        if row.get("reply_call") in by_call and by_call[row["reply_call"]].seconds > 0
+    ]
+    waits = reply_waits(calls, served)
+    behind = Counter(kind for wait, _server, kind in waits if wait > _WAITED_SECONDS and kind)
     return {
+        "baseline": (
+            "each reply's request sent again after the run, alone, right after the request "
+            "that preceded it at the server (max_tokens 1), so the server's cached prompt "
+            "prefix is the one the reply found"
+        ),
         "message_to_reply_ms": message,
         "reply_model_call_ms": model_call,
         "bare_call_ms": bare_ms,
         "p50_ratio": ratio(message["p50"], bare_ms["p50"]),
         "model_call_p50_ratio": ratio(model_call["p50"], bare_ms["p50"]),
+        "paired_ratio": summary(paired, digits=3),
+        "queue_wait_ms": summary([wait * 1000 for wait, _server, _kind in waits]),
+        "reply_server_ms": summary([server * 1000 for _wait, server, _kind in waits]),
+        "bare_server_ms": summary([b.server_seconds * 1000 for b in bare]),
+        "server_p50_ratio": ratio(
+            percentile_or_zero([server for _wait, server, _kind in waits]),
+            percentile_or_zero([b.server_seconds for b in bare]),
+        ),
+        "waited_behind": {
+            "replies": sum(1 for wait, _server, _kind in waits if wait > _WAITED_SECONDS),
+            "of": len(waits),
+            "by_kind": dict(sorted(behind.items())),
+        },
     }
+
+
+def percentile_or_zero(values: Sequence[float]) -> float:
+    return summary(values, digits=6)["p50"] if values else 0.0
 
 
 def _live_settings(settings: Settings, live: LiveAnswers) -> Settings:

@@ -1,12 +1,17 @@
 """`mnemo bench cost` with a paced person and a one-slot model (issue 22): every call is
-still counted once, and the reply's latency is set against a bare call of its prompt."""
+still counted once, and the reply's latency is set against a bare call of its prompt, under
+the prompt cache the reply found."""
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from benchmarks.cost import SERVER_USAGE, FakeModelAnswers, load_script, run_mode
+from benchmarks.cost import SERVER_USAGE, FakeModelAnswers, load_script, prompt_kind, run_mode
+from bot.testing.openai_server import last_user_message
 
 TASK_OF_KIND = {
     "reply": "reply",
@@ -40,15 +45,90 @@ async def test_a_paced_run_counts_every_call_and_compares_replies_with_bare_call
     assert result["model_calls"] == dict(Counter(TASK_OF_KIND[k] for k, _ in run_prompts))
     assert result["model_calls"]["reply"] == 3
     assert result["model_calls"]["evaluator:UPDATE_GOAL"] == 1
-    tokens = Counter()
+    tokens: Counter[str] = Counter()
     for kind, text in run_prompts:
         tokens[TASK_OF_KIND[kind]] += SERVER_USAGE.count(text)
     assert result["prompt_tokens"] == dict(tokens)
-    bare = [text for kind, text in answers.prompts[result["server_requests"] :]]
-    assert len(bare) == 3 and all(kind == "reply" for kind, _ in answers.prompts[-3:])
+    # After the run, each reply again, right after the request that preceded it at the
+    # server (the first reply had none: a prompt of its own stands in).
+    replies = [i for i, (kind, _) in enumerate(run_prompts) if kind == "reply"]
+    after = answers.prompts[result["server_requests"] :]
+    assert len(after) == 6
+    for number, index in enumerate(replies):
+        primer, bare = after[2 * number], after[2 * number + 1]
+        assert bare == run_prompts[index]
+        if index > 0:
+            assert primer == run_prompts[index - 1]
+    # The goal check was at the server when the second message came: its reply was primed
+    # with it, and waited behind it in the model queue.
+    assert any(after[2 * n][0] != "reply" for n in range(3))
     latency = result["reply_latency"]
+    assert latency["waited_behind"]["replies"] >= 1
+    assert sum(latency["waited_behind"]["by_kind"].values()) >= 1
+    assert latency["queue_wait_ms"]["max"] >= 100
     # One request at a time, 0.2 s each: a bare call takes about that; a reply at least that.
     assert 0.2 <= latency["bare_call_ms"]["p50"] / 1000 < 1.0
     assert latency["message_to_reply_ms"]["p50"] >= latency["bare_call_ms"]["p50"]
     assert latency["p50_ratio"] is not None and latency["p50_ratio"] >= 1.0
+    assert latency["paired_ratio"]["n"] == 3 and latency["paired_ratio"]["p50"] >= 1.0
     assert result["pace_seconds"] == 0.0
+
+
+@dataclass
+class PrefixCachingSlot:
+    """A one-slot model server that, like llama.cpp, keeps the last prompt it ran: a prompt
+    that starts with the same system message as the last one is read in a quarter of the
+    time. Its time per request is logged by prompt."""
+
+    answers: FakeModelAnswers
+    seconds: float
+    last_system: str | None = None
+    times: list[tuple[str, str, float]] = field(default_factory=list)
+    _busy: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    async def __call__(self, request: dict[str, Any]) -> str:
+        messages = request.get("messages") or []
+        system = next((m["content"] for m in messages if m.get("role") == "system"), None)
+        cached = system is not None and system == self.last_system
+        took = self.seconds / 4 if cached else self.seconds
+        async with self._busy:
+            await asyncio.sleep(took)
+            self.last_system = system
+            prompt = last_user_message(request)
+            self.times.append((prompt_kind(prompt), prompt, took))
+            return self.answers(request)
+
+
+async def test_the_bare_call_finds_the_prompt_cache_the_reply_found(
+    model_dir: Path, mongo_uri: str
+) -> None:
+    """Sent back to back, every bare reply found the previous reply's system prompt cached
+    and ran faster than the same prompt had in the run, where an evaluation came between: the
+    ratio blamed the design for the cache. Each bare call now takes what its reply took."""
+    answers = FakeModelAnswers()
+    server = PrefixCachingSlot(answers, seconds=0.4)
+    script = load_script()
+    result = await run_mode(
+        [script[13], script[2], script[14], script[3]],
+        selection="llm",
+        model_dir=model_dir,
+        counter=SERVER_USAGE,
+        mongodb_uri=mongo_uri,
+        answers=answers,
+        # Each evaluation done before the next message: nothing waits in the queue, so the
+        # reply's model call is the server's time for it, and only the cache differs.
+        pace=None,
+        bare_replies=True,
+        responder=server,
+    )
+    run_requests = result["server_requests"]
+    in_run = {prompt: took for kind, prompt, took in server.times[:run_requests] if kind == "reply"}
+    bare = [(prompt, took) for kind, prompt, took in server.times[run_requests:][1::2]]
+    assert len(bare) == 4 and {prompt for prompt, _ in bare} == set(in_run)
+    # Some replies found an evaluation cached in the run, some the previous reply.
+    assert len(set(in_run.values())) == 2
+    for prompt, took in bare:
+        assert took == in_run[prompt]
+    latency = result["reply_latency"]
+    assert abs(latency["server_p50_ratio"] - 1.0) < 0.05
+    assert latency["waited_behind"]["replies"] == 0
