@@ -55,6 +55,14 @@ class ModelError(Exception):
 
 
 @dataclass(frozen=True)
+class ImagePart:
+    """An image sent with a prompt, to a model the operator says sees images."""
+
+    data: bytes
+    media_type: str  # "image/jpeg", "image/png", ...
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     """One call to a language model: everything a model, or a wrapper around one, needs.
 
@@ -63,6 +71,8 @@ class ModelRequest:
     offline model reads instead of the prompt. `system` is the character's standing text (sent
     as a system message); `prompt` is the conversation and the task (the user message).
     `json_answer` marks a JSON task: structured output where accepted, a low temperature.
+    `images` go with the prompt as image parts; `model_name` is a world's own choice of model
+    for `model_class`, in place of the process's setting.
 
     One value, not a keyword signature, so that a wrapper (a deadline, a timer, a recorder)
     passes a request through unchanged and a new field reaches every model at once.
@@ -75,6 +85,8 @@ class ModelRequest:
     max_tokens: int | None = None
     system: str | None = None
     json_answer: JsonAnswer | None = None
+    images: tuple[ImagePart, ...] = ()
+    model_name: str | None = None
 
 
 class LanguageModel(Protocol):
