@@ -201,7 +201,7 @@ class Doctor:
     async def model(self) -> str:
         from bot.app.model_choice import make_model
         from bot.llm.accounting import UsageLedger
-        from bot.llm.base import ModelClass
+        from bot.llm.base import ModelClass, ModelRequest
 
         settings = self.settings.model
         if settings.offline:
@@ -225,8 +225,8 @@ class Doctor:
             for name, (model_class, setting) in classes.items():
                 started = time.perf_counter()
                 try:
-                    await model.generate_text(
-                        _PROMPT, model_class=model_class, task="doctor", max_tokens=5
+                    await model.generate(
+                        ModelRequest(_PROMPT, model_class=model_class, task="doctor", max_tokens=5)
                     )
                 except Exception as error:  # each model is reported, the other still tried
                     refused.append(f"{setting}={name}: {_one_line(error, self.secrets)}")

@@ -9,14 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from bot.llm.base import JsonAnswer, ModelClass, ModelError
+from bot.llm.base import JsonAnswer, ModelClass, ModelError, ModelRequest
 from bot.llm.model_queue import ModelQueue, priority_of
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
 
     from bot.config.settings import ModelSettings
-    from bot.domain.state import State
     from bot.llm.accounting import UsageLedger
 
 log = logging.getLogger(__name__)
@@ -91,27 +90,18 @@ class OpenAIModel:
             return self._settings.small_model
         return self._settings.large_model
 
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        json_answer: JsonAnswer | None = None,
-    ) -> str:
-        model = self.model_for(model_class)
+    async def generate(self, request: ModelRequest) -> str:
+        task, json_answer, max_tokens = request.task, request.json_answer, request.max_tokens
+        model = self.model_for(request.model_class)
         options: dict[str, Any] = {}
         if max_tokens is not None:
             # `max_tokens` rather than `max_completion_tokens`: every compatible server knows it.
             options["max_tokens"] = max_tokens
         if json_answer is not None and json_answer.temperature is not None:
             options["temperature"] = json_answer.temperature
-        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
-        if system:
-            messages.insert(0, {"role": "system", "content": system})
+        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": request.prompt}]
+        if request.system:
+            messages.insert(0, {"role": "system", "content": request.system})
         while True:
             has_schema = json_answer is not None and json_answer.schema is not None
             kind = self.structured_output if has_schema else None
@@ -168,7 +158,7 @@ class OpenAIModel:
             model=model,
             seconds=time.perf_counter() - started,
             # Whose conversation it was for: /stats shows a world's own spend.
-            world_id=state.message.world_id if state is not None else None,
+            world_id=request.state.message.world_id if request.state is not None else None,
         )
         log.debug(
             "model call task=%s model=%s prompt_tokens=%d completion_tokens=%d",

@@ -18,7 +18,7 @@ from pymongo.errors import DuplicateKeyError
 
 from bot.domain.records import Account, Memory, Room
 from bot.domain.state import State
-from bot.llm.base import JsonAnswer, ModelClass
+from bot.llm.base import JsonAnswer, ModelClass, ModelRequest
 from bot.llm.templating import render
 from bot.storage.rooms import check_mark_key
 
@@ -235,13 +235,15 @@ class ModelHandle:
 
         `json_answer` (the JSON shape wanted) makes it a JSON task: structured output where
         the endpoint accepts it, and a low temperature. Size `max_tokens` to the answer."""
-        return await self.model.generate_text(
-            prompt,
-            model_class=model_class,
-            task=task or self.task,
-            state=state,
-            max_tokens=max_tokens,
-            json_answer=json_answer,
+        return await self.model.generate(
+            ModelRequest(
+                prompt,
+                model_class=model_class,
+                task=task or self.task,
+                state=state,
+                max_tokens=max_tokens,
+                json_answer=json_answer,
+            )
         )
 
     def reject(self, reason: str, raw: str, *, count: int = 1, task: str | None = None) -> None:

@@ -15,7 +15,7 @@ from bot.domain.records import Content, Memory, Room, reply_id, utcnow
 from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
+from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
 from bot.llm.reply_checks import ReplyCheck, note_for
 from bot.plugin.api import Action
@@ -225,14 +225,16 @@ class Replier:
             result.position = max(result.position, position or 0)
 
     async def _draft(self, prompt: str, system: str, state: State, memory: Memory) -> ReplyDraft:
-        raw = await self.model.generate_text(
-            prompt,
-            model_class=ModelClass.LARGE,
-            task=Task.REPLY,
-            state=state,
-            system=system,
-            max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
-            json_answer=reply_answer([a.name for a in self.registry.actions]),
+        raw = await self.model.generate(
+            ModelRequest(
+                prompt,
+                model_class=ModelClass.LARGE,
+                task=Task.REPLY,
+                state=state,
+                system=system,
+                max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
+                json_answer=reply_answer([a.name for a in self.registry.actions]),
+            )
         )
         return self._read_reply(raw, memory)
 
