@@ -56,6 +56,7 @@ from bot.testing.openai_server import (
     FakeOpenAIServer,
     Outcome,
     RecordedRequest,
+    Reply,
     Responder,
     last_user_message,
 )
@@ -333,6 +334,9 @@ class ServedRequest:
     model: str
     arrived: float
     answered: float
+    # Refused or failed (an error status, no answer): the server ran no prompt, e.g. the
+    # 500 llama-cpp-python gives the first request asking for `json_schema`.
+    failed: bool = False
 
 
 @dataclass
@@ -350,10 +354,12 @@ class ServerClock:
         messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
         system = next((m["content"] for m in messages if m.get("role") == "system"), None)
         prompt = last_user_message(request)
+        failed = True
         try:
             answer = self.responder(request)
             if inspect.isawaitable(answer):
                 answer = await answer
+            failed = not isinstance(answer, str | Reply)
             return answer
         finally:
             self.served.append(
@@ -364,6 +370,7 @@ class ServerClock:
                     str(request.get("model", "")),
                     arrived,
                     time.perf_counter(),
+                    failed,
                 )
             )
 
@@ -755,7 +762,7 @@ async def _bare_replies(
     `max_tokens=1` (the prompt is what gets cached; its answer is not needed), and then the
     reply's request, timed. Measuring the bare call before Mnemo's reply instead is not
     possible: the reply's prompt exists only once Mnemo has built it."""
-    ordered = sorted(served, key=lambda request: request.arrived)
+    ordered = sorted((request for request in served if not request.failed), key=lambda r: r.arrived)
     used: set[int] = set()
     out = []
     for number, call in enumerate(model.calls):
@@ -797,9 +804,9 @@ def reply_waits(
     """Per reply call of the run: its wait in the model queue (from the runtime asking to the
     request reaching the server), the server's own time for it, and what kind of request the
     server was busy with when the reply was asked for (None: nothing), in seconds."""
-    ordered = sorted(served, key=lambda request: request.arrived)
+    ordered = sorted((request for request in served if not request.failed), key=lambda r: r.arrived)
     used: set[int] = set()
-    out = []
+    out: list[tuple[float, float, str | None]] = []
     for call in calls:
         if call.task != "reply" or call.failed:
             continue

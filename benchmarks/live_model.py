@@ -12,6 +12,9 @@ usage, seconds, status), so what a live run found can be replayed in `make test`
     python -m benchmarks.live_model --llama-python ~/llama/bin/python --gguf qwen.gguf \\
         --only family-move-job-car,group-injection --record live.jsonl
 
+`--bench cost --bench-args '--selection llm --pace 10'` runs `mnemo bench cost --live` the same
+way (reply latency against a bare call, docs/performance.md).
+
 The recipe (building the server, the weights used for the figures) is docs/live-model.md.
 """
 
@@ -21,6 +24,7 @@ import argparse
 import asyncio
 import json
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -177,8 +181,11 @@ async def run(args: argparse.Namespace, server: subprocess.Popen[bytes], record:
         site = web.TCPSite(runner, "127.0.0.1", args.proxy_port)
         await site.start()
         mnemo = str(Path(sys.executable).with_name("mnemo"))
-        bench = [mnemo, "bench", "memory", "--out", str(out)]
-        bench += ["--no-charts", *(["--only", args.only] if args.only else [])]
+        bench = [mnemo, "bench", args.bench, "--out", str(out), "--no-charts"]
+        if args.bench == "cost":
+            bench += ["--live"]  # the cost bench asks the endpoint only when told
+        bench += ["--only", args.only] if args.only else []
+        bench += shlex.split(args.bench_args)
         if args.model_dir:
             bench += ["--model-dir", args.model_dir]
         env = bench_environment(f"http://127.0.0.1:{args.proxy_port}", args.timeout)
@@ -201,6 +208,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench-live", description=__doc__.splitlines()[0])
     parser.add_argument("--llama-python", required=True, help="Python of llama-cpp-python's env")
     parser.add_argument("--gguf", required=True, help="the model file (GGUF)")
+    parser.add_argument(
+        "--bench", choices=("memory", "cost"), default="memory", help="which bench to run"
+    )
+    parser.add_argument(
+        "--bench-args", default="", help="more options for the bench, e.g. '--pace 10'"
+    )
     parser.add_argument("--only", default="", help="conversations, by name, comma separated")
     parser.add_argument("--record", default="", help="JSONL of every request and answer")
     parser.add_argument("--out", default="bench-results/live", help="results folder")
