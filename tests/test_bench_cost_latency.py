@@ -130,5 +130,7 @@ async def test_the_bare_call_finds_the_prompt_cache_the_reply_found(
     for prompt, took in bare:
         assert took == in_run[prompt]
     latency = result["reply_latency"]
-    assert abs(latency["server_p50_ratio"] - 1.0) < 0.05
+    # Timed from outside the fake, on a loaded machine: near 1, where the old baseline
+    # (cached at 0.1 s against 0.4 s) was far below it.
+    assert abs(latency["server_p50_ratio"] - 1.0) < 0.2
     assert latency["waited_behind"]["replies"] == 0
