@@ -875,6 +875,14 @@ def reply_latency(
         for row in rows
         if row.get("reply_call") in by_call and by_call[row["reply_call"]].seconds > 0
     ]
+    # The same, for the messages answered in one reply call (no reply check asked again).
+    paired_one_call = [
+        row["reply_ms"] / (by_call[row["reply_call"]].seconds * 1000)
+        for row in rows
+        if row.get("reply_call") in by_call
+        and by_call[row["reply_call"]].seconds > 0
+        and row["calls"].get("reply", 0) == 1
+    ]
     waits = reply_waits(calls, served, {row.get("reply_call") for row in rows})
     behind = Counter(kind for _wait, _server, kind in waits if kind is not None)
     return {
@@ -889,6 +897,7 @@ def reply_latency(
         "p50_ratio": ratio(message["p50"], bare_ms["p50"]),
         "model_call_p50_ratio": ratio(model_call["p50"], bare_ms["p50"]),
         "paired_ratio": summary(paired, digits=3),
+        "paired_ratio_one_call": summary(paired_one_call, digits=3),
         "queue_wait_ms": summary([wait * 1000 for wait, _server, _kind in waits]),
         "reply_server_ms": summary([server * 1000 for _wait, server, _kind in waits]),
         "bare_server_ms": summary([b.server_seconds * 1000 for b in bare]),
