@@ -10,7 +10,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.cost import SERVER_USAGE, FakeModelAnswers, load_script, prompt_kind, run_mode
+from benchmarks.cost import (
+    SERVER_USAGE,
+    FakeModelAnswers,
+    ServedRequest,
+    TimedCall,
+    load_script,
+    prompt_kind,
+    reply_waits,
+    run_mode,
+)
+from bot.llm.base import ModelClass, ModelRequest
 from bot.testing.openai_server import last_user_message
 
 TASK_OF_KIND = {
@@ -134,3 +144,23 @@ async def test_the_bare_call_finds_the_prompt_cache_the_reply_found(
     # (cached at 0.1 s against 0.4 s) was far below it.
     assert abs(latency["server_p50_ratio"] - 1.0) < 0.2
     assert latency["waited_behind"]["replies"] == 0
+
+
+def test_a_refused_request_is_not_the_reply_nor_what_it_waited_for() -> None:
+    """llama-cpp-python refuses the first `json_schema` request with a 500 and the client asks
+    again without it: the reply's record at the server is the answered request, and the
+    refusal (no prompt run) kept the server busy with nothing."""
+    prompt = "Sarah: hi\n# Task: reply"
+    call = TimedCall(
+        ModelRequest(prompt, model_class=ModelClass.LARGE, task="reply"), 3.0, started=10.0
+    )
+    served = [
+        ServedRequest("goals", "TASK: Update Goal", None, "fake-small", 8.0, 11.0),
+        ServedRequest("reply", prompt, "system", "fake-large", 10.1, 10.2, failed=True),
+        ServedRequest("reply", prompt, "system", "fake-large", 11.0, 13.0),
+    ]
+    [(wait, server, busy)] = reply_waits([call], served, {0})
+    assert round(wait, 3) == 1.0 and round(server, 3) == 2.0
+    assert busy == "goals"
+    [(wait, server, busy)] = reply_waits([call], served[1:], {0})
+    assert busy is None
