@@ -164,3 +164,27 @@ def test_a_refused_request_is_not_the_reply_nor_what_it_waited_for() -> None:
     assert busy == "goals"
     [(wait, server, busy)] = reply_waits([call], served[1:], {0})
     assert busy is None
+
+
+async def test_the_latency_is_to_the_reply_seen_not_to_the_action_after_it(
+    model_dir: Path, mongo_uri: str
+) -> None:
+    """A reply that names CREATE_GOAL is sent, then the action drafts the goal with a model
+    call of its own: the person waited for the reply, not for the draft."""
+    answers = FakeModelAnswers(reply='{"text": "A cello goal, lovely!", "action": "CREATE_GOAL"}')
+    result = await run_mode(
+        ["My goal is to play the Bach cello suite no. 1 by June."],
+        selection="llm",
+        model_dir=model_dir,
+        counter=SERVER_USAGE,
+        mongodb_uri=mongo_uri,
+        answers=answers,
+        bare_replies=True,
+        model_seconds=0.3,
+    )
+    [row] = result["messages"]
+    assert row["calls"].get("action:CREATE_GOAL") == 1
+    # The reply's call, then the action's: handle() took both, the person saw the first.
+    assert row["reply_ms"] >= 600
+    assert row["seen_ms"] < row["reply_ms"] - 250
+    assert result["reply_latency"]["message_to_reply_ms"]["p50"] == row["seen_ms"]
