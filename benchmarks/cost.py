@@ -918,6 +918,12 @@ def reply_latency(
         "queue_wait_ms": summary([wait * 1000 for wait, _server, _kind in waits]),
         "reply_server_ms": summary([server * 1000 for _wait, server, _kind in waits]),
         "bare_server_ms": summary([b.server_seconds * 1000 for b in bare]),
+        # The message to the reply seen against the server's own time for that reply's
+        # request in the run: it ran alone there (one request at a time) with the cache it
+        # found, in the same minute, so a shared machine's changing load is left out.
+        "in_run_p50_ratio": ratio(
+            message["p50"], percentile_or_zero([server * 1000 for _wait, server, _kind in waits])
+        ),
         "server_p50_ratio": ratio(
             percentile_or_zero([server for _wait, server, _kind in waits]),
             percentile_or_zero([b.server_seconds for b in bare]),

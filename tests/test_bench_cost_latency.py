@@ -81,6 +81,7 @@ async def test_a_paced_run_counts_every_call_and_compares_replies_with_bare_call
     assert latency["message_to_reply_ms"]["p50"] >= latency["bare_call_ms"]["p50"]
     assert latency["p50_ratio"] is not None and latency["p50_ratio"] >= 1.0
     assert latency["paired_ratio"]["n"] == 3 and latency["paired_ratio"]["p50"] >= 1.0
+    assert latency["in_run_p50_ratio"] >= 1.0
     assert result["pace_seconds"] == 0.0
 
 
