@@ -4,12 +4,14 @@ local one that answers as the recorded real model did (tests/data/real-model).""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.cost import SERVER_USAGE, run_mode
 from benchmarks.live import LiveAnswers
 from bot.config.settings import ModelSettings
-from bot.testing.openai_server import FakeOpenAIServer, last_user_message, status
+from bot.testing.openai_server import FakeOpenAIServer, Outcome, last_user_message, status
 
 # Answers the real model gave (the all-selection recording): the reply's bare word, a
 # sentiment, and a goals answer with an unquoted id that is not one of the room's.
@@ -18,21 +20,29 @@ FACTS = '[{"claim": "Sarah moved to Lisbon", "subject": "Sarah", "type": "fact"}
 GOALS = '[{"id": eb9ad357-0a45, "status": "DONE", "objectives": []}]'
 
 
-def endpoint(request: dict) -> str:
-    prompt = last_user_message(request)
-    if prompt.startswith("TASK: Extract Claims"):
-        return FACTS
-    if prompt.startswith("TASK: Update Goal"):
-        return GOALS
-    return REPLY
+def endpoint() -> Callable[[dict[str, Any]], str | Outcome]:
+    """The recorded model's answers; structured output refused once, naming it, as some
+    servers do (the bench's warm-up request before the run asks for none)."""
+    refused: list[dict[str, Any]] = []
+
+    def answer(request: dict[str, Any]) -> str | Outcome:
+        prompt = last_user_message(request)
+        if "response_format" in request and not refused:
+            refused.append(request)
+            return status(400, message="response_format is not supported")
+        if prompt.startswith("TASK: Extract Claims"):
+            return FACTS
+        if prompt.startswith("TASK: Update Goal"):
+            return GOALS
+        return REPLY
+
+    return answer
 
 
 async def test_live_cost_run_forwards_to_the_endpoint_and_reports_what_was_learned(
     model_dir: Path, mongo_uri: str
 ) -> None:
-    async with FakeOpenAIServer(responder=endpoint) as real:
-        # The endpoint refuses structured output once, naming it, as some servers do.
-        real.enqueue(status(400, message="response_format is not supported"))
+    async with FakeOpenAIServer(responder=endpoint()) as real:
         settings = ModelSettings(
             _env_file=None,  # type: ignore[call-arg]
             openai_base_url=real.base_url,
