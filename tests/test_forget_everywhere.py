@@ -67,7 +67,7 @@ async def test_forgetme_rewrites_the_sent_reply_record_and_the_set_aside_journal
 
         # What the outage journal set aside for the operator: one of hers it could not take
         # in, one of Tom's, and a damaged line of hers.
-        journal = app.runtime.kept.outage.journal
+        journal = app.runtime.intake.outage.journal
         for chat, text in ((jane, "Jane Secretname-Doe, in the journal"), (tom, "Tom's")):
             entry = JournalEntry(memory=chat.message(text), account=chat.account, room=chat.room)
             journal.set_aside(JournalRecord(seq=1, journaled_ms=1, entry=entry))

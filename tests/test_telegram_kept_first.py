@@ -236,14 +236,14 @@ async def test_polling_confirms_an_update_only_once_its_message_is_kept(
             # Fetched at once (a long poll was waiting); the first message of an outage then
             # waits 3 s for the database before it is journaled. Meanwhile: not confirmed.
             await asyncio.sleep(1.5)
-            assert not confirmed() and app.runtime.kept.outage is not None
-            assert len(app.runtime.kept.outage.journal) == 0
+            assert not confirmed() and app.runtime.intake.outage is not None
+            assert len(app.runtime.intake.outage.journal) == 0
             for _ in range(200):
                 if confirmed():
                     break
                 await asyncio.sleep(0.05)
             # Confirmed once it was in the journal, where the replay finds it.
-            assert confirmed() and len(app.runtime.kept.outage.journal) == 1
+            assert confirmed() and len(app.runtime.intake.outage.journal) == 1
 
             await bring_database_back(app)
             await journal_drained(app)

@@ -362,7 +362,7 @@ class ConsoleChat:
         """MongoDB unreachable: messages wait in the outage journal, and what needs the
         database besides (learning before an answer, the name the person told) is skipped
         rather than ending the chat."""
-        outage = self.runtime.kept.outage
+        outage = self.runtime.intake.outage
         return outage is not None and outage.waiting
 
     async def finish(self) -> None:

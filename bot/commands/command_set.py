@@ -181,7 +181,7 @@ class Commands:
     async def database_ready(self) -> bool:
         """MongoDB answers and holds every message kept during an outage
         (bot/runtime/intake/outage.py)."""
-        outage = self.runtime.kept.outage
+        outage = self.runtime.intake.outage
         return outage is None or await outage.ready(self.outage_wait)
 
     async def learned(self, room_id: str) -> bool:
@@ -360,7 +360,7 @@ def files_to_forget(runtime: AgentRuntime) -> dict[str, Any]:
     """Forgetting's keyword arguments for the data folder: the record of sent replies, the
     outage journal (its set-aside files) and the forget ledger (in the database and the
     folder, which the journal or the sent-reply record lives in)."""
-    outage = runtime.kept.outage
+    outage = runtime.intake.outage
     journal = outage.journal if outage is not None else None
     folder = journal.path.parent if journal is not None else None
     if folder is None and runtime.sent_replies.path is not None:

@@ -52,7 +52,7 @@ from bot.commands.command_set import Commands
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Content, Memory, Room, utcnow
 from bot.runtime.agent import AgentRuntime, Send
-from bot.runtime.intake.journaled import AtDoor
+from bot.runtime.intake.intake import AtDoor
 
 log = logging.getLogger(__name__)
 
