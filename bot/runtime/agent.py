@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from bot.domain.characters import Character
-from bot.domain.records import Account, EvaluationJob, Memory, Room
+from bot.domain.records import Account, Memory, Room
 from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.knowledge.prefetch import Background
@@ -93,15 +93,6 @@ class AgentRuntime:
         self._faults = faults or FaultHook()
         # Whose messages may be kept (consent), for how long, and the /privacy text.
         self.privacy = privacy or PrivacyPolicy(consent=ConsentStore(store.db))
-        # The queue calls back into the runtime, which hands the job to the runner below.
-        self.evaluations = EvaluationQueue(
-            store,
-            self._run_job,
-            retry=retry,
-            faults=self._faults,
-            lease_seconds=lease_seconds,
-            owner=owner,
-        )
         self.plugins = PluginHost(
             registry,
             store=store,
@@ -144,7 +135,7 @@ class AgentRuntime:
         self.evaluator = EvaluationRunner(
             agent_id=agent_id,
             store=store,
-            jobs=self.evaluations.jobs,
+            jobs=store.jobs,
             knowledge=knowledge,
             model=model,
             registry=registry,
@@ -153,6 +144,15 @@ class AgentRuntime:
             composer=self.composer,
             options=self._options,
             faults=self._faults,
+        )
+        # The durable queue runs each job through the runner (it calls nothing else back).
+        self.evaluations = EvaluationQueue(
+            store,
+            self.evaluator.run_job,
+            retry=retry,
+            faults=self._faults,
+            lease_seconds=lease_seconds,
+            owner=owner,
         )
         self.profiles = KnownProfiles(store)
         # The one way in for a message, with the outage journal and start-up recovery.
@@ -246,9 +246,6 @@ class AgentRuntime:
         room: Room | None = None,
     ) -> State:
         return await self.composer.compose_state(memory, data=data, providers=providers, room=room)
-
-    async def _run_job(self, job: EvaluationJob) -> list[str]:
-        return await self.evaluator.run_job(job)
 
     # ------------------------------------------------------------------ helpers for commands
     async def flush_room(self, memory: Memory, timeout: float | None = None) -> bool:
