@@ -182,7 +182,7 @@ async def test_stats_count_only_the_world_they_are_used_in_and_echoes_are_bounde
             await there.say(text)
         await here.settle()
         await there.settle()
-        commands = Commands(app.runtime, learn_wait=30)
+        commands = Commands(app.commands, learn_wait=30)
         where = {"platform": "test", "account_id": here.account.id, "is_admin": True}
         scope = {"world_id": here.room.world_id, "room_id": here.room.id}
         shown = await commands.run("stats", Request(**where, **scope))

@@ -40,7 +40,7 @@ async def test_history_shows_each_change_in_order_and_only_admins_see_others(
         await learn_each(sarah, "I live in Seattle.", "I work at the bakery.")
         await learn_each(sarah, "I moved to Berlin.", "I no longer work at the bakery.")
         await learn_each(tom, "I live in York.")
-        commands = Commands(app.runtime)
+        commands = Commands(app.commands)
 
         async def run(chat: TestChat, args: str, *, admin: bool) -> str:
             request = Request(

@@ -80,7 +80,7 @@ async def test_forgetme_rewrites_the_sent_reply_record_and_the_set_aside_journal
         failed = journal.path.with_name(journal.path.name + ".failed")
         assert b"Secretname" in failed.read_bytes() + unreadable.read_bytes()
 
-        await Commands(app.runtime).forgetting.person(jane.account.id, jane.room.world_id)
+        await Commands(app.commands).forgetting.person(jane.account.id, jane.room.world_id)
 
         assert b"Hi Jane" not in read_bytes(sent)
         assert b"Secretname" not in read_bytes(failed) + read_bytes(unreadable)
@@ -107,7 +107,7 @@ async def test_a_restored_backup_does_not_bring_back_a_forgotten_person(
             )
             await app.knowledge.add_facts([fact], near_duplicate_distance=0.1)
         await backup(app.store, folder, bundled=False)  # before she asked
-        await Commands(app.runtime).forgetting.person(jane.account.id, jane.room.world_id)
+        await Commands(app.commands).forgetting.person(jane.account.id, jane.room.world_id)
 
     result = await restore(empty_target.store, empty_target, folder, data_dir=tmp_path / "data")
     assert result.forgotten == 1

@@ -41,6 +41,7 @@ from bot.commands.command_set import (
     Request,
     command_parts,
 )
+from bot.commands.services import CommandServices
 from bot.domain.records import (
     Account,
     Content,
@@ -191,7 +192,7 @@ class ConsoleChat:
         """Greet nobody (the caller prints the banner); read lines until /quit or Ctrl-D."""
         self._runtime = runtime
         # The same commands as on Discord and Telegram; the person at this machine is the admin.
-        self._commands = Commands(runtime, learn_wait=self.learn_timeout)
+        self._commands = Commands(CommandServices.of(runtime), learn_wait=self.learn_timeout)
         if self._given_name is None:
             # A name learned in an earlier session is still theirs. (Earlier versions stored
             # the login as the name: that is no name they gave.)

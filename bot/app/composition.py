@@ -20,6 +20,7 @@ from bot.app.model_choice import make_model
 from bot.app.prompt_texts import grounding_for
 from bot.app.scheduler import build_scheduler
 from bot.cancelling import cancel_and_wait
+from bot.commands.services import CommandServices
 from bot.config.settings import Settings
 from bot.domain.characters import Character, load_character
 from bot.domain.records import stable_id
@@ -66,6 +67,8 @@ class App:
     registry: Registry
     ledger: UsageLedger
     bundled_mongo: bool
+    # What the command layer uses (bot/commands/services.py), instead of the whole runtime.
+    commands: CommandServices
     # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
     metrics_server: MetricsServer | None = None
     # The bundled MongoDB server and what restarts it, when MONGODB_URI is unset.
@@ -249,6 +252,7 @@ async def open_app(
             registry=registry,
             ledger=ledger,
             bundled_mongo=bundled,
+            commands=CommandServices.of(runtime),
             metrics_server=metrics_server,
             vector_healing=healing,
             mongo_server=server,

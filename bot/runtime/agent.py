@@ -247,11 +247,10 @@ class AgentRuntime:
     ) -> State:
         return await self.composer.compose_state(memory, data=data, providers=providers, room=room)
 
-    # ------------------------------------------------------------------ helpers for commands
+    # ------------------------------------------------------------- learning now (console, tests)
     async def flush_room(self, memory: Memory, timeout: float | None = None) -> bool:
         """Learn now from a room's unlearned messages (as the idle flush would) and wait."""
-        await self.evaluations.enqueue(memory, did_respond=True, trigger="idle")
-        return await self.evaluations.join(memory.room_id, timeout)
+        return await self.evaluations.flush_room(memory, timeout)
 
 
 def _names_in(name: str, text: str) -> bool:

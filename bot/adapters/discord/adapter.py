@@ -29,6 +29,7 @@ from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
 from bot.commands.command_set import Commands
+from bot.commands.services import CommandServices
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Content, Memory, Room
 from bot.runtime.agent import AgentRuntime, Send
@@ -207,7 +208,7 @@ class DiscordAdapter:
         if self._runtime is runtime:
             return
         self._runtime = runtime
-        self._commands = Commands(runtime, learn_wait=self.learn_wait)
+        self._commands = Commands(CommandServices.of(runtime), learn_wait=self.learn_wait)
         for command in self.slash.from_plugins(self._commands.all()):
             self.tree.add_command(command, override=True)
 

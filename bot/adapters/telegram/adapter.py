@@ -49,6 +49,7 @@ from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import Commands
+from bot.commands.services import CommandServices
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Content, Memory, Room, utcnow
 from bot.runtime.agent import AgentRuntime, Send
@@ -115,7 +116,7 @@ class TelegramAdapter:
         """
         self._runtime = runtime
         self._commands = TelegramCommands(
-            Commands(runtime, learn_wait=self.learn_wait),
+            Commands(CommandServices.of(runtime), learn_wait=self.learn_wait),
             self.settings,
             self,
             usernames=self._usernames,
