@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import openai
 
-from bot.llm.base import JsonAnswer, ModelClass, ModelError, ModelRequest
+from bot.llm.base import ImagePart, JsonAnswer, ModelClass, ModelError, ModelRequest
 from bot.llm.model_queue import ModelQueue, priority_of
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.chat import ChatCompletionContentPartParam, ChatCompletionMessageParam
 
     from bot.config.settings import ModelSettings
     from bot.llm.accounting import UsageLedger
@@ -99,7 +101,9 @@ class OpenAIModel:
             options["max_tokens"] = max_tokens
         if json_answer is not None and json_answer.temperature is not None:
             options["temperature"] = json_answer.temperature
-        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": request.prompt}]
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "user", "content": user_content(request.prompt, request.images)}
+        ]
         if request.system:
             messages.insert(0, {"role": "system", "content": request.system})
         while True:
@@ -250,3 +254,18 @@ class OpenAIModel:
         self._ledger.record_failure(task)
         log.debug("model call failed task=%s model=%s: %s", task, model, reason)
         return ModelError(f"model {model} failed ({task}): {reason}")
+
+
+def user_content(
+    prompt: str, images: Sequence[ImagePart]
+) -> str | list[ChatCompletionContentPartParam]:
+    """The user message's content: the prompt alone, or, with images, the prompt then each
+    image as an `image_url` part holding a base64 data URL (what OpenAI's API and the servers
+    copying it take; no URL of the platform's, which may need its token or expire)."""
+    if not images:
+        return prompt
+    parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": prompt}]
+    for image in images:
+        url = f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from pymongo.errors import DuplicateKeyError
 
-from bot.domain.records import Account, Memory, Room
+from bot.domain.records import Account, Attachment, Memory, Room
 from bot.domain.state import State
 from bot.llm.base import JsonAnswer, ModelClass, ModelRequest
 from bot.llm.templating import render
@@ -194,12 +194,15 @@ class Conversations:
             names.update({i: a.in_world(world).name for i, a in accounts.items()})
         return names
 
-    def format(self, state: State, messages: Sequence[Memory]) -> str:
-        """Messages as prompts show them ("Name: text"), long ones cut."""
+    def format(self, state: State, messages: Sequence[Memory], *, attachments: bool = False) -> str:
+        """Messages as prompts show them ("Name: text"), long ones cut; with `attachments`,
+        each followed by what it carried, by title ("[image: cat.png]", "[file: a.pdf]")."""
         limit = self._max_chars
         lines = []
         for m in messages:
             text = m.content.text if len(m.content.text) <= limit else m.content.text[:limit] + "…"
+            if attachments and m.content.attachments:
+                text = " ".join([text, *map(_shown, m.content.attachments)]).strip()
             lines.append(f"{state.name_of(m.user_id)}: {text}")
         return "\n".join(lines)
 
@@ -262,3 +265,11 @@ class ModelHandle:
 
 
 __all__ = ["Agent", "Collections", "Conversations", "ModelHandle"]
+
+
+def _shown(attachment: Attachment) -> str:
+    """An attachment as a prompt names it: its kind and the file name the person gave it."""
+    image = (attachment.content_type or "").lower().startswith("image/")
+    if attachment.title:
+        return f"[{'image' if image else 'file'}: {attachment.title}]"
+    return "[a photo]" if image else "[a file]"

@@ -26,6 +26,7 @@ from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.prompts import render, reply_answer
 from bot.runtime.ratelimit import ReplyLimit
+from bot.runtime.reply_images import images_for_reply
 from bot.runtime.types import HandleResult, RuntimeOptions, Send, Typing
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Window
@@ -234,6 +235,7 @@ class Replier:
                 system=system,
                 max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
                 json_answer=reply_answer([a.name for a in self.registry.actions]),
+                images=await images_for_reply(memory),
             )
         )
         return self._read_reply(raw, memory)
