@@ -7,6 +7,7 @@ one never becomes a fact about the person who sent it."""
 from __future__ import annotations
 
 import base64
+import io
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -20,7 +21,9 @@ import pytest
 from pydantic import BaseModel, SecretStr
 
 from bot import Context, Evaluator, Plugin
+from bot.adapters.console import ConsoleChat
 from bot.adapters.discord import DiscordAdapter
+from bot.adapters.images import MEGABYTE, ImageLimits
 from bot.adapters.telegram import TelegramAdapter
 from bot.app.composition import App
 from bot.config.settings import ModelSettings, PlatformSettings
@@ -392,3 +395,34 @@ async def test_discord_with_the_setting_off_reads_no_attachment(
     [request] = bot.reply_requests()
     assert image_parts(request) == [] and fake.http.downloads == []
     assert "Sarah: [image: a.png]" in last_user_message(request)
+
+
+# --------------------------------------------------------------------------- the console
+
+
+@pytest.mark.parametrize("sees_images", [True, False], ids=["sees-images", "setting-off"])
+async def test_the_console_sends_a_picture_with_image(
+    tmp_path: Path, model_dir: Path, mongo_uri: str, sees_images: bool
+) -> None:
+    picture = tmp_path / "my garden.png"
+    picture.write_bytes(PNG)
+    script = f'/image "{picture}" my garden in May\n/image {tmp_path / "nothing.png"}\n'
+    limits = ImageLimits(count=4, max_bytes=MEGABYTE) if sees_images else None
+    out = io.StringIO()
+    async with mnemo(tmp_path, model_dir, mongo_uri) as bot:
+        console = ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out, images=limits)
+        await console.run(bot.app.runtime)
+        stored = await bot.app.store.memories.recent(console.room.id, 5)
+
+    [request] = bot.reply_requests()
+    assert image_parts(request) == ([("image/png", PNG)] if sees_images else [])
+    assert "User: my garden in May [image: my garden.png]" in last_user_message(request)
+    assert f"No picture at {tmp_path / 'nothing.png'}." in out.getvalue()
+    assert f"Mnemo: {REPLY}" in out.getvalue()
+    # Stored: the caption and the file name; not the picture, nor where it is on this machine.
+    said = stored[0]
+    assert said.content.text == "my garden in May"
+    assert [(a.title, a.content_type) for a in said.content.attachments] == [
+        ("my garden.png", "image/png")
+    ]
+    assert str(tmp_path) not in said.model_dump_json()
