@@ -28,6 +28,7 @@ from bot.adapters.telegram import TelegramAdapter
 from bot.app.composition import App
 from bot.config.settings import ModelSettings, PlatformSettings
 from bot.domain.records import message_id, room_id
+from bot.knowledge.claim_sentences import NOT_SAID
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import ModelClass
 from bot.llm.openai_model import OpenAIModel
@@ -314,6 +315,7 @@ async def test_what_the_model_saw_in_an_image_never_becomes_a_fact(
         assert said is not None
         assert await bot.app.runtime.flush_room(said, timeout=60)
         facts, _ = await bot.app.store.facts.page(said.world_id, limit=10)
+        rejects = await bot.app.store.rejects.counts(said.world_id)
 
     [reply] = bot.reply_requests()
     assert image_parts(reply) == [("image/jpeg", PHOTO)]
@@ -322,6 +324,7 @@ async def test_what_the_model_saw_in_an_image_never_becomes_a_fact(
     ]
     assert extractions and all(image_parts(e) == [] for e in extractions)
     assert [f.text for f in facts] == ["Sarah lives in Lisbon"]
+    assert rejects == {NOT_SAID: 1}  # refused and counted: the rejects ledger, /stats
 
 
 # --------------------------------------------------------------------------- Discord
