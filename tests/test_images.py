@@ -432,3 +432,22 @@ async def test_the_console_sends_a_picture_with_image(
         ("my garden.png", "image/png")
     ]
     assert str(tmp_path) not in said.model_dump_json()
+
+
+async def test_an_image_that_cannot_be_downloaded_is_left_out_and_the_reply_still_comes(
+    tmp_path: Path, model_dir: Path, mongo_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    attachments = [("gone.png", "image/png", 400), ("here.png", "image/png", len(PNG))]
+    async with (
+        mnemo(tmp_path, model_dir, mongo_uri) as bot,
+        on_discord(bot, model_sees_images=True) as (adapter, fake),
+    ):
+        sarah = fake.person("Sarah")
+        message = fake.message(sarah, "two", attachments=attachments, files={"here.png": PNG})
+        with caplog.at_level(logging.WARNING, logger="bot.adapters.images"):
+            await hear(bot, adapter, message)
+
+    assert fake.http.texts == [REPLY]
+    [request] = bot.reply_requests()
+    assert image_parts(request) == [("image/png", PNG)]
+    assert "image gone.png" in caplog.text and "the download failed (NotFound)" in caplog.text

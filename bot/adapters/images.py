@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 # HEIC, TIFF, ...) stay titles.
 MODEL_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
 MEGABYTE = 1024 * 1024
+# A download that takes longer is given up: the reply goes on without the image.
+DOWNLOAD_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,8 @@ def image_loader(
 
 async def _download(file: ImageFile, limits: ImageLimits, where: str) -> ImageBytes | None:
     try:
-        data = await file.download()
+        async with asyncio.timeout(DOWNLOAD_SECONDS):
+            data = await file.download()
     except Exception as error:  # the platform's errors vary; a reply never fails for an image
         log.warning(
             "image %s of %s left out: the download failed (%s)",

@@ -289,8 +289,8 @@ class RecordingHTTP:
         self.typing.append(int(channel_id))
 
     async def get_from_cdn(self, url: str) -> bytes:
-        if url not in self.cdn:
-            raise _http_error(404)
+        if url not in self.cdn:  # as discord.py's own get_from_cdn answers a 404
+            raise discord.NotFound(_FakeResponse(404), "404: Not Found")  # type: ignore[arg-type]
         self.downloads.append(url)
         return self.cdn[url]
 
