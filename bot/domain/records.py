@@ -142,8 +142,9 @@ class Memory(Document):
     mentions: list[str] = Field(default_factory=list)
     mentions_agent: bool = False
     replies_to_agent: bool = False
-    # The images' bytes, for the reply to this message only (bot/domain/images.py): private,
-    # so no dump (MongoDB, the job's copy, the outage journal) ever holds them.
+    # How to download the message's images, for the reply to this message only
+    # (bot/domain/images.py): private, so no dump (MongoDB, the job's copy, the outage
+    # journal) ever holds it or what it downloaded.
     _images: ImageLoader | None = PrivateAttr(default=None)
 
     def carry_images(self, loader: ImageLoader | None) -> Memory:

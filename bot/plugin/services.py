@@ -264,12 +264,12 @@ class ModelHandle:
         return render(self.template(name, default), dict(values))
 
 
-__all__ = ["Agent", "Collections", "Conversations", "ModelHandle"]
-
-
 def _shown(attachment: Attachment) -> str:
     """An attachment as a prompt names it: its kind and the file name the person gave it."""
     image = (attachment.content_type or "").lower().startswith("image/")
     if attachment.title:
         return f"[{'image' if image else 'file'}: {attachment.title}]"
     return "[a photo]" if image else "[a file]"
+
+
+__all__ = ["Agent", "Collections", "Conversations", "ModelHandle"]

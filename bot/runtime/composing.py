@@ -190,8 +190,9 @@ class StateComposer:
         return [output.text for output in outputs]
 
     def format_messages(self, state: State, messages: list[Memory]) -> str:
-        # The reply sees what people attached, by title (the images themselves go beside the
-        # prompt only when the model sees images: bot/runtime/reply_images.py).
+        # The prompts composed here (the reply's, the evaluator selection's) show what people
+        # attached, by title; the images themselves go beside the reply's prompt only, when
+        # the model sees images (bot/runtime/reply_images.py).
         return self.plugins.conversations.format(state, messages, attachments=True)
 
 
