@@ -37,6 +37,7 @@ from bot.plugin.api import (
     CommandContext,
     Context,
     Conversations,
+    Delivery,
     Evaluator,
     EvaluatorExample,
     ExampleTurn,
@@ -47,6 +48,10 @@ from bot.plugin.api import (
     PluginContext,
     Provided,
     Provider,
+    Rooms,
+    RoomSender,
+    Task,
+    TaskContext,
 )
 from bot.runtime.prompts import format_example
 from bot.storage.facts import fact_text_key
@@ -63,6 +68,7 @@ __all__ = [
     "Content",
     "Context",
     "Conversations",
+    "Delivery",
     "Document",
     "Evaluator",
     "EvaluatorExample",
@@ -83,7 +89,11 @@ __all__ = [
     "Provider",
     "RetrieverOptions",
     "Room",
+    "RoomSender",
+    "Rooms",
     "State",
+    "Task",
+    "TaskContext",
     "Trigger",
     "epoch_millis",
     "fact_text_key",
