@@ -99,9 +99,10 @@ class FollowUpStore:
         return WorldChoice(id=world_id) if document is None else _load(WorldChoice, document)
 
     async def choose(self, choice: WorldChoice) -> None:
-        # Replaced whole: typed the same on every server.
+        # Replaced whole (typed the same on every server), its `_id` in the document too:
+        # nx-27017's upsert does not take it from the filter.
         document = _dump(choice)
-        await self._worlds.replace_one({"_id": document.pop("_id")}, document, upsert=True)
+        await self._worlds.replace_one({"_id": document["_id"]}, document, upsert=True)
 
     # ------------------------------------------------------------------ follow-ups
     async def insert(self, followup: FollowUp) -> bool:

@@ -1,0 +1,249 @@
+"""Follow-ups as people meet them: Sarah says on a Wednesday that her exam is on Friday, and on
+Saturday morning Mnemo asks her how it went - once, in the same room, even across a restart
+or with two processes sharing the database. Real MongoDB over the wire, real Chroma and
+embedder; the clock is injected (milliseconds), never patched."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import io
+import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+
+from bot.adapters.console import ConsoleChat
+from bot.app.composition import App
+from bot.commands.command_set import Commands
+from bot.commands.types import Request
+from bot.domain.records import Content, Room
+from bot.llm.base import Task as ModelTask
+from bot.testing.harness import TestChat, open_test_app, test_settings
+from bot.testing.scripted import ScriptedModel
+from plugins.followups import make_plugin
+from plugins.followups.dates import find_when
+from plugins.followups.detect import find_event
+from plugins.followups.store import FollowUp, FollowUpStore
+
+# Wednesday 25 November 2026, noon UTC.
+WEDNESDAY = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+
+
+def at(year: int, month: int, day: int, hour: int, minute: int = 0) -> int:
+    return int(datetime(year, month, day, hour, minute, tzinfo=UTC).timestamp() * 1000)
+
+
+@dataclasses.dataclass
+class Clock:
+    """The plugin's clock: what time it is, as the test says."""
+
+    ms: int = int(WEDNESDAY.timestamp() * 1000)
+
+    def __call__(self) -> int:
+        return self.ms
+
+
+@dataclasses.dataclass
+class Room_:
+    """What a platform showed in a room, by room id."""
+
+    said: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+
+    def sender(self, room: Room) -> Callable[[Content], Awaitable[None]]:
+        async def send(content: Content) -> None:
+            self.said.setdefault(room.id, []).append(content.text)
+
+        return send
+
+
+def followups(app: App, plugin: object) -> FollowUpStore:
+    return FollowUpStore.of(app.runtime.plugins.plugin_context(plugin).collections)  # type: ignore[arg-type]
+
+
+async def command(app: App, chat: TestChat, text: str, *, admin: bool = True) -> str:
+    name, _, args = text.lstrip("/").partition(" ")
+    answer = await Commands(app.runtime).run(
+        name,
+        Request(
+            platform=chat.platform,
+            account_id=chat.account.id,
+            world_id=chat.room.world_id,
+            room_id=chat.room.id,
+            is_admin=admin,
+            args=args,
+        ),
+    )
+    return answer.text
+
+
+async def say(chat: TestChat, text: str) -> None:
+    await chat.say(text)
+    await chat.settle()
+
+
+@asynccontextmanager
+async def app_on(
+    tmp_path: Path,
+    mongo_uri: str,
+    model_dir: Path,
+    clock: Clock,
+    *,
+    model: ScriptedModel | None = None,
+    database: str | None = None,
+    keep: bool = False,
+) -> AsyncIterator[tuple[App, object]]:
+    plugin = make_plugin(clock=clock)
+    settings = test_settings(tmp_path, mongodb_uri=mongo_uri, model_dir=model_dir)
+    if database is not None:
+        settings = dataclasses.replace(
+            settings,
+            storage=settings.storage.model_copy(update={"mongodb_database": database}),
+        )
+    async with open_test_app(
+        tmp_path, plugins=[plugin], model=model, settings=settings, keep_database=keep
+    ) as app:
+        yield app, plugin
+
+
+# ---------------------------------------------------------------------- dates, no database
+@pytest.mark.parametrize(
+    ("said", "topic", "last_day"),
+    [
+        ("My exam is on Friday", "your exam", date(2026, 11, 27)),
+        ("the interview is tomorrow.", "the interview", date(2026, 11, 26)),
+        ("I've got a job interview tomorrow morning", "your job interview", date(2026, 11, 26)),
+        ("I'm moving house next week", "moving house", date(2026, 12, 6)),
+        ("we're flying to Rome in two days", "flying to Rome", date(2026, 11, 27)),
+        ("I have a dentist appointment tonight", "your dentist appointment", date(2026, 11, 25)),
+        ("my exam's on Wednesday", "your exam", date(2026, 12, 2)),  # said on a Wednesday
+    ],
+)
+def test_simple_dates_are_read_on_a_wednesday(said: str, topic: str, last_day: date) -> None:
+    event = find_event(said, WEDNESDAY.date())
+    assert event is not None
+    assert (event.topic, event.last_day) == (topic, last_day)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "the weather is nice today",
+        "is the party tonight?",
+        "my exam was on Friday",
+        "I work on Fridays",
+        "I have a cold today",
+        "see you tomorrow",
+    ],
+)
+def test_what_is_no_event_is_left_alone(said: str) -> None:
+    assert find_event(said, WEDNESDAY.date()) is None
+
+
+def test_a_weekday_is_the_coming_one() -> None:
+    when = find_when("on Monday", WEDNESDAY.date())
+    assert when is not None and when.last_day == date(2026, 11, 30)
+
+
+# ---------------------------------------------------------------------- the console
+async def test_an_exam_on_friday_brings_one_follow_up_on_saturday_morning_in_the_console(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    read, write = os.pipe()  # standard input that waits, like a person at the prompt
+    out = io.StringIO()
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+        console = ConsoleChat(
+            user_name="sarah", display_name="Sarah", stdin=os.fdopen(read), stdout=out
+        )
+        await console.start(app.runtime)
+        try:
+            assert await console.command("/followups on")
+            await console.chat("My exam is on Friday, wish me luck!")
+            assert await app.runtime.evaluations.join(console.room.id, 60)
+            before = out.getvalue()
+            # Thursday, Friday, and Saturday before breakfast: nothing yet.
+            for moment in (at(2026, 11, 26, 10), at(2026, 11, 27, 18), at(2026, 11, 28, 8)):
+                clock.ms = moment
+                await app.runtime.plugins.run_tasks()
+            assert out.getvalue() == before
+            # Saturday 10:00 (UTC, the default zone): the question, once.
+            clock.ms = at(2026, 11, 28, 10, 1)
+            for _ in range(3):
+                await app.runtime.plugins.run_tasks()
+            asked = out.getvalue()[len(before) :].strip().splitlines()
+        finally:
+            os.close(write)
+            await console.stop()
+    assert len(asked) == 1, out.getvalue()
+    assert asked[0].startswith("Mnemo: ")
+    assert "Sarah" in asked[0] and "exam" in asked[0] and "Friday" in asked[0]
+    assert "{{" not in asked[0]
+
+
+# ---------------------------------------------------------------------- durability
+async def test_a_follow_up_survives_a_restart(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    async with app_on(tmp_path, mongo_uri, model_dir, clock, keep=True) as (app, plugin):
+        chat = TestChat(app.runtime, name="Sarah")
+        assert "on here" in await command(app, chat, "/followups on")
+        await say(chat, "the interview is tomorrow")
+        [planned] = await followups(app, plugin).of_person(chat.room.world_id, chat.account.id)
+    assert planned.local_day == "2026-11-27"
+    clock.ms = at(2026, 11, 27, 10, 5)
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        await app.runtime.plugins.run_tasks()
+        [sent] = await followups(app, plugin).of_person(planned.world_id, planned.person_id)
+        # The question is in the room's conversation too: her answer has it as context.
+        recent = await app.store.memories.recent(planned.room_id, 5)
+    [question] = room.said[planned.room_id]
+    assert "interview" in question
+    assert sent.status == "sent" and sent.question == question
+    assert recent[-1].content.text == question and recent[-1].user_id == app.runtime.agent_id
+
+
+async def test_two_processes_over_one_database_never_send_it_twice(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    database = f"mnemo_test_two_{os.getpid()}"
+    async with (
+        app_on(tmp_path / "one", mongo_uri, model_dir, clock, database=database) as (one, plugin),
+        app_on(tmp_path / "two", mongo_uri, model_dir, clock, database=database) as (two, _),
+    ):
+        chat = TestChat(one.runtime, name="Sarah")
+        await command(one, chat, "/followups on")
+        for number in range(5):  # five people, five exams on Friday
+            person = TestChat(one.runtime, name=f"Student{number}", chat=f"dm-{number}")
+            await command(one, person, "/followups on")
+            await say(person, "My exam is on Friday")
+        rooms_one, rooms_two = Room_(), Room_()
+        one.runtime.plugins.rooms.connect("test", rooms_one.sender)
+        two.runtime.plugins.rooms.connect("test", rooms_two.sender)
+        clock.ms = at(2026, 11, 28, 10, 0)
+        await asyncio.gather(
+            *(app.runtime.plugins.run_tasks() for app in (one, two, one, two, one, two))
+        )
+        sent = [
+            f
+            for number in range(5)
+            for f in await followups(one, plugin).of_person(
+                f"{TestChat(one.runtime, name=f'Student{number}', chat=f'dm-{number}').room.world_id}",
+                TestChat(one.runtime, name=f"Student{number}").account.id,
+            )
+        ]
+    # Every exam asked about exactly once, by one process or the other.
+    per_room: dict[str, int] = {}
+    for rooms in (rooms_one, rooms_two):
+        for room_id, texts in rooms.said.items():
+            per_room[room_id] = per_room.get(room_id, 0) + len(texts)
+    assert sorted(per_room.values()) == [1] * 5, per_room
+    assert [f.status for f in sent] == ["sent"] * 5
