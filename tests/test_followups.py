@@ -21,14 +21,14 @@ from bot.adapters.console import ConsoleChat
 from bot.app.composition import App
 from bot.commands.command_set import Commands
 from bot.commands.types import Request
-from bot.domain.records import Content, Room
+from bot.domain.records import Content, Fact, Room
 from bot.llm.base import Task as ModelTask
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 from plugins.followups import make_plugin
 from plugins.followups.dates import find_when
 from plugins.followups.detect import find_event
-from plugins.followups.store import FollowUp, FollowUpStore
+from plugins.followups.store import FollowUpStore
 
 # Wednesday 25 November 2026, noon UTC.
 WEDNESDAY = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
@@ -156,7 +156,7 @@ async def test_an_exam_on_friday_brings_one_follow_up_on_saturday_morning_in_the
     clock = Clock()
     read, write = os.pipe()  # standard input that waits, like a person at the prompt
     out = io.StringIO()
-    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, _plugin):
         console = ConsoleChat(
             user_name="sarah", display_name="Sarah", stdin=os.fdopen(read), stdout=out
         )
@@ -219,10 +219,11 @@ async def test_two_processes_over_one_database_never_send_it_twice(
         app_on(tmp_path / "one", mongo_uri, model_dir, clock, database=database) as (one, plugin),
         app_on(tmp_path / "two", mongo_uri, model_dir, clock, database=database) as (two, _),
     ):
-        chat = TestChat(one.runtime, name="Sarah")
-        await command(one, chat, "/followups on")
-        for number in range(5):  # five people, five exams on Friday
-            person = TestChat(one.runtime, name=f"Student{number}", chat=f"dm-{number}")
+        people = [
+            TestChat(one.runtime, name=f"Student{number}", chat=f"dm-{number}")
+            for number in range(5)
+        ]
+        for person in people:  # five people, five exams on Friday
             await command(one, person, "/followups on")
             await say(person, "My exam is on Friday")
         rooms_one, rooms_two = Room_(), Room_()
@@ -232,13 +233,11 @@ async def test_two_processes_over_one_database_never_send_it_twice(
         await asyncio.gather(
             *(app.runtime.plugins.run_tasks() for app in (one, two, one, two, one, two))
         )
+        store = followups(one, plugin)
         sent = [
             f
-            for number in range(5)
-            for f in await followups(one, plugin).of_person(
-                f"{TestChat(one.runtime, name=f'Student{number}', chat=f'dm-{number}').room.world_id}",
-                TestChat(one.runtime, name=f"Student{number}").account.id,
-            )
+            for person in people
+            for f in await store.of_person(person.room.world_id, person.account.id)
         ]
     # Every exam asked about exactly once, by one process or the other.
     per_room: dict[str, int] = {}
@@ -247,3 +246,200 @@ async def test_two_processes_over_one_database_never_send_it_twice(
             per_room[room_id] = per_room.get(room_id, 0) + len(texts)
     assert sorted(per_room.values()) == [1] * 5, per_room
     assert [f.status for f in sent] == ["sent"] * 5
+
+
+# ---------------------------------------------------------------------- who is asked, when
+async def test_nothing_is_planned_where_follow_ups_are_off_or_for_someone_who_opted_out(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+        store = followups(app, plugin)
+        never_on = TestChat(app.runtime, name="Ana", chat="dm-ana")
+        await say(never_on, "My exam is on Friday")
+        switched_off = TestChat(app.runtime, name="Ben", chat="dm-ben")
+        await command(app, switched_off, "/followups on")
+        assert "off here" in await command(app, switched_off, "/followups off")
+        await say(switched_off, "My exam is on Friday")
+        opted_out = TestChat(app.runtime, name="Cleo", chat="dm-cleo")
+        await command(app, opted_out, "/followups on")
+        await command(app, opted_out, "/optout")
+        await say(opted_out, "My exam is on Friday")
+        # Planned, then the person opts out: it is never sent.
+        later = TestChat(app.runtime, name="Dev", chat="dm-dev")
+        await command(app, later, "/followups on")
+        await say(later, "My exam is on Friday")
+        [planned] = await store.of_person(later.room.world_id, later.account.id)
+        await command(app, later, "/optout")
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        clock.ms = at(2026, 11, 28, 10, 5)
+        await app.runtime.plugins.run_tasks()
+        found = {
+            chat.name: await store.of_person(chat.room.world_id, chat.account.id)
+            for chat in (never_on, switched_off, opted_out)
+        }
+        [after] = await store.of_person(later.room.world_id, later.account.id)
+    assert found == {"Ana": [], "Ben": [], "Cleo": []}
+    assert planned.status == "pending" and after.status == "cancelled"
+    assert room.said == {}
+
+
+async def test_only_admins_switch_follow_ups_on(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    async with app_on(tmp_path, mongo_uri, model_dir, Clock()) as (app, _):
+        chat = TestChat(app.runtime, name="Sarah", kind="group", world="club", chat="general")
+        refused = await command(app, chat, "/followups on", admin=False)
+        shown = Commands(app.runtime).help(is_admin=True)
+        unknown_zone = await command(app, chat, "/followups on Mars/Olympus")
+    assert refused == "Sorry, /followups is only for admins."
+    assert "/followups" in shown
+    assert "don't know the time zone" in unknown_zone
+
+
+async def test_me_lists_export_holds_and_forgetme_removes_a_planned_follow_up(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    async with app_on(tmp_path, mongo_uri, model_dir, Clock()) as (app, plugin):
+        chat = TestChat(app.runtime, name="Sarah")
+        await command(app, chat, "/followups on")
+        await say(chat, "I've got a job interview tomorrow")
+        me = await command(app, chat, "/me")
+        commands = Commands(app.runtime)
+        request = Request(
+            platform=chat.platform,
+            account_id=chat.account.id,
+            world_id=chat.room.world_id,
+            room_id=chat.room.id,
+            is_admin=False,
+        )
+        exported = await commands.run("export", request)
+        assert exported.attachment is not None
+        data = json.loads(exported.attachment.data)
+        forgotten = await commands.run("forgetme", dataclasses.replace(request, args="yes"))
+        left = await followups(app, plugin).of_person(chat.room.world_id, chat.account.id)
+        me_after = await command(app, chat, "/me")
+    assert "I'll ask how your job interview went: Fri 27 Nov around 10:00 (UTC)" in me
+    [kept] = data["plugins"]["followups"]["followups"]
+    assert kept["topic"] == "your job interview" and kept["status"] == "pending"
+    assert kept["said"] == "I've got a job interview tomorrow"
+    assert forgotten.text and left == []
+    assert "job interview" not in me_after
+
+
+async def test_at_most_one_follow_up_a_day_for_a_person(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+        chat = TestChat(app.runtime, name="Sarah")
+        await command(app, chat, "/followups on")
+        await say(chat, "My exam is on Friday")
+        await say(chat, "I have a piano recital on Friday too")
+        await say(chat, "My exam is on Friday")  # said again: still one about the exam
+        planned = await followups(app, plugin).of_person(chat.room.world_id, chat.account.id)
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        asked_by_day = []
+        for day in (28, 29, 30):
+            clock.ms = at(2026, 11, day, 12)
+            await app.runtime.plugins.run_tasks()
+            asked_by_day.append(list(room.said.get(chat.room.id, [])))
+    assert [(f.key, f.local_day) for f in planned] == [
+        ("exam", "2026-11-28"),
+        ("piano recital", "2026-11-29"),
+    ]
+    saturday, sunday, monday = asked_by_day
+    assert len(saturday) == 1 and "exam" in saturday[0]
+    assert len(sunday) == 2 and "piano recital" in sunday[1]
+    assert monday == sunday
+
+
+async def test_never_at_night_in_the_rooms_time_zone(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+        chat = TestChat(app.runtime, name="Sarah")
+        assert "America/New_York" in await command(app, chat, "/followups on America/New_York")
+        await say(chat, "the interview is tomorrow")
+        [planned] = await followups(app, plugin).of_person(chat.room.world_id, chat.account.id)
+        room = Room_()
+        # The bot was down all Friday; it comes back at 23:30 in New York (04:30 UTC).
+        clock.ms = at(2026, 11, 28, 4, 30)
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        await app.runtime.plugins.run_tasks()
+        at_night = dict(room.said)
+        clock.ms = at(2026, 11, 28, 14, 0)  # 09:00 in New York
+        await app.runtime.plugins.run_tasks()
+    assert planned.due_ms == at(2026, 11, 27, 15, 0)  # Friday 10:00 in New York
+    assert at_night == {}
+    assert len(room.said[chat.room.id]) == 1
+
+
+# ---------------------------------------------------------------------- in character
+async def test_the_large_model_writes_the_question_from_what_it_knows(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    question = "Sarah! The chemistry exam on Friday - how did it go? I hope the flashcards helped."
+    model = ScriptedModel(
+        answers={
+            ModelTask.REPLY: ['{"text": "Good luck!", "action": "NONE"}'],
+            "task:followups": [question],
+        },
+        default="[]",
+    )
+    async with app_on(tmp_path, mongo_uri, model_dir, clock, model=model) as (app, _):
+        chat = TestChat(app.runtime, name="Sarah")
+        await command(app, chat, "/followups on")
+        await app.knowledge.add_facts(
+            [
+                Fact(
+                    text="Sarah studies chemistry with flashcards",
+                    subject_id=chat.account.id,
+                    room_id=chat.room.id,
+                    world_id=chat.room.world_id,
+                    agent_id=app.runtime.agent_id,
+                )
+            ],
+            near_duplicate_distance=0.05,
+            given=True,
+        )
+        await say(chat, "My chemistry exam is on Friday")
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        clock.ms = at(2026, 11, 28, 10, 0)
+        await app.runtime.plugins.run_tasks()
+    [call] = [c for c in model.calls if c.task == "task:followups"]
+    assert call.model_class.name == "LARGE"
+    assert "My chemistry exam is on Friday" in call.prompt
+    assert "Sarah studies chemistry with flashcards" in call.prompt  # what Mnemo knows
+    assert app.character.name in call.prompt  # in character
+    assert room.said[chat.room.id] == [question]
+
+
+async def test_an_unusable_answer_is_not_sent_the_plain_question_is(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    model = ScriptedModel(
+        answers={
+            ModelTask.REPLY: ['{"text": "Good luck!", "action": "NONE"}'],
+            "task:followups": ['{"text": "{{name}}, how was it?"}'],
+        },
+        default="[]",
+    )
+    async with app_on(tmp_path, mongo_uri, model_dir, clock, model=model) as (app, _):
+        chat = TestChat(app.runtime, name="Sarah")
+        await command(app, chat, "/followups on")
+        await say(chat, "My exam is on Friday")
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        clock.ms = at(2026, 11, 28, 10, 0)
+        await app.runtime.plugins.run_tasks()
+        rejects = app.ledger.rejects("task:followups")
+    [asked] = room.said[chat.room.id]
+    assert "{{" not in asked and "exam" in asked and "Sarah" in asked
+    assert rejects == {"unusable follow-up question": 1}
