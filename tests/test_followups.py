@@ -443,3 +443,41 @@ async def test_an_unusable_answer_is_not_sent_the_plain_question_is(
     [asked] = room.said[chat.room.id]
     assert "{{" not in asked and "exam" in asked and "Sarah" in asked
     assert rejects == {"unusable follow-up question": 1}
+
+
+class Killed(BaseException):
+    """The process dies mid-send (as SIGKILL would: nothing after it runs)."""
+
+
+async def test_a_crash_around_the_send_never_sends_it_twice(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    delivered: list[str] = []
+
+    def dies_after_sending(room: Room) -> Callable[[Content], Awaitable[None]]:
+        async def send(content: Content) -> None:
+            delivered.append(content.text)
+            raise Killed
+
+        return send
+
+    async with app_on(tmp_path, mongo_uri, model_dir, clock, keep=True) as (app, plugin):
+        chat = TestChat(app.runtime, name="Sarah")
+        await command(app, chat, "/followups on")
+        await say(chat, "My exam is on Friday")
+        app.runtime.plugins.rooms.connect("test", dies_after_sending)
+        clock.ms = at(2026, 11, 28, 10, 0)
+        with pytest.raises(Killed):
+            await app.runtime.plugins.run_tasks()
+    # The restart, later that day: the claim's owner is gone; it is not sent again.
+    clock.ms = at(2026, 11, 28, 11, 0)
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        await app.runtime.plugins.run_tasks()
+        clock.ms = at(2026, 11, 29, 11, 0)
+        await app.runtime.plugins.run_tasks()
+        [after] = await followups(app, plugin).of_person(chat.room.world_id, chat.account.id)
+    assert len(delivered) == 1 and room.said == {}
+    assert after.status == "lost"

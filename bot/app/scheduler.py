@@ -6,7 +6,7 @@
 - re-index: vectors whose Chroma write failed are rebuilt from MongoDB;
 - retention (when MNEMO_RETENTION_DAYS is set): messages older than that, and their vectors,
   are deleted daily and at start-up, once per UTC day in a deployment (bot/privacy/retention.py);
-- plugins' tasks (`Plugin.tasks`, e.g. the follow-ups plugin sending what is due): in every
+- plugins' tasks (`Plugin.tasks`, e.g. sending what a plugin planned to say): in every
   process, since each process reaches only the platforms it runs; a task claims each piece of
   its work atomically itself, so none is done twice.
 
