@@ -192,7 +192,7 @@ async def test_a_follow_up_survives_a_restart(
     clock = Clock()
     async with app_on(tmp_path, mongo_uri, model_dir, clock, keep=True) as (app, plugin):
         chat = TestChat(app.runtime, name="Sarah")
-        assert "on here" in await command(app, chat, "/followups on")
+        assert "are on here" in await command(app, chat, "/followups on")
         await say(chat, "the interview is tomorrow")
         [planned] = await followups(app, plugin).of_person(chat.room.world_id, chat.account.id)
     assert planned.local_day == "2026-11-27"

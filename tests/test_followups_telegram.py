@@ -56,7 +56,7 @@ async def test_a_follow_up_is_asked_in_the_telegram_group_it_was_mentioned_in(
             asked = server.sent[before:]
         finally:
             await adapter.stop()
-    assert "Follow-ups are on here" in switched_on.text
+    assert switched_on.text.startswith("Follow-ups are on here (UTC)")
     [question] = asked
     assert question.chat_id == group.id
     assert "Sarah" in question.text and "exam" in question.text

@@ -37,10 +37,8 @@ def followups_command(clock: Clock) -> Command:
                 zone = found.key
             await store.choose(_changed(current, "on", zone, ctx, clock))
             return (
-                "Follow-ups are on here: when someone mentions something coming up "
-                "(an exam on Friday, an interview tomorrow), I'll ask them afterwards how it "
-                f"went, in daytime ({zone or ctx.settings.timezone}). /optout stops them "
-                "for a person."
+                f"Follow-ups are on here ({zone or ctx.settings.timezone}): I'll ask people "
+                "how the things they mention went. /optout stops them for a person."
             )
         return f"Usage: /followups {USAGE}"
 
