@@ -19,6 +19,7 @@ import pytest
 
 from bot.adapters.console import ConsoleChat
 from bot.app.composition import App
+from bot.app.scheduler import build_scheduler
 from bot.commands.command_set import Commands
 from bot.commands.types import Request
 from bot.domain.records import Content, Fact, Room
@@ -142,6 +143,20 @@ def test_simple_dates_are_read_on_a_wednesday(said: str, topic: str, last_day: d
 )
 def test_what_is_no_event_is_left_alone(said: str) -> None:
     assert find_event(said, WEDNESDAY.date()) is None
+
+
+@pytest.mark.parametrize(
+    ("said", "topic", "last_day"),
+    [
+        ("I need to finish my thesis by Friday", "finish your thesis", date(2026, 11, 27)),
+        ("My goal is to run 10k by next week", "run 10k", date(2026, 12, 6)),
+        ("I'll send the report by tomorrow", "send the report", date(2026, 11, 26)),
+    ],
+)
+def test_a_deadline_is_read_too(said: str, topic: str, last_day: date) -> None:
+    event = find_event(said, WEDNESDAY.date())
+    assert event is not None and event.kind == "deadline"
+    assert (event.topic, event.last_day) == (topic, last_day)
 
 
 def test_a_weekday_is_the_coming_one() -> None:
@@ -376,6 +391,28 @@ async def test_never_at_night_in_the_rooms_time_zone(
     assert planned.due_ms == at(2026, 11, 27, 15, 0)  # Friday 10:00 in New York
     assert at_night == {}
     assert len(room.said[chat.room.id]) == 1
+
+
+async def test_a_deadline_brings_did_you_manage_it_and_the_scheduler_runs_the_task(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, _):
+        chat = TestChat(app.runtime, name="Sarah")
+        await command(app, chat, "/followups on")
+        await say(chat, "I need to finish my thesis by Friday")
+        me = await command(app, chat, "/me")
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        clock.ms = at(2026, 11, 28, 10, 0)
+        # What the scheduler runs every minute in every process.
+        scheduler = build_scheduler(app.runtime, idle_minutes=10)
+        job = scheduler.get_job("plugin:followups:followups")
+        assert job is not None and job.trigger.interval.total_seconds() == 60
+        await job.func(*job.args)
+    assert "I'll ask whether you managed to finish your thesis: Sat 28 Nov" in me
+    [asked] = room.said[chat.room.id]
+    assert "Sarah" in asked and "finish your thesis by Friday" in asked
 
 
 # ---------------------------------------------------------------------- in character

@@ -53,6 +53,7 @@ async def export(ctx: PluginContext, person_id: str, world_id: str) -> dict[str,
 EXPORTED = {
     "id",
     "topic",
+    "kind",
     "said",
     "phrase",
     "event_day",
@@ -75,8 +76,11 @@ async def about(ctx: PluginContext[FollowupsSettings], person_id: str, world_id:
         zone = zone_of(f.timezone, ctx.settings)
         when = local(f.due_ms, zone)
         day = date.fromisoformat(f.local_day)
+        asked = (
+            f"whether you managed to {f.topic}" if f.kind == "deadline" else f"how {f.topic} went"
+        )
         lines.append(
-            f"• I'll ask how {f.topic} went: {day.strftime('%a %d %b')} "
+            f"• I'll ask {asked}: {day.strftime('%a %d %b')} "
             f"around {when.strftime('%H:%M')} ({zone.key})"
         )
     if not lines:

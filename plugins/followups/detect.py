@@ -6,6 +6,7 @@ time phrase (dates.py) must follow the event directly, in one of the plain shape
     my exam is on Friday · the interview's tomorrow · our move is next week
     I have an exam on Friday · I've got a job interview tomorrow
     I'm moving house next week · we're flying to Rome in two days
+    I need to finish my thesis by Friday · my goal is to run 10k by next week (a deadline)
 
 "The weather is nice today" names no event (the time does not follow the verb), a question
 ("is the party tonight?") asks rather than tells, and anything else is left alone: a wrong
@@ -35,6 +36,14 @@ _SHAPES = (
     re.compile(
         rf"(?:^|[^\w'])(?:i|we)(?:'ve|\s+have)?(?:\s+got)?\s+(?P<owner>a|an|my|our|the)\s+"
         rf"{_TOPIC}{_SCHEDULED}\s*$",
+        re.IGNORECASE,
+    ),
+    # A deadline: I need to finish my thesis by / my goal is to run 10k by
+    re.compile(
+        r"(?:^|[^\w'])(?:(?:i|we)(?:'ll|\s+need\s+to|\s+have\s+to|\s+must|\s+want\s+to"
+        r"|\s+will|\s+plan\s+to|\s+hope\s+to|'m\s+going\s+to|\s+am\s+going\s+to)"
+        r"|(?:my|our)\s+(?:goal|plan|aim)\s+is\s+to)"
+        r"\s+(?P<deadline>[a-z][\w'-]*(?:\s+[\w'-]+){0,5}?)\s+by\s*$",
         re.IGNORECASE,
     ),
     # I'm moving house / we are flying to Rome
@@ -68,9 +77,13 @@ _NOT_EVENTS = frozenset(
         "nothing",
         "everything",
         "weather",
+        "be",
+        "go",
     ]
 )
 _OWNERS = {"my": "your", "our": "your", "a": "your", "an": "your", "the": "the"}
+# A deadline said back to its speaker: "finish my thesis" -> "finish your thesis".
+_SAID_BACK = {"my": "your", "our": "your", "me": "you", "i": "you", "myself": "yourself"}
 MAX_TOPIC_CHARS = 60
 
 
@@ -85,6 +98,8 @@ class Event:
     phrase: str
     last_day: date
     sentence: str
+    # "event" (asked how it went) or "deadline" (asked whether they managed it).
+    kind: str = "event"
 
 
 def find_event(text: str, today: date) -> Event | None:
@@ -98,33 +113,40 @@ def find_event(text: str, today: date) -> Event | None:
         found = _event_before(sentence[: when.start])
         if found is None:
             continue
-        topic, key = found
+        topic, key, kind = found
         return Event(
             topic=topic,
             key=key,
             phrase=when.phrase,
             last_day=when.last_day,
             sentence=sentence,
+            kind=kind,
         )
     return None
 
 
-def _event_before(before: str) -> tuple[str, str] | None:
+def _event_before(before: str) -> tuple[str, str, str] | None:
     for shape in _SHAPES:
         match = shape.search(before)
         if match is None:
             continue
         groups = match.groupdict()
+        if groups.get("deadline"):
+            words = groups["deadline"].split()
+            if words[0].casefold() in _NOT_EVENTS:
+                continue
+            said_back = " ".join(_SAID_BACK.get(word.casefold(), word) for word in words)
+            return said_back[:MAX_TOPIC_CHARS], " ".join(words).casefold(), "deadline"
         if groups.get("doing"):
             words = groups["doing"].split()
             if words[0].casefold() in _NOT_EVENTS:
                 continue
             said = " ".join(words)
-            return said[:MAX_TOPIC_CHARS], said.casefold()
+            return said[:MAX_TOPIC_CHARS], said.casefold(), "event"
         words = groups["topic"].split()
         if not words or words[-1].casefold() in _NOT_EVENTS:
             continue
         key = " ".join(words).casefold()
         owner = _OWNERS[groups["owner"].casefold()]
-        return f"{owner} {' '.join(words)}"[:MAX_TOPIC_CHARS], key
+        return f"{owner} {' '.join(words)}"[:MAX_TOPIC_CHARS], key, "event"
     return None

@@ -23,37 +23,53 @@ MAX_CHARS = 280
 
 TEMPLATE = """You are {{agentName}}. {{bio}}
 
-A few days ago {{name}} told you: "{{said}}"
-That was about {{topic}} ({{when}}), which is over now.
+Recently {{name}} told you: "{{said}}"
+That was for {{when}}, which is past now.
 What you know about {{name}}:
 {{facts}}
 
-Write one short, warm message (one or two sentences) to {{name}} asking how {{topic}} went,
-in your own voice. Mention {{topic}} by name. Use what you know only if it fits naturally.
+Write one short, warm message (one or two sentences) to {{name}} {{ask}}, in your own voice.
+Name what it was about. Use what you know only if it fits naturally.
 Write only the message, nothing else."""
 
-_PLAIN = (
-    "Hi {name}! How did {topic} go{when}?",
-    "Hey {name}, I've been wondering: how did {topic} go{when}?",
-    "{name}, how did {topic} go{when}? I hope it went well!",
-)
+_PLAIN = {
+    "event": (
+        "Hi {name}! How did {topic} go{when}?",
+        "Hey {name}, I've been wondering: how did {topic} go{when}?",
+        "{name}, how did {topic} go{when}? I hope it went well!",
+    ),
+    "deadline": (
+        "Hi {name}! Did you manage to {topic}{when}?",
+        "Hey {name}, I've been wondering: did you manage to {topic}{when}?",
+        "{name}, did you get to {topic}{when}? I hope it worked out!",
+    ),
+}
 _NOT_A_MESSAGE = re.compile(r"\{\{|\}\}|^\s*[\[{]|\bYou are\b|\bWrite one short\b", re.I)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 
 
-def when_words(event_day: date, asked_on: date) -> str:
-    """How the event's day is named when asking: "on Friday" within the week, else ""."""
+def when_words(event_day: date, asked_on: date, kind: str = "event") -> str:
+    """How the event's day is named when asking: "on Friday" ("by Friday" for a deadline)
+    within the week, else ""."""
     days = (asked_on - event_day).days
     if 0 < days < 7:
-        return f"on {event_day.strftime('%A')}"
+        return f"{'by' if kind == 'deadline' else 'on'} {event_day.strftime('%A')}"
     return ""
+
+
+def ask_words(kind: str, topic: str) -> str:
+    """What the model is asked to ask."""
+    if kind == "deadline":
+        return f"asking whether they managed to {topic}"
+    return f"asking how {topic} went"
 
 
 def plain_question(data: dict[str, Any]) -> str:
     """A sensible follow-up with no language model, varied by the follow-up's id."""
-    pick = zlib.crc32(str(data.get("id", "")).encode()) % len(_PLAIN)
+    lines = _PLAIN["deadline" if data.get("kind") == "deadline" else "event"]
+    pick = zlib.crc32(str(data.get("id", "")).encode()) % len(lines)
     when = data.get("when") or ""
-    return _PLAIN[pick].format(
+    return lines[pick].format(
         name=data.get("name") or "there",
         topic=data.get("topic") or "it",
         when=f" {when}" if when else "",

@@ -94,6 +94,7 @@ async def plan(
         person_name=ctx.state.name_of(message.user_id),
         topic=event.topic,
         key=event.key,
+        kind="deadline" if event.kind == "deadline" else "event",
         said=ctx.conversations.cut(event.sentence),
         phrase=event.phrase,
         event_day=event.last_day.isoformat(),

@@ -16,7 +16,15 @@ from typing import Any
 
 from bot import Content, Memory, ModelClass, ModelError, State, TaskContext
 
-from .prompts import DATA_KEY, TEMPLATE, TEMPLATE_NAME, plain_question, usable, when_words
+from .prompts import (
+    DATA_KEY,
+    TEMPLATE,
+    TEMPLATE_NAME,
+    ask_words,
+    plain_question,
+    usable,
+    when_words,
+)
 from .settings import FollowupsSettings
 from .store import FollowUp, FollowUpStore
 from .timing import Clock, ask_time, local, millis, night_until, zone_of
@@ -106,7 +114,8 @@ async def write_question(
         "id": followup.id,
         "name": followup.person_name,
         "topic": followup.topic,
-        "when": when_words(date.fromisoformat(followup.event_day), today),
+        "kind": followup.kind,
+        "when": when_words(date.fromisoformat(followup.event_day), today, followup.kind),
         "said": followup.said,
         "facts": facts,
     }
@@ -117,6 +126,7 @@ async def write_question(
         "said": followup.said,
         "topic": followup.topic,
         "when": str(data["when"]) or followup.phrase,
+        "ask": ask_words(followup.kind, followup.topic),
         "facts": "\n".join(f"- {fact}" for fact in facts) or "(nothing more)",
     }
     prompt = ctx.model.render(TEMPLATE_NAME, TEMPLATE, values)

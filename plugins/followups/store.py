@@ -54,6 +54,8 @@ class FollowUp(Document):
     # and the sentence the person said it in (what the question is written from).
     topic: str
     key: str
+    # "event" (asked how it went) or "deadline" (asked whether they managed it).
+    kind: Literal["event", "deadline"] = "event"
     said: str
     phrase: str
     # The day it happens by, and the day the follow-up is asked (ISO dates, local time).
