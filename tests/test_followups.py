@@ -518,3 +518,34 @@ async def test_a_crash_around_the_send_never_sends_it_twice(
         [after] = await followups(app, plugin).of_person(chat.room.world_id, chat.account.id)
     assert len(delivered) == 1 and room.said == {}
     assert after.status == "lost"
+
+
+async def test_days_late_it_is_not_asked_and_what_was_asked_goes_after_a_week(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    clock = Clock()
+    async with app_on(tmp_path, mongo_uri, model_dir, clock) as (app, plugin):
+        store = followups(app, plugin)
+        ben = TestChat(app.runtime, name="Ben", chat="dm-ben")
+        ana = TestChat(app.runtime, name="Ana", chat="dm-ana")
+        for chat, said in ((ben, "the interview is tomorrow"), (ana, "My exam is on Friday")):
+            await command(app, chat, "/followups on")
+            await say(chat, said)
+        room = Room_()
+        app.runtime.plugins.rooms.connect("test", room.sender)
+        clock.ms = at(2026, 11, 27, 10, 0)  # Ben's Friday morning
+        await app.runtime.plugins.run_tasks()
+        [ben_asked] = await store.of_person(ben.room.world_id, ben.account.id)
+        clock.ms = at(2026, 12, 2, 10, 0)  # the bot was down from Friday until Wednesday
+        await app.runtime.plugins.run_tasks()
+        [ana_late] = await store.of_person(ana.room.world_id, ana.account.id)
+        clock.ms = at(2026, 12, 6, 10, 0)  # over a week on
+        await app.runtime.plugins.run_tasks()
+        left = [
+            *await store.of_person(ben.room.world_id, ben.account.id),
+            *await store.of_person(ana.room.world_id, ana.account.id),
+        ]
+    assert list(room.said) == [ben.room.id] and len(room.said[ben.room.id]) == 1
+    assert ben_asked.status == "sent" and ben_asked.said == ""  # his words not kept
+    assert ana_late.status == "cancelled" and ana_late.said == ""
+    assert left == []

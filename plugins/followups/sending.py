@@ -34,6 +34,10 @@ BATCH = 20
 # A send that raised is tried again after this long.
 RETRY_MS = 15 * 60 * 1000
 FACTS_SHOWN = 5
+# A follow-up this late (the bot was down for days) is not asked: it would come out of nowhere.
+STALE_MS = 3 * 24 * 3600 * 1000
+# Asked ones are kept this long (the one-a-day rule, /export), then deleted.
+KEEP_FINISHED_MS = 7 * 24 * 3600 * 1000
 
 
 async def send_due(ctx: TaskContext[FollowupsSettings], clock: Clock, owner: str) -> int:
@@ -44,6 +48,7 @@ async def send_due(ctx: TaskContext[FollowupsSettings], clock: Clock, owner: str
     lost = await store.abandon_stale(now, int(settings.sending_lease_seconds * 1000))
     if lost:
         ctx.log.warning("%d follow-up(s) claimed by a process that died: not sent", lost)
+    await store.drop_finished(now - KEEP_FINISHED_MS)
     platforms = sorted(ctx.rooms.platforms)
     if not platforms:
         return 0
@@ -61,7 +66,7 @@ async def _deliver(
 ) -> int:
     settings = ctx.settings
     choice = await store.world(followup.world_id)
-    if choice.followups != "on":
+    if choice.followups != "on" or now - followup.due_ms > STALE_MS:
         await store.close(followup, "cancelled")
         return 0
     zone = zone_of(choice.timezone, settings)

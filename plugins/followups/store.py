@@ -154,6 +154,8 @@ class FollowUpStore:
             {
                 "$set": {
                     "status": "sent",
+                    # The person's own sentence is not kept once asked: the question is.
+                    "said": "",
                     "sent_ms": now_ms,
                     "local_day": local_day,
                     "question": question,
@@ -182,15 +184,24 @@ class FollowUpStore:
 
     async def close(self, followup: FollowUp, status: Status) -> None:
         await self._followups.update_one(
-            {"_id": followup.id, "owner": followup.owner}, {"$set": {"status": status}}
+            {"_id": followup.id, "owner": followup.owner},
+            {"$set": {"status": status, "said": ""}},
         )
+
+    async def drop_finished(self, before_ms: int) -> int:
+        """Follow-ups asked (or given up) before `before_ms`: no longer needed for the
+        one-a-day rule, so not kept."""
+        result = await self._followups.delete_many(
+            {"status": {"$in": ["sent", "cancelled", "lost"]}, "due_ms": {"$lt": before_ms}}
+        )
+        return result.deleted_count
 
     async def abandon_stale(self, now_ms: int, lease_ms: int) -> int:
         """Claims older than the lease, never confirmed: their process died around the
         send. Marked `lost`, never sent again (at most once)."""
         result = await self._followups.update_many(
             {"status": "sending", "claimed_ms": {"$lt": now_ms - lease_ms}},
-            {"$set": {"status": "lost"}},
+            {"$set": {"status": "lost", "said": ""}},
         )
         return result.modified_count
 
