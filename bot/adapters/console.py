@@ -254,7 +254,13 @@ class ConsoleChat:
     # ------------------------------------------------------------------ messages
     def _room_sender(self, room: Room) -> Callable[[Content], Awaitable[None]]:
         async def send(content: Content) -> None:
+            # Said while the person may be at the prompt: on a line of its own, then the
+            # prompt again.
+            if self.interactive:
+                print(file=self.stdout)
             self.say(f"{self.runtime.character.name}: {content.text}")
+            if self.interactive:
+                print("you> ", end="", file=self.stdout, flush=True)
 
         return send
 
