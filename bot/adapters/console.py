@@ -27,7 +27,7 @@ import re
 import shlex
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -236,6 +236,8 @@ class ConsoleChat:
             if known is not None and known.name not in (self.account.platform_id, UNNAMED):
                 self.account = self.account.model_copy(update={"name": known.name})
         await runtime.note_profiles([self.account], self.room)
+        # Plugins may speak later with nothing typed (a follow-up): printed like a reply.
+        runtime.plugins.rooms.connect(PLATFORM, self._room_sender)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_reader(self.stdin, lines, asyncio.get_running_loop())
         self._conversation = asyncio.create_task(self._converse(lines), name="console")
@@ -249,6 +251,8 @@ class ConsoleChat:
         """Leave now (Ctrl-C, SIGTERM): what was said is stored; learning resumes next time.
         A message being answered gets a moment to finish: its reply, once shown, is stored
         with the message (a reply shown but not stored would be given again next time)."""
+        if self._runtime is not None:
+            self._runtime.plugins.rooms.disconnect(PLATFORM)
         conversation = self._conversation
         if conversation is not None and not conversation.done():
             await cancel_and_wait(conversation)
@@ -287,6 +291,18 @@ class ConsoleChat:
         await self.finish()
 
     # ------------------------------------------------------------------ messages
+    def _room_sender(self, room: Room) -> Callable[[Content], Awaitable[None]]:
+        async def send(content: Content) -> None:
+            # Said while the person may be at the prompt: on a line of its own, then the
+            # prompt again.
+            if self.interactive:
+                print(file=self.stdout)
+            self.say(f"{self.runtime.character.name}: {content.text}")
+            if self.interactive:
+                print("you> ", end="", file=self.stdout, flush=True)
+
+        return send
+
     def say(self, text: str) -> None:
         print(text, file=self.stdout, flush=True)
 

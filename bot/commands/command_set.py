@@ -336,10 +336,14 @@ async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
         scope.world_id, subject_id=scope.user_id, limit=PAGE_SIZE * 5
     )
     called = await told_name_line(runtime.store, scope.user_id, scope.world_id)
+    # What plugins keep for the person besides facts (e.g. a follow-up planned).
+    kept = "".join(
+        f"\n{line}" for line in await runtime.plugins.about(scope.user_id, scope.world_id)
+    )
     if not facts:
-        return called + "I haven't learned anything about you here yet."
+        return called + "I haven't learned anything about you here yet." + kept
     lines = "\n".join(f"• {line}" for line in await told_lines(runtime.store.accounts, facts))
-    return f"{called}What I know about you here ({len(facts)}):\n{lines}"
+    return f"{called}What I know about you here ({len(facts)}):\n{lines}{kept}"
 
 
 def forgetting_of(runtime: AgentRuntime, *, wait_for_learning: float = 30.0) -> Forgetting:

@@ -31,7 +31,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.plugin.api import Action, Command, Evaluator, OfflineAnswer, Plugin, Provider
+from bot.plugin.api import (
+    Action,
+    Command,
+    Evaluator,
+    OfflineAnswer,
+    Plugin,
+    Provider,
+    Task,
+)
 from bot.plugin.checks import PluginError, check_parts, kind_name, read_settings
 
 log = logging.getLogger(__name__)
@@ -64,10 +72,16 @@ class Registry:
     def commands(self) -> list[Command]:
         return [c for p in self.plugins for c in p.commands]
 
-    def plugin_of(self, part: Evaluator | Provider | Action | Command) -> Plugin:
+    def plugin_of(self, part: Evaluator | Provider | Action | Command | Task) -> Plugin:
         # Identity, not equality: two frozen dataclasses with equal fields are still two parts.
         for plugin in self.plugins:
-            owned = (*plugin.evaluators, *plugin.providers, *plugin.actions, *plugin.commands)
+            owned = (
+                *plugin.evaluators,
+                *plugin.providers,
+                *plugin.actions,
+                *plugin.commands,
+                *plugin.tasks,
+            )
             if any(part is own for own in owned):
                 return plugin
         raise KeyError(part.name)

@@ -128,6 +128,8 @@ class AgentRuntime:
             max_message_chars=self.options.max_message_chars,
             ledger=ledger,
         )
+        # Plugins speaking later about a person (a follow-up) obey the same consent as learning.
+        self.plugins.rooms.require_consent(self._may_learn_about)
         self.composer = StateComposer(
             agent_id=agent_id,
             character=character,
@@ -316,6 +318,12 @@ class AgentRuntime:
         if self.sent_replies.replies_for(memory.id):
             return True
         return await self.store.memories.get(reply_id(memory.id, self.agent_id, 0)) is not None
+
+    async def _may_learn_about(self, person_id: str, room_id: str, world_id: str) -> bool:
+        refusal = await self.privacy.consent.check(
+            user_id=person_id, room_id=room_id, world_id=world_id
+        )
+        return refusal is None
 
     async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:
         """Answer the messages of `platform` a crash left unanswered

@@ -240,9 +240,14 @@ class DiscordAdapter:
             self.client.connect(reconnect=True), name="discord-gateway"
         )
         await self._wait_ready(self._gateway)
+        # Plugins may speak in a channel later, with no message to answer (a follow-up).
+        runtime.plugins.rooms.connect(PLATFORM, self._room_sender)
         # Messages a crash left unanswered in Discord channels are answered now (in the
         # background: it takes model calls).
         self._spawn(self._answer_unanswered(runtime))
+
+    def _room_sender(self, room: Room) -> Send:
+        return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
 
     async def _answer_unanswered(self, runtime: AgentRuntime) -> None:
         def sender(room: Room, message: Memory) -> Send:
@@ -290,6 +295,8 @@ class DiscordAdapter:
     async def stop(self) -> None:
         """Take no new messages, let the ones being answered finish, then disconnect."""
         self._stopping = True
+        if self._runtime is not None:
+            self._runtime.plugins.rooms.disconnect(PLATFORM)
         await self.lanes.close(self.stop_grace)
         await self.client.close()
         gateway, self._gateway = self._gateway, None

@@ -142,6 +142,8 @@ class TelegramAdapter:
             raise
         await self._require_commands().register_menu(app.bot)
         log.info("telegram: running as @%s", me.username)
+        # Plugins may speak in a chat later, with no message to answer (a follow-up).
+        runtime.plugins.rooms.connect(PLATFORM, lambda room: self._sender_for(room, None))
         # Messages a crash left unanswered in Telegram chats are answered now (in the
         # background: it takes model calls).
         self._recovery = asyncio.create_task(
@@ -149,6 +151,8 @@ class TelegramAdapter:
         )
 
     async def stop(self) -> None:
+        if self._runtime is not None:
+            self._runtime.plugins.rooms.disconnect(PLATFORM)
         if self._recovery is not None and not self._recovery.done():
             self._recovery.cancel()
         app, self._app = self._app, None
@@ -364,7 +368,7 @@ class TelegramAdapter:
             raise RuntimeError("the Telegram adapter is not started")
         return self._runtime
 
-    def _sender_for(self, room: Room, message: Memory) -> Send:
+    def _sender_for(self, room: Room, message: Memory | None) -> Send:
         """How to answer, after a restart, a message of this chat that a crash left
         unanswered (its Telegram message is gone from memory: the reply quotes nothing)."""
         chat_id = int(room.platform_id or 0)
