@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo import monitoring
 
-from bot.app.model_choice import make_model
+from bot.app.model_choice import make_model, world_choices
 from bot.app.prompt_texts import grounding_for
 from bot.app.scheduler import build_scheduler
 from bot.cancelling import cancel_and_wait
@@ -212,6 +212,7 @@ async def open_app(
             lease_seconds=settings.runtime.evaluation_lease_seconds,
             owner=succession.owner,
             sent_replies=sent_replies,
+            worlds=world_choices(settings, character, store),  # /character, /model per world
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
