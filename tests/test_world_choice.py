@@ -12,12 +12,14 @@ from typing import Any
 from pydantic import SecretStr
 
 from bot import Evaluator, Plugin
+from bot.app.prompt_texts import grounding_for
 from bot.commands.command_set import Commands, Request
 from bot.config.settings import ModelSettings, Settings
 from bot.domain.characters import load_character
 from bot.knowledge.store import Knowledge
 from bot.llm.base import ModelClass, Task
 from bot.ops.backup import backup, restore
+from bot.plugin.loading import Registry
 from bot.testing.harness import DEFAULT_CHARACTER, TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, status
 from bot.testing.scripted import ScriptedModel
@@ -259,3 +261,14 @@ async def test_a_backup_and_restore_keep_each_world_s_choice(
     assert ARCHIVIST.system and ARCHIVIST.system in (call.system or "")
     assert "Character: Archivist (archivist)." in stats.text
     assert "small tiny-x (chosen here)" in stats.text
+
+
+def test_every_installed_character_is_the_bot_s_own_text_never_a_fact() -> None:
+    grounding = grounding_for(MNEMO, Registry(), "agent", others=[ARCHIVIST])
+    # A world may speak as the Archivist: its description put on a person is refused, and a
+    # claim about "Archivist" is about the bot.
+    assert grounding.echoes("Sarah prefers facts to flattery, dates to adjectives, and more")
+    assert grounding.about_assistant("Archivist is a librarian")
+    alone = grounding_for(MNEMO, Registry(), "agent")
+    assert not alone.echoes("Sarah prefers facts to flattery, dates to adjectives, and more")
+    assert not alone.about_assistant("Archivist is a librarian")
