@@ -15,11 +15,13 @@ from bot import Evaluator, Plugin
 from bot.app.prompt_texts import grounding_for
 from bot.commands.command_set import Commands, Request
 from bot.config.settings import ModelSettings, Settings
-from bot.domain.characters import load_character
+from bot.domain.characters import CharacterCatalog, InstalledCharacter, load_character
 from bot.knowledge.store import Knowledge
 from bot.llm.base import ModelClass, Task
 from bot.ops.backup import backup, restore
 from bot.plugin.loading import Registry
+from bot.runtime.worlds import WorldChoices
+from bot.storage.mongo import MongoStore
 from bot.testing.harness import DEFAULT_CHARACTER, TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, status
 from bot.testing.scripted import ScriptedModel
@@ -272,3 +274,56 @@ def test_every_installed_character_is_the_bot_s_own_text_never_a_fact() -> None:
     alone = grounding_for(MNEMO, Registry(), "agent")
     assert not alone.echoes("Sarah prefers facts to flattery, dates to adjectives, and more")
     assert not alone.about_assistant("Archivist is a librarian")
+
+
+async def test_a_choice_made_through_one_process_holds_in_another_from_the_next_message(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    first = test_settings(tmp_path / "one", mongodb_uri=mongo_uri)
+    second = test_settings(tmp_path / "two", mongodb_uri=mongo_uri)
+    same = second.storage.model_copy(update={"mongodb_database": first.storage.mongodb_database})
+    model = ScriptedModel(answers={Task.REPLY: [HELLO] * 2})
+    async with (
+        open_test_app(tmp_path / "one", settings=first) as one,
+        open_test_app(
+            tmp_path / "two",
+            model=model,
+            settings=dataclasses.replace(second, storage=same),
+            keep_database=True,
+        ) as two,
+    ):
+        chat = TestChat(two.runtime, world="server-a")
+        await chat.say("hello")  # process two has now read server A's (default) choice
+        commands = Commands(one.runtime, learn_wait=5)
+        await commands.run("character", ask(TestChat(one.runtime, world="server-a"), "archivist"))
+        await chat.say("hello again")
+
+    before, after = systems(model)
+    assert ARCHIVIST.system and ARCHIVIST.system not in before
+    assert ARCHIVIST.system in after
+
+
+async def test_paths_without_their_own_read_see_another_process_s_change_within_the_ttl(
+    store: MongoStore,
+) -> None:
+    now = [0.0]
+    catalog = CharacterCatalog(
+        InstalledCharacter("mnemo", MNEMO, "settings"),
+        (InstalledCharacter("archivist", ARCHIVIST, "characters/archivist.json"),),
+    )
+    here = WorldChoices(store.worlds, catalog, ttl=30.0, clock=lambda: now[0])
+    elsewhere = WorldChoices(store.worlds, catalog)
+    assert (await here.of("world-a")).character.name == "Mnemo"
+    await elsewhere.change("world-a", character="archivist", large_model="gpt-x")
+    now[0] = 29.0
+    assert (await here.of("world-a")).character.name == "Mnemo"  # kept: no round trip
+    now[0] = 30.0
+    chosen = await here.of("world-a")
+    assert (chosen.character.name, chosen.large_model) == ("Archivist", "gpt-x")
+    # A character no longer installed: the default speaks, and /character says why.
+    await elsewhere.change("world-a", character="gone")
+    now[0] = 61.0
+    gone = await here.of("world-a")
+    assert (gone.character.name, gone.missing_character) == ("Mnemo", "gone")
+    stored = await store.worlds.get("world-a")
+    assert stored is not None and stored.version == 2 and stored.updated_ms > 0
