@@ -8,6 +8,7 @@ package is Mnemo's own and may change; what is exported here is the plugin API (
 the built-in plugins need nothing else.
 """
 
+from bot.domain.characters import Character, load_character
 from bot.domain.records import (
     Account,
     Content,
@@ -57,6 +58,7 @@ __all__ = [
     "Account",
     "Action",
     "Agent",
+    "Character",
     "Collections",
     "Command",
     "CommandContext",
@@ -91,6 +93,7 @@ __all__ = [
     "in_third_person",
     "is_common_word",
     "is_transcript_line",
+    "load_character",
     "new_id",
     "parse_json",
     "parse_json_array",

@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 
-from bot import Evaluator, Plugin
+from bot import Character, Evaluator, Plugin
 from bot.app.prompt_texts import grounding_for
 from bot.commands.command_set import Commands, Request
 from bot.config.settings import ModelSettings, Settings
@@ -19,6 +20,7 @@ from bot.domain.characters import CharacterCatalog, InstalledCharacter, load_cha
 from bot.knowledge.store import Knowledge
 from bot.llm.base import ModelClass, Task
 from bot.ops.backup import backup, restore
+from bot.plugin.checks import PluginError
 from bot.plugin.loading import Registry
 from bot.runtime.worlds import WorldChoices
 from bot.storage.mongo import MongoStore
@@ -327,3 +329,25 @@ async def test_paths_without_their_own_read_see_another_process_s_change_within_
     assert (gone.character.name, gone.missing_character) == ("Mnemo", "gone")
     stored = await store.worlds.get("world-a")
     assert stored is not None and stored.version == 2 and stored.updated_ms > 0
+
+
+async def test_a_plugin_s_character_can_be_chosen(tmp_path: Path, model_dir: Path) -> None:
+    pirate = Character(name="Captain Hook", system="You are Captain Hook, a polite pirate.")
+    model = ScriptedModel(answers={Task.REPLY: [HELLO]})
+    plugin = Plugin(name="pirates", description="a pirate persona", characters=[pirate])
+    async with open_test_app(tmp_path, model=model, plugins=[plugin]) as app:
+        commands = Commands(app.runtime, learn_wait=5)
+        chat = TestChat(app.runtime, world="server-a")
+        listed = await commands.run("character", ask(chat))
+        chosen = await commands.run("character", ask(chat, "Captain Hook"))
+        await chat.say("ahoy")
+
+    assert "Installed: Mnemo (default), Archivist, Captain Hook (captain-hook)." in listed.text
+    assert chosen.text == "Here I am now Captain Hook (captain-hook)."
+    assert "You are Captain Hook, a polite pirate." in (systems(model)[0])
+
+
+async def test_a_plugin_s_characters_must_be_characters(tmp_path: Path) -> None:
+    bad = Plugin(name="pirates", characters=[{"name": "Hook"}])  # type: ignore[list-item]
+    with pytest.raises(PluginError, match="characters must be Character objects"):
+        Registry().add(bad, "test")

@@ -167,7 +167,7 @@ async def open_app(
         model = model or make_model(settings.model, ledger, registry.offline_answers())
         stack.push_async_callback(model.close)
         # What each world may choose instead of the settings (/character, /model).
-        worlds = world_choices(settings, character, store)
+        worlds = world_choices(settings, character, store, registry)
         others = [installed.character for installed in worlds.catalog.others]
         knowledge = Knowledge(
             store,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from bot.llm.accounting import UsageLedger
     from bot.llm.base import LanguageModel
     from bot.plugin.api import OfflineAnswer
+    from bot.plugin.loading import Registry
     from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -40,14 +41,19 @@ def make_model(
     return OpenAIModel(settings, ledger)
 
 
-def world_choices(settings: Settings, character: Character, store: MongoStore) -> WorldChoices:
+def world_choices(
+    settings: Settings, character: Character, store: MongoStore, registry: Registry
+) -> WorldChoices:
     """What worlds may choose: the process's character (every world's default) and the other
     characters installed where the `MNEMO_CHARACTER` setting looks for them (the working
     folder's `characters/`, then the ones shipped with Mnemo, and the folder of the configured
-    file); the default model names are the settings' (none for the offline model)."""
+    file), then the plugins' characters; the default model names are the settings' (none for
+    the offline model)."""
     configured = Path(settings.runtime.character)
     folders = list(dict.fromkeys([Path("characters"), BUILTIN_CHARACTERS, configured.parent]))
-    catalog = character_catalog(character, configured.stem, folders=folders)
+    catalog = character_catalog(
+        character, configured.stem, folders=folders, extra=registry.characters
+    )
     model = settings.model
     defaults = {} if model.offline else {"small": model.small_model, "large": model.large_model}
     return WorldChoices(store.worlds, catalog, default_models=defaults)

@@ -184,6 +184,11 @@ def load_character(path: Path | str) -> Character:
 CHARACTER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
 
+def character_key(name: str) -> str:
+    """A name as a key admins can type: "Captain Hook" -> "captain-hook"."""
+    return re.sub(r"[^a-z0-9_.-]+", "-", name.strip().casefold()).strip("-")[:64] or "character"
+
+
 @dataclass(frozen=True)
 class InstalledCharacter:
     """A character a world may choose: `key` is how an admin names it (its file's stem, or
