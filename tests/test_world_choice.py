@@ -27,6 +27,7 @@ from bot.storage.mongo import MongoStore
 from bot.testing.harness import DEFAULT_CHARACTER, TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, status
 from bot.testing.scripted import ScriptedModel
+from tests.test_console import mnemo
 
 REPO = Path(__file__).resolve().parent.parent
 ARCHIVIST = load_character(REPO / "characters" / "archivist.json")
@@ -351,3 +352,13 @@ async def test_a_plugin_s_characters_must_be_characters(tmp_path: Path) -> None:
     bad = Plugin(name="pirates", characters=[{"name": "Hook"}])  # type: ignore[list-item]
     with pytest.raises(PluginError, match="characters must be Character objects"):
         Registry().add(bad, "test")
+
+
+def test_the_console_speaks_as_the_character_chosen_for_it(tmp_path: Path, model_dir: Path) -> None:
+    script = "hello\n/character archivist\nhello again\n/stats\n/quit\n"
+    session = mnemo(["chat"], script, tmp_path, model_dir)
+    assert session.returncode == 0, session.stderr
+    before, after = session.stdout.split("Here I am now Archivist.")
+    assert "Mnemo: " in before and "Archivist: " not in before
+    assert "Archivist: " in after and "Mnemo: " not in after
+    assert "Character: Archivist (archivist). Models here:" in after
