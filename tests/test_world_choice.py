@@ -222,17 +222,22 @@ async def test_the_choice_survives_a_restart(tmp_path: Path, model_dir: Path) ->
         await commands.run("character", ask(chat, "archivist"))
         await commands.run("model", ask(chat, "large gpt-x"))
 
-    model = ScriptedModel(answers={Task.REPLY: [HELLO]})
+    model = ScriptedModel(answers={Task.REPLY: [HELLO] * 2})
     async with open_test_app(tmp_path, model=model) as app:
         commands = Commands(app.runtime, learn_wait=5)
         chat = TestChat(app.runtime, world="server-a")
         await chat.say("hello again")
         shown = await commands.run("character", ask(chat))
+        back = await commands.run("character", ask(chat, "default"))
+        await chat.say("and now?")
 
-    (call,) = model.calls_for(Task.REPLY)
-    assert ARCHIVIST.system and ARCHIVIST.system in (call.system or "")
-    assert call.model_name == "gpt-x"
+    kept, after_default = model.calls_for(Task.REPLY)
+    assert ARCHIVIST.system and ARCHIVIST.system in (kept.system or "")
+    assert kept.model_name == "gpt-x"
     assert shown.text.startswith("Here I am Archivist (archivist).")
+    assert back.text == "Here I am Mnemo again (the default)."
+    assert ARCHIVIST.system not in (after_default.system or "")
+    assert after_default.model_name == "gpt-x"  # the model is a choice of its own
 
 
 async def test_a_backup_and_restore_keep_each_world_s_choice(

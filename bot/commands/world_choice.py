@@ -66,7 +66,7 @@ class WorldChoosing:
         if not wanted:
             return f"{describe_character(choice)}\n{self._options(choice)}"
         if wanted.casefold() in DEFAULT_WORDS:
-            choice = await self.worlds.change(request.world_id, character=None)
+            await self.worlds.change(request.world_id, character=None)
             log.info("%s: world %s went back to the default character", *_where(request))
             return f"Here I am {_called(self.worlds.catalog.default)} again (the default)."
         found = self.worlds.catalog.find(wanted)
