@@ -181,6 +181,10 @@ async def test_a_plugin_s_model_calls_and_agent_follow_the_world_s_choice(
         await ctx.model.generate("summarise", model_class=ModelClass.SMALL)
         seen.append(ctx.agent.name)
 
+    async def nothing(ctx: Any, found: Any) -> None:
+        return None
+
+    # Two evaluators that call the model: the SMALL selection call picks between them.
     plugin = Plugin(
         name="notes",
         description="notes",
@@ -191,10 +195,24 @@ async def test_a_plugin_s_model_calls_and_agent_follow_the_world_s_choice(
                 validate=always,
                 handler=summarise,
                 always_run=True,
-            )
+            ),
+            Evaluator(
+                name="TALLY",
+                description="counts",
+                validate=always,
+                handler=nothing,
+                always_run=True,
+            ),
         ],
     )
-    model = ScriptedModel(answers={Task.REPLY: [HELLO] * 4, "evaluator:NOTE": ["noted"] * 2})
+    picks = json.dumps({"evaluators": ["NOTE"]})
+    model = ScriptedModel(
+        answers={
+            Task.REPLY: [HELLO] * 4,
+            "evaluator:NOTE": ["noted"] * 2,
+            Task.EVALUATOR_SELECTION: [picks] * 2,
+        }
+    )
     async with open_test_app(tmp_path, model=model, plugins=[plugin]) as app:
         commands = Commands(app.runtime, learn_wait=5)
         here = TestChat(app.runtime, chat="dm-a", world="server-a")
@@ -213,6 +231,9 @@ async def test_a_plugin_s_model_calls_and_agent_follow_the_world_s_choice(
         (ModelClass.SMALL, None),
     ]
     assert seen == ["Archivist", "Mnemo"]
+    selections = model.calls_for(Task.EVALUATOR_SELECTION)
+    assert [c.model_name for c in selections] == ["tiny-x", None]
+    assert "and Archivist." in selections[0].prompt and "and Mnemo." in selections[1].prompt
 
 
 async def test_the_choice_survives_a_restart(tmp_path: Path, model_dir: Path) -> None:
