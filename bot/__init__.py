@@ -8,6 +8,7 @@ package is Mnemo's own and may change; what is exported here is the plugin API (
 the built-in plugins need nothing else.
 """
 
+from bot.domain.characters import Character, load_character
 from bot.domain.records import (
     Account,
     Content,
@@ -63,6 +64,7 @@ __all__ = [
     "Account",
     "Action",
     "Agent",
+    "Character",
     "Collections",
     "Command",
     "CommandContext",
@@ -102,6 +104,7 @@ __all__ = [
     "in_third_person",
     "is_common_word",
     "is_transcript_line",
+    "load_character",
     "new_id",
     "now_ms",
     "parse_json",

@@ -328,7 +328,9 @@ class ConsoleChat:
         self._last = incoming.memory
 
         async def send(content: Content) -> None:
-            self.say(f"{runtime.character.name}: {content.text}")
+            # The console world's character (`/character`), as read for this message.
+            speaker = runtime.composer.worlds.kept(self.room.world_id).character.name
+            self.say(f"{speaker}: {content.text}")
 
         async def handle() -> None:
             await runtime.handle(

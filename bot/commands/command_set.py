@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bot.commands import world_choice
 from bot.commands.fact_history import (
     SUBCOMMAND,
     asks_history,
@@ -92,6 +93,7 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     ),
     CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
     *(CommandInfo(**command) for command in privacy_commands.COMMANDS),  # /privacy, /optout, ...
+    *world_choice.COMMANDS,  # /character, /model
 )
 
 
@@ -121,6 +123,7 @@ class Commands:
             **privacy_commands.handlers(runtime.privacy, runtime.character.name, self.all),
             "export": self._export,
             "mydata": self._export,
+            **world_choice.handlers(runtime.composer.worlds, runtime.model),
         }
 
     # ------------------------------------------------------------------ the command set
@@ -428,4 +431,8 @@ async def stats(runtime: AgentRuntime, scope: Scope) -> str:
     usage = await usage_in_world(runtime.ledger, runtime.store, scope.world_id)
     spent = describe_usage(usage, runtime.ledger)
     rejected = describe_rejects(await runtime.store.rejects.counts(scope.world_id))
-    return f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}"
+    worlds = runtime.composer.worlds
+    chosen = world_choice.describe_world(await worlds.of(scope.world_id), worlds.default_models)
+    return (
+        f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}\n{chosen}"
+    )

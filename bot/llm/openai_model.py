@@ -94,7 +94,8 @@ class OpenAIModel:
 
     async def generate(self, request: ModelRequest) -> str:
         task, json_answer, max_tokens = request.task, request.json_answer, request.max_tokens
-        model = self.model_for(request.model_class)
+        # A world's own choice of model (`/model`), else the process's setting.
+        model = request.model_name or self.model_for(request.model_class)
         options: dict[str, Any] = {}
         if max_tokens is not None:
             # `max_tokens` rather than `max_completion_tokens`: every compatible server knows it.

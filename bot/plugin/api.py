@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
+from bot.domain.characters import Character
 from bot.domain.records import Content, Memory, Trigger
 from bot.domain.state import State
 from bot.llm.base import ModelClass
@@ -287,6 +288,9 @@ class Plugin:
     # Offline answers for further tasks this plugin's parts name (task -> answer), including
     # "reply": a plugin may answer the offline reply (e.g. "what do you know about me?").
     offline_answers: Mapping[str, OfflineAnswer] = field(default_factory=dict)
+    # Characters a world's admins may choose with `/character` (besides the `characters/`
+    # files), chosen by their username, else their name (`load_character(path)` reads one).
+    characters: Sequence[Character] = ()
 
 
 __all__ = [

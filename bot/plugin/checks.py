@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings
 from pydantic_settings.exceptions import SettingsError
 
 from bot.config.settings import describe_error
+from bot.domain.characters import Character
 from bot.plugin.api import Action, Command, Evaluator, Plugin, Provider, Task
 
 
@@ -126,6 +127,12 @@ def check_parts(plugin: Plugin, where: str) -> None:
     for task, answer in answers.items():
         if not isinstance(task, str) or not task.strip() or not callable(answer):
             raise PluginError(f"{owner}: offline_answers[{task!r}] must map a task to a function")
+    for character in plugin.characters:
+        if not isinstance(character, Character):
+            raise PluginError(
+                f"{owner}: characters must be Character objects (bot.load_character), "
+                f"not {kind_name(character)}"
+            )
     model = plugin.settings_model
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise PluginError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.plugin.api import (
@@ -134,15 +135,32 @@ class PluginHost:
     ) -> Context:
         plugin = self.registry.plugin_of(part)
         extra: dict[str, Any] = {} if callback is None else {"callback": callback}
+        agent, templates, model_names = self._agent, self._templates, {}
+        if state.world is not None:  # the world's character and models (/character, /model)
+            character = state.world.character
+            agent = replace(
+                agent,
+                name=character.name,
+                names=tuple(character.names),
+                bio=" ".join(character.bio).strip(),
+            )
+            templates = character.templates
+            model_names = {
+                size: name
+                for size in ("small", "large")
+                if (name := state.world.model_name(size)) is not None
+            }
         return Context(
             message=message,
             state=state,
             settings=self.registry.settings.get(plugin.name),
-            model=ModelHandle(self._model, part_task(part), self._templates, self._ledger),
+            model=ModelHandle(
+                self._model, part_task(part), templates, self._ledger, model_names=model_names
+            ),
             collections=self.collections(plugin),
             conversations=self.conversations,
             knowledge=self._knowledge,
-            agent=self._agent,
+            agent=agent,
             log=self.logger(plugin),
             plugin_state=self._states.get(plugin.name),
             job_id=job_id,

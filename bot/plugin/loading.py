@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from bot.domain.characters import InstalledCharacter, character_key
 from bot.plugin.api import (
     Action,
     Command,
@@ -71,6 +72,17 @@ class Registry:
     @property
     def commands(self) -> list[Command]:
         return [c for p in self.plugins for c in p.commands]
+
+    @property
+    def characters(self) -> list[InstalledCharacter]:
+        """The characters plugins provide for `/character`, keyed by username, else name."""
+        return [
+            InstalledCharacter(
+                character_key(character.username or character.name), character, f"plugin {p.name}"
+            )
+            for p in self.plugins
+            for character in p.characters
+        ]
 
     def plugin_of(self, part: Evaluator | Provider | Action | Command | Task) -> Plugin:
         # Identity, not equality: two frozen dataclasses with equal fields are still two parts.

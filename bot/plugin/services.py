@@ -304,6 +304,8 @@ class ModelHandle:
     task: str
     templates: Mapping[str, str] = field(default_factory=dict)
     ledger: UsageLedger | None = None
+    # The world's own model names by class ("small", "large"; `/model`), else the process's.
+    model_names: Mapping[str, str] = field(default_factory=dict)
 
     async def generate(
         self,
@@ -327,6 +329,7 @@ class ModelHandle:
                 state=state,
                 max_tokens=max_tokens,
                 json_answer=json_answer,
+                model_name=self.model_names.get(model_class),
             )
         )
 

@@ -47,6 +47,7 @@ from bot.runtime.ratelimit import ReplyLimit
 from bot.runtime.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Replier
 from bot.runtime.types import HandleResult, RuntimeOptions, Send, SenderFor, Typing
 from bot.runtime.types import no_typing as _no_typing
+from bot.runtime.worlds import WorldChoices
 from bot.storage.intake import IntakeWrites
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Read, Window
@@ -88,6 +89,7 @@ class AgentRuntime:
         lease_seconds: float = 30.0,
         owner: str | None = None,
         sent_replies: SentReplies | None = None,
+        worlds: WorldChoices | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.character = character
@@ -138,6 +140,7 @@ class AgentRuntime:
             registry=registry,
             plugins=self.plugins,
             options=self._options,
+            worlds=worlds,  # each world's character and model names (/character, /model)
         )
         self.replier = Replier(
             agent_id=agent_id,
@@ -348,7 +351,9 @@ class AgentRuntime:
         if memory.mentions_agent or memory.replies_to_agent:
             return True
         text = memory.content.text.casefold()
-        return any(_names_in(name.casefold(), text) for name in self.character.names)
+        # The world's character's names (`/character`), as read at this message's intake.
+        names = self.composer.names_in(memory.world_id)
+        return any(_names_in(name.casefold(), text) for name in names)
 
     # ------------------------------------------------------------------ state and learning
     async def compose_state(

@@ -113,8 +113,8 @@ class Replier:
         """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
         may quote the message) and no action runs (actions may keep what they were given)."""
         state = await self.composer.compose_state(memory, room=room, window=window)
-        system = render(self.composer.template("systemTemplate"), state.values)
-        template = self.composer.template("messageHandlerTemplate")
+        system = render(self.composer.template("systemTemplate", state=state), state.values)
+        template = self.composer.template("messageHandlerTemplate", state=state)
         prompt = render(template, state.values)
         check = ReplyCheck(
             action_names=self._action_names(),
@@ -236,6 +236,7 @@ class Replier:
                 max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
                 json_answer=reply_answer([a.name for a in self.registry.actions]),
                 images=await images_for_reply(memory),
+                model_name=self.composer.model_name(state, ModelClass.LARGE),  # the world's
             )
         )
         return self._read_reply(raw, memory)
