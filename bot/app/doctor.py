@@ -206,8 +206,9 @@ class Doctor:
 
     async def model(self) -> str:
         from bot.app.model_choice import make_model
+        from bot.domain.images import ImageBytes
         from bot.llm.accounting import UsageLedger
-        from bot.llm.base import ImagePart, ModelClass, ModelRequest
+        from bot.llm.base import ModelClass, ModelRequest
 
         settings = self.settings.model
         if settings.offline:
@@ -231,7 +232,7 @@ class Doctor:
         try:
             for name, (model_class, setting) in classes.items():
                 with_image = sees_images and model_class == ModelClass.LARGE
-                images = (ImagePart(_WHITE_SQUARE, "image/png"),) if with_image else ()
+                images = (ImageBytes(_WHITE_SQUARE, "image/png"),) if with_image else ()
                 started = time.perf_counter()
                 try:
                     await model.generate(

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import openai
 
-from bot.llm.base import ImagePart, JsonAnswer, ModelClass, ModelError, ModelRequest
+from bot.domain.images import ImageBytes
+from bot.llm.base import JsonAnswer, ModelClass, ModelError, ModelRequest
 from bot.llm.model_queue import ModelQueue, priority_of
 
 if TYPE_CHECKING:
@@ -258,7 +259,7 @@ class OpenAIModel:
 
 
 def user_content(
-    prompt: str, images: Sequence[ImagePart]
+    prompt: str, images: Sequence[ImageBytes]
 ) -> str | list[ChatCompletionContentPartParam]:
     """The user message's content: the prompt alone, or, with images, the prompt then each
     image as an `image_url` part holding a base64 data URL (what OpenAI's API and the servers

@@ -7,12 +7,12 @@ holds them, and the prompts of later messages show the attachment's title alone.
 
 from __future__ import annotations
 
+from bot.domain.images import ImageBytes
 from bot.domain.records import Memory
-from bot.llm.base import ImagePart
 
 
-async def images_for_reply(memory: Memory) -> tuple[ImagePart, ...]:
+async def images_for_reply(memory: Memory) -> tuple[ImageBytes, ...]:
     """Downloaded on the first call, the same bytes after (a reply asked again)."""
     if memory.images is None:
         return ()
-    return tuple(ImagePart(image.data, image.media_type) for image in await memory.images())
+    return await memory.images()
