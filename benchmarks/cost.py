@@ -14,7 +14,7 @@ Prompt tokens are counted with tiktoken's `o200k_base` on the prompt text each r
 (from its offline cache; nothing is downloaded). Without it the words the fake server reports
 as usage are counted instead, and the result says so.
 
-Overhead is each message's wall time minus the time spent inside the model's `generate_text`,
+Overhead is each message's wall time minus the time spent inside the model's `generate`,
 for the reply path (`handle()`) and for the evaluation separately.
 """
 
@@ -44,9 +44,8 @@ from bot.app.composition import App, open_app
 from bot.config.settings import (
     Settings,
 )
-from bot.domain.state import State
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import JsonAnswer, LanguageModel, ModelClass, ModelError
+from bot.llm.base import LanguageModel, ModelError, ModelRequest
 from bot.llm.openai_model import OpenAIModel
 from bot.ops.spend import flush_usage
 from bot.plugin.loading import PluginError, Registry, discover, plugin_sources
@@ -196,65 +195,39 @@ def load_token_counter() -> TokenCounter | None:
 
 @dataclass(frozen=True)
 class TimedCall:
-    task: str
-    prompt: str
+    # The whole request, so the same request can be sent again bare (reply latency).
+    request: ModelRequest
     seconds: float
     failed: bool = False
-    # The rest of the call, so the same request can be sent again bare (reply latency).
-    model_class: ModelClass = ModelClass.LARGE
-    system: str | None = None
-    max_tokens: int | None = None
-    json_answer: JsonAnswer | None = None
+
+    @property
+    def task(self) -> str:
+        return self.request.task
+
+    @property
+    def prompt(self) -> str:
+        return self.request.prompt
 
 
 class TimedModel:
-    """A LanguageModel that records each call's task and prompt and the time spent inside
-    the wrapped model's `generate_text` (the time the runtime was waiting for the model)."""
+    """A LanguageModel that records each call's request and the time spent inside the
+    wrapped model's `generate` (the time the runtime was waiting for the model)."""
 
     def __init__(self, inner: LanguageModel) -> None:
         self.inner = inner
         self.name = inner.name
         self.calls: list[TimedCall] = []
 
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        json_answer: JsonAnswer | None = None,
-    ) -> str:
+    async def generate(self, request: ModelRequest) -> str:
+        request = replace(request, task=str(request.task))
         started = time.perf_counter()
         failed = True
         try:
-            answer = await self.inner.generate_text(
-                prompt,
-                model_class=model_class,
-                task=task,
-                state=state,
-                max_tokens=max_tokens,
-                system=system,
-                json_answer=json_answer,
-            )
+            answer = await self.inner.generate(request)
             failed = False
             return answer
         finally:
-            seconds = time.perf_counter() - started
-            self.calls.append(
-                TimedCall(
-                    str(task),
-                    prompt,
-                    seconds,
-                    failed,
-                    model_class=model_class,
-                    system=system,
-                    max_tokens=max_tokens,
-                    json_answer=json_answer,
-                )
-            )
+            self.calls.append(TimedCall(request, time.perf_counter() - started, failed))
 
     async def close(self) -> None:
         await self.inner.close()
@@ -473,7 +446,7 @@ def _tokens_by_task(run: _Run, calls: Sequence[TimedCall], requests: Sequence[An
     texts = (
         [_request_text(r) for r in requests]
         if len(requests) == len(calls) and run.pace is None
-        else ["\n".join(t for t in (c.system, c.prompt) if t) for c in calls]
+        else ["\n".join(t for t in (c.request.system, c.prompt) if t) for c in calls]
     )
     tokens: Counter[str] = Counter()
     for call, text in zip(calls, texts, strict=True):
@@ -665,14 +638,7 @@ async def _bare_replies(model: TimedModel) -> list[float]:
     for call in [c for c in model.calls if c.task == "reply" and not c.failed]:
         started = time.perf_counter()
         try:
-            await model.inner.generate_text(
-                call.prompt,
-                model_class=call.model_class,
-                task="bare_reply",
-                system=call.system,
-                max_tokens=call.max_tokens,
-                json_answer=call.json_answer,
-            )
+            await model.inner.generate(replace(call.request, task="bare_reply", state=None))
         except ModelError as error:
             log.warning("bare reply call failed: %s", error)
             continue

@@ -303,7 +303,7 @@ def overhead_section(part: dict[str, Any]) -> list[str]:
         for label, key in (("reply (`handle()`)", "reply"), ("evaluation", "evaluation"))
     ]
     return [
-        f"Wall time per message minus the time spent inside the model's `generate_text`, "
+        f"Wall time per message minus the time spent inside the model's `generate`, "
         f"`{part['selection']}` selection, {part['messages']} messages, real stores. "
         f"elizaOS: about {part['elizaos_overhead_ms'] / 1000:g} s per message.",
         "",

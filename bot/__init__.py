@@ -8,6 +8,7 @@ package is Mnemo's own and may change; what is exported here is the plugin API (
 the built-in plugins need nothing else.
 """
 
+from bot.domain.characters import Character, load_character
 from bot.domain.records import (
     Account,
     Content,
@@ -19,6 +20,7 @@ from bot.domain.records import (
     Trigger,
     epoch_millis,
     new_id,
+    now_ms,
     reply_id,
     stable_id,
     utcnow,
@@ -37,6 +39,7 @@ from bot.plugin.api import (
     CommandContext,
     Context,
     Conversations,
+    Delivery,
     Evaluator,
     EvaluatorExample,
     ExampleTurn,
@@ -47,6 +50,10 @@ from bot.plugin.api import (
     PluginContext,
     Provided,
     Provider,
+    Rooms,
+    RoomSender,
+    Task,
+    TaskContext,
 )
 from bot.runtime.prompts import format_example
 from bot.storage.facts import fact_text_key
@@ -57,12 +64,14 @@ __all__ = [
     "Account",
     "Action",
     "Agent",
+    "Character",
     "Collections",
     "Command",
     "CommandContext",
     "Content",
     "Context",
     "Conversations",
+    "Delivery",
     "Document",
     "Evaluator",
     "EvaluatorExample",
@@ -83,7 +92,11 @@ __all__ = [
     "Provider",
     "RetrieverOptions",
     "Room",
+    "RoomSender",
+    "Rooms",
     "State",
+    "Task",
+    "TaskContext",
     "Trigger",
     "epoch_millis",
     "fact_text_key",
@@ -91,7 +104,9 @@ __all__ = [
     "in_third_person",
     "is_common_word",
     "is_transcript_line",
+    "load_character",
     "new_id",
+    "now_ms",
     "parse_json",
     "parse_json_array",
     "parse_json_object",

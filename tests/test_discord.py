@@ -701,7 +701,10 @@ async def test_start_connects_registers_commands_and_answers_over_the_gateway(
     in_server = {c["name"]: c for c in server.commands[guild.id]}
     personal = {"me", "forgetme", "export", "mydata", "help", "facts", "privacy", "optout"}
     assert set(everywhere) == personal | {"optin"}
-    assert set(in_server) == {"forget", "stats", "learning", "goals", "goal"}  # goals: admins'
+    assert set(in_server) == {
+        *("forget", "stats", "learning", "character", "model"),
+        *("goals", "goal"),  # the goals plugin's: admins'
+    }
     commands = everywhere | in_server
     assert all(c["description"] for c in commands.values())
     assert all(c["contexts"] == [0, 1] for c in everywhere.values())

@@ -12,7 +12,7 @@ import pytest
 from bot.domain.records import Account, Content, Fact, Memory
 from bot.domain.state import State
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import LanguageModel, ModelClass, ModelError, Task, evaluator_task
+from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task, evaluator_task
 from bot.llm.parsing import parse_json_array, parse_reply
 from bot.plugin.loading import Registry
 from bot.plugin.offline_model import MAX_REPLY_CHARS, OfflineModel
@@ -82,8 +82,8 @@ def builtin_answers() -> dict[str, Any]:
 
 async def run(state: State | None, task: str, ledger: UsageLedger | None = None) -> str:
     model = OfflineModel(ledger or UsageLedger(), builtin_answers())
-    return await model.generate_text(
-        "(ignored)", model_class=ModelClass.LARGE, task=task, state=state
+    return await model.generate(
+        ModelRequest("(ignored)", model_class=ModelClass.LARGE, task=task, state=state)
     )
 
 
@@ -402,8 +402,10 @@ async def test_unknown_task_and_missing_state(caplog: pytest.LogCaptureFixture) 
     state = make_state([(SARAH, "hi")])
     model = OfflineModel(UsageLedger(), builtin_answers())
     for _ in range(3):
-        answer = await model.generate_text(
-            "", model_class=ModelClass.SMALL, task=evaluator_task("SOMETHING_ELSE"), state=state
+        answer = await model.generate(
+            ModelRequest(
+                "", model_class=ModelClass.SMALL, task=evaluator_task("SOMETHING_ELSE"), state=state
+            )
         )
         assert answer == "[]"
     # Not silent: the task nobody answers is named, once rather than on every message.
@@ -452,11 +454,11 @@ async def test_scripted_answers_in_order_last_repeats() -> None:
     model = ScriptedModel(answers={Task.REPLY: ["one", "two"]}, ledger=ledger)
     llm: LanguageModel = model
     got = [
-        await llm.generate_text(f"p{i}", model_class=ModelClass.LARGE, task="reply")
+        await llm.generate(ModelRequest(f"p{i}", model_class=ModelClass.LARGE, task="reply"))
         for i in range(3)
     ]
     assert got == ["one", "two", "two"]
-    assert model.calls[0] == ModelCall("reply", ModelClass.LARGE, "p0")
+    assert model.calls[0] == ModelCall("p0", model_class=ModelClass.LARGE, task="reply")
     assert ledger.tasks["reply"].calls == 3
     assert ledger.tasks["reply"].prompt_tokens == 3  # word counts, one word per prompt
 
@@ -471,22 +473,29 @@ async def test_scripted_responder_default_errors_and_unscripted() -> None:
     state = make_state([(SARAH, "hi")])
     model = ScriptedModel(responder, answers={"evaluator:GET_FACTS": [ModelError("down")]})
     assert (
-        await model.generate_text("x", model_class=ModelClass.SMALL, task="other", state=state)
+        await model.generate(
+            ModelRequest("x", model_class=ModelClass.SMALL, task="other", state=state)
+        )
         == "other:x"
     )
     assert seen == [state]
     with pytest.raises(ModelError, match="down"):
-        await model.generate_text("x", model_class=ModelClass.LARGE, task="evaluator:GET_FACTS")
+        await model.generate(
+            ModelRequest("x", model_class=ModelClass.LARGE, task="evaluator:GET_FACTS")
+        )
     assert [c.task for c in model.calls] == ["other", "evaluator:GET_FACTS"]
     assert model.calls_for("other")[0].state is state
 
     strict = ScriptedModel()
     with pytest.raises(UnscriptedCall, match="reply"):
-        await strict.generate_text("x", model_class=ModelClass.LARGE, task="reply")
+        await strict.generate(ModelRequest("x", model_class=ModelClass.LARGE, task="reply"))
     lenient = ScriptedModel(default="[]")
     lenient.add_answers("reply", "added")
-    assert await lenient.generate_text("x", model_class=ModelClass.LARGE, task="reply") == "added"
-    assert await lenient.generate_text("x", model_class=ModelClass.LARGE, task="x") == "[]"
+    assert (
+        await lenient.generate(ModelRequest("x", model_class=ModelClass.LARGE, task="reply"))
+        == "added"
+    )
+    assert await lenient.generate(ModelRequest("x", model_class=ModelClass.LARGE, task="x")) == "[]"
     await lenient.close()
     assert lenient.closed
 
@@ -496,4 +505,7 @@ async def test_scripted_async_responder() -> None:
         return "async"
 
     model = ScriptedModel(responder)
-    assert await model.generate_text("x", model_class=ModelClass.LARGE, task="reply") == "async"
+    assert (
+        await model.generate(ModelRequest("x", model_class=ModelClass.LARGE, task="reply"))
+        == "async"
+    )

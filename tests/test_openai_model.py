@@ -16,7 +16,14 @@ import pytest
 from bot.app.model_choice import make_model
 from bot.config.settings import ModelSettings
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import JSON_TEMPERATURE, JsonAnswer, LanguageModel, ModelClass, ModelError
+from bot.llm.base import (
+    JSON_TEMPERATURE,
+    JsonAnswer,
+    LanguageModel,
+    ModelClass,
+    ModelError,
+    ModelRequest,
+)
 from bot.llm.openai_model import OpenAIModel
 from bot.plugin.offline_model import OfflineModel
 from bot.testing.openai_server import (
@@ -68,7 +75,9 @@ async def model(server: FakeOpenAIServer, ledger: UsageLedger) -> AsyncIterator[
 async def ask(
     llm: OpenAIModel, task: str = "reply", model_class: ModelClass = ModelClass.LARGE
 ) -> str:
-    return await llm.generate_text("Hello there, model", model_class=model_class, task=task)
+    return await llm.generate(
+        ModelRequest("Hello there, model", model_class=model_class, task=task)
+    )
 
 
 def test_implements_the_protocol(model: OpenAIModel) -> None:
@@ -90,8 +99,10 @@ async def test_answer_and_request_shape(server: FakeOpenAIServer, model: OpenAIM
 async def test_model_class_picks_the_model_and_max_tokens_is_sent(
     server: FakeOpenAIServer, model: OpenAIModel
 ) -> None:
-    await model.generate_text(
-        "pick", model_class=ModelClass.SMALL, task="evaluator_selection", max_tokens=50
+    await model.generate(
+        ModelRequest(
+            "pick", model_class=ModelClass.SMALL, task="evaluator_selection", max_tokens=50
+        )
     )
     [request] = server.chat_requests
     assert request.json["model"] == "fake-small"
@@ -221,7 +232,9 @@ async def test_prompt_is_not_logged_at_info(
     server: FakeOpenAIServer, model: OpenAIModel, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    await model.generate_text("my secret diary entry", model_class=ModelClass.LARGE, task="reply")
+    await model.generate(
+        ModelRequest("my secret diary entry", model_class=ModelClass.LARGE, task="reply")
+    )
     assert "secret diary" not in caplog.text
 
 
@@ -360,13 +373,15 @@ SCHEMA = JsonAnswer(
 
 
 async def json_task(llm: OpenAIModel) -> str:
-    return await llm.generate_text(
-        "pick",
-        model_class=ModelClass.SMALL,
-        task="evaluator_selection",
-        max_tokens=60,
-        system="You are Mnemo.",
-        json_answer=SCHEMA,
+    return await llm.generate(
+        ModelRequest(
+            "pick",
+            model_class=ModelClass.SMALL,
+            task="evaluator_selection",
+            max_tokens=60,
+            system="You are Mnemo.",
+            json_answer=SCHEMA,
+        )
     )
 
 
@@ -486,8 +501,10 @@ async def test_json_task_without_schema_sends_low_temperature_only(
     server: FakeOpenAIServer, model: OpenAIModel
 ) -> None:
     """An answer whose root is an array (facts) cannot be a response_format."""
-    await model.generate_text(
-        "extract", model_class=ModelClass.LARGE, task="x", json_answer=JsonAnswer("facts", None)
+    await model.generate(
+        ModelRequest(
+            "extract", model_class=ModelClass.LARGE, task="x", json_answer=JsonAnswer("facts", None)
+        )
     )
     [request] = server.chat_requests
     assert request.json["temperature"] == JSON_TEMPERATURE

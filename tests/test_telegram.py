@@ -646,6 +646,8 @@ async def test_the_command_menu_is_registered(
             "forget",
             "stats",
             "learning",
+            "character",
+            "model",
             "goals",  # the goals plugin's commands follow the built-in ones
             "goal",
         ]

@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.adapters.console import ConsoleChat
 from bot.commands.command_set import Commands
+from bot.llm.base import ModelRequest
 from bot.ops.migrations import META_COLLECTION, SCHEMA_ID, migrate
 from bot.testing.harness import TestChat, open_test_app
 from plugins.facts import plugin as facts
@@ -31,15 +32,15 @@ def record_senders(app: Any) -> list[tuple[str, str]]:
     """(world, sender name) of every reply request the model gets from now on."""
     seen: list[tuple[str, str]] = []
     model = app.runtime.model
-    generate = model.generate_text
+    generate = model.generate
 
-    async def recording(prompt: str, **kwargs: Any) -> str:
-        state = kwargs.get("state")
-        if kwargs.get("task") == "reply" and state is not None:
+    async def recording(request: ModelRequest) -> str:
+        state = request.state
+        if request.task == "reply" and state is not None:
             seen.append((state.message.world_id, state.values["senderName"]))
-        return await generate(prompt, **kwargs)
+        return await generate(request)
 
-    model.generate_text = recording
+    model.generate = recording
     return seen
 
 

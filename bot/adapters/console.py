@@ -21,16 +21,20 @@ import asyncio
 import contextlib
 import getpass
 import logging
+import mimetypes
 import os
 import re
+import shlex
 import sys
 import threading
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from bot.adapters.base import Incoming
+from bot.adapters.images import ImageFile, ImageLimits, image_loader, media_type_of
 from bot.adapters.lanes import RoomLanes
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import (
@@ -55,6 +59,7 @@ from bot.domain.records import (
     utcnow,
     world_id,
 )
+from bot.domain.records import Attachment as FileAttachment
 from bot.privacy.forgetting import forget_exports
 from bot.runtime.agent import AgentRuntime
 
@@ -62,6 +67,7 @@ log = logging.getLogger(__name__)
 
 PLATFORM = "console"
 QUIT_HELP = "/quit - leave (Ctrl-D works too)"
+IMAGE_HELP = "/image PATH [caption] - send a picture from this machine, as a photo in a chat"
 DEFAULT_EXPORTS = Path("data") / "exports"
 # The person at the console before they give a name: not their login, which is no name.
 UNNAMED = "User"
@@ -107,11 +113,13 @@ def to_memory(
     *,
     agent_id: str,
     received_at: datetime | None = None,
+    attachments: Sequence[FileAttachment] = (),
 ) -> Incoming | None:
-    """A typed line as Mnemo sees it; None for a blank one. The same signature as every
-    platform's `to_memory` (see bot/adapters/base.py)."""
+    """A typed line as Mnemo sees it; None for a blank one without `attachments` (what
+    `/image` sends). The same signature as every platform's `to_memory` (see
+    bot/adapters/base.py)."""
     text = line.strip()
-    if not text:
+    if not text and not attachments:
         return None
     memory = Memory(
         # A typed line has no platform id to redeliver, so each gets a fresh one.
@@ -120,10 +128,35 @@ def to_memory(
         agent_id=agent_id,
         room_id=me.room.id,
         world_id=me.room.world_id,
-        content=Content(text=text, source=PLATFORM),
+        content=Content(text=text, source=PLATFORM, attachments=list(attachments)),
         created_at=utcnow() if received_at is None else to_millis(received_at),
     )
     return Incoming(memory, me.account, me.room)
+
+
+def picture_at(args: str) -> tuple[FileAttachment, ImageFile, str] | str:
+    """What `/image PATH [caption]` sends: the attachment as stored (the file name, never the
+    path on this machine), how to read the picture, and the caption; or what to tell the
+    person when there is no such file."""
+    try:
+        path_text, *words = shlex.split(args)
+    except ValueError:  # an unclosed quote, or nothing at all
+        path_text, words = "", []
+    path = Path(path_text).expanduser()
+    if not path_text or not path.is_file():
+        return f"No picture at {path_text}." if path_text else f"Usage: {IMAGE_HELP}"
+    content_type = mimetypes.guess_type(path.name)[0]
+    size = path.stat().st_size
+    attachment = FileAttachment(id=new_id(), title=path.name, content_type=content_type, size=size)
+
+    async def read() -> bytes:
+        return await asyncio.to_thread(path.read_bytes)
+
+    return (
+        attachment,
+        ImageFile(path.name, media_type_of(content_type), size, read),
+        " ".join(words),
+    )
 
 
 # Seconds a message being answered gets to finish when the person leaves.
@@ -142,8 +175,12 @@ class ConsoleChat:
         stdout: TextIO = sys.stdout,
         learn_timeout: float = 120.0,
         exports_dir: Path = DEFAULT_EXPORTS,
+        images: ImageLimits | None = None,
     ) -> None:
         self._runtime: AgentRuntime | None = None
+        # The model sees images (`/image` sends the picture itself): the limits; None: the
+        # picture's file name alone, as on the platforms.
+        self.images = images
         self.stdin = stdin
         self.stdout = stdout
         self.interactive = stdin.isatty()
@@ -200,6 +237,8 @@ class ConsoleChat:
             if known is not None and known.name not in (self.account.platform_id, UNNAMED):
                 self.account = self.account.model_copy(update={"name": known.name})
         await runtime.note_profiles([self.account], self.room)
+        # Plugins may speak later with nothing typed (a follow-up): printed like a reply.
+        runtime.plugins.rooms.connect(PLATFORM, self._room_sender)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_reader(self.stdin, lines, asyncio.get_running_loop())
         self._conversation = asyncio.create_task(self._converse(lines), name="console")
@@ -213,6 +252,8 @@ class ConsoleChat:
         """Leave now (Ctrl-C, SIGTERM): what was said is stored; learning resumes next time.
         A message being answered gets a moment to finish: its reply, once shown, is stored
         with the message (a reply shown but not stored would be given again next time)."""
+        if self._runtime is not None:
+            self._runtime.plugins.rooms.disconnect(PLATFORM)
         conversation = self._conversation
         if conversation is not None and not conversation.done():
             await cancel_and_wait(conversation)
@@ -240,6 +281,9 @@ class ConsoleChat:
                 continue
             if self._confirming_forget and await self._answer_forget(text):
                 continue
+            if text.startswith("/") and command_parts(text)[0] == "image":
+                await self.image(command_parts(text)[1])
+                continue
             if text.startswith("/"):
                 if not await self.command(text):
                     break
@@ -248,20 +292,46 @@ class ConsoleChat:
         await self.finish()
 
     # ------------------------------------------------------------------ messages
+    def _room_sender(self, room: Room) -> Callable[[Content], Awaitable[None]]:
+        async def send(content: Content) -> None:
+            # Said while the person may be at the prompt: on a line of its own, then the
+            # prompt again.
+            if self.interactive:
+                print(file=self.stdout)
+            self.say(f"{self.runtime.character.name}: {content.text}")
+            if self.interactive:
+                print("you> ", end="", file=self.stdout, flush=True)
+
+        return send
+
     def say(self, text: str) -> None:
         print(text, file=self.stdout, flush=True)
 
-    async def chat(self, text: str) -> None:
+    async def chat(
+        self,
+        text: str,
+        *,
+        attachments: Sequence[FileAttachment] = (),
+        images: Sequence[ImageFile] = (),
+    ) -> None:
         runtime = self.runtime
         incoming = to_memory(
-            text, ConsoleSession(self.account, self.room), agent_id=runtime.agent_id
+            text,
+            ConsoleSession(self.account, self.room),
+            agent_id=runtime.agent_id,
+            attachments=attachments,
         )
         if incoming is None:
             return
+        if images:
+            where = f"console message {incoming.memory.id}"
+            incoming.memory.carry_images(image_loader(images, self.images, where=where))
         self._last = incoming.memory
 
         async def send(content: Content) -> None:
-            self.say(f"{runtime.character.name}: {content.text}")
+            # The console world's character (`/character`), as read for this message.
+            speaker = runtime.composer.worlds.kept(self.room.world_id).character.name
+            self.say(f"{speaker}: {content.text}")
 
         async def handle() -> None:
             await runtime.handle(
@@ -272,6 +342,16 @@ class ConsoleChat:
         await asyncio.wait([self._lanes.submit(self.room.id, handle)])
         if not self._database_away():
             await self._use_told_name()
+
+    async def image(self, args: str) -> None:
+        """`/image PATH [caption]`: a picture on this machine, sent as a photo with its caption
+        would be on Discord or Telegram (read only if the model sees images)."""
+        found = picture_at(args)
+        if isinstance(found, str):
+            self.say(found)
+            return
+        attachment, picture, caption = found
+        await self.chat(caption, attachments=[attachment], images=[picture])
 
     async def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
@@ -293,7 +373,7 @@ class ConsoleChat:
             # The answer comes on the next line: "/forgetme yes" is not needed here.
             self._confirming_forget = True
             text = f"{FORGET_ME_PROMPT} {CONFIRM_FORGET}"
-        self.say(f"{text}\n{QUIT_HELP}" if name == "help" else text)
+        self.say(f"{text}\n{IMAGE_HELP}\n{QUIT_HELP}" if name == "help" else text)
         if name == "forgetme" and answer.text.startswith(FORGOTTEN):
             # Its /export files on disk quote what was just forgotten.
             forget_exports(self.exports_dir, self.account.id, self.room.world_id)

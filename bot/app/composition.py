@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo import monitoring
 
-from bot.app.model_choice import make_model
+from bot.app.model_choice import make_model, world_choices
 from bot.app.prompt_texts import grounding_for
 from bot.app.scheduler import build_scheduler
 from bot.cancelling import cancel_and_wait
@@ -169,8 +169,14 @@ async def open_app(
         embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
         model = model or make_model(settings.model, ledger, registry.offline_answers())
         stack.push_async_callback(model.close)
+        # What each world may choose instead of the settings (/character, /model).
+        worlds = world_choices(settings, character, store, registry)
+        others = [installed.character for installed in worlds.catalog.others]
         knowledge = Knowledge(
-            store, vectors, embedder, grounding_for(character, registry, agent_id_for(character))
+            store,
+            vectors,
+            embedder,
+            grounding_for(character, registry, agent_id_for(character), others=others),
         )
         faults = faults or FaultHook.from_environment()
         journal = Journal.in_folder(
@@ -215,6 +221,7 @@ async def open_app(
             lease_seconds=settings.runtime.evaluation_lease_seconds,
             owner=succession.owner,
             sent_replies=sent_replies,
+            worlds=worlds,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bot.commands import world_choice
 from bot.commands.fact_history import (
     SUBCOMMAND,
     asks_history,
@@ -92,6 +93,7 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     ),
     CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
     *(CommandInfo(**command) for command in privacy_commands.COMMANDS),  # /privacy, /optout, ...
+    *world_choice.COMMANDS,  # /character, /model
 )
 
 
@@ -121,6 +123,7 @@ class Commands:
             **privacy_commands.handlers(services.privacy, services.bot_name, self.all),
             "export": self._export,
             "mydata": self._export,
+            **world_choice.handlers(services.worlds, services.model),
         }
 
     # ------------------------------------------------------------------ the command set
@@ -336,10 +339,14 @@ async def describe_me(services: CommandServices, scope: Scope) -> str:
         scope.world_id, subject_id=scope.user_id, limit=PAGE_SIZE * 5
     )
     called = await told_name_line(services.store, scope.user_id, scope.world_id)
+    # What plugins keep for the person besides facts (e.g. a follow-up planned).
+    kept = "".join(
+        f"\n{line}" for line in await services.plugins.about(scope.user_id, scope.world_id)
+    )
     if not facts:
-        return called + "I haven't learned anything about you here yet."
+        return called + "I haven't learned anything about you here yet." + kept
     lines = "\n".join(f"• {line}" for line in await told_lines(services.store.accounts, facts))
-    return f"{called}What I know about you here ({len(facts)}):\n{lines}"
+    return f"{called}What I know about you here ({len(facts)}):\n{lines}{kept}"
 
 
 def forgetting_of(services: CommandServices, *, wait_for_learning: float = 30.0) -> Forgetting:
@@ -424,4 +431,8 @@ async def stats(services: CommandServices, scope: Scope) -> str:
     usage = await usage_in_world(services.ledger, services.store, scope.world_id)
     spent = describe_usage(usage, services.ledger)
     rejected = describe_rejects(await services.store.rejects.counts(scope.world_id))
-    return f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}"
+    worlds = services.worlds
+    chosen = world_choice.describe_world(await worlds.of(scope.world_id), worlds.default_models)
+    return (
+        f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}\n{chosen}"
+    )

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bot.domain.records import Account, Room
 from bot.knowledge.store import Knowledge
 from bot.llm.accounting import UsageLedger
+from bot.llm.base import LanguageModel
 from bot.plugin.host import PluginHost
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue
@@ -16,6 +17,7 @@ from bot.runtime.agent import AgentRuntime
 from bot.runtime.intake.outage import Outage
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.profiles import KnownProfiles
+from bot.runtime.worlds import WorldChoices
 from bot.storage.mongo import MongoStore
 
 # Keeps the profiles a surface saw (whoever calls a command), skipped during an outage.
@@ -36,6 +38,8 @@ class CommandServices:
     sent_replies: SentReplies  # forgetting reaches the data folder's record of sent replies
     outage: Outage | None  # commands wait for the database and the journal's replay
     note_profiles: NoteProfiles
+    worlds: WorldChoices  # each world's character and model names (/character, /model, /stats)
+    model: LanguageModel  # /model checks a name with the endpoint before keeping it
 
     @classmethod
     def of(cls, runtime: AgentRuntime) -> CommandServices:
@@ -54,4 +58,6 @@ class CommandServices:
             sent_replies=runtime.sent_replies,
             outage=runtime.intake.outage,
             note_profiles=runtime.note_profiles,
+            worlds=runtime.composer.worlds,
+            model=runtime.model,
         )

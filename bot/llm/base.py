@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.domain.images import ImageBytes
+
 if TYPE_CHECKING:
     from bot.domain.state import State
 
@@ -54,28 +56,38 @@ class ModelError(Exception):
     """The model could not answer (after retries): the message is safe to log and show."""
 
 
-class LanguageModel(Protocol):
-    """Generates text for a prompt.
+@dataclass(frozen=True)
+class ModelRequest:
+    """One call to a language model: everything a model, or a wrapper around one, needs.
 
     `task` names the purpose ("reply", "evaluator_selection", "evaluator:<NAME>", ...) for
     usage accounting; `state` is the structured state the prompt was composed from, which the
     offline model reads instead of the prompt. `system` is the character's standing text (sent
     as a system message); `prompt` is the conversation and the task (the user message).
     `json_answer` marks a JSON task: structured output where accepted, a low temperature.
+    `images` go with the prompt as image parts; `model_name` is a world's own choice of model
+    for `model_class`, in place of the process's setting.
+
+    One value, not a keyword signature, so that a wrapper (a deadline, a timer, a recorder)
+    passes a request through unchanged and a new field reaches every model at once.
     """
+
+    prompt: str
+    model_class: ModelClass
+    task: str
+    state: State | None = None
+    max_tokens: int | None = None
+    system: str | None = None
+    json_answer: JsonAnswer | None = None
+    images: tuple[ImageBytes, ...] = ()
+    model_name: str | None = None
+
+
+class LanguageModel(Protocol):
+    """Generates text for a request (`ModelRequest`)."""
 
     name: str
 
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        json_answer: JsonAnswer | None = None,
-    ) -> str: ...
+    async def generate(self, request: ModelRequest) -> str: ...
 
     async def close(self) -> None: ...

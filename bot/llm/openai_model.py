@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import openai
 
-from bot.llm.base import JsonAnswer, ModelClass, ModelError
+from bot.domain.images import ImageBytes
+from bot.llm.base import JsonAnswer, ModelClass, ModelError, ModelRequest
 from bot.llm.model_queue import ModelQueue, priority_of
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.chat import ChatCompletionContentPartParam, ChatCompletionMessageParam
 
     from bot.config.settings import ModelSettings
-    from bot.domain.state import State
     from bot.llm.accounting import UsageLedger
 
 log = logging.getLogger(__name__)
@@ -91,27 +93,21 @@ class OpenAIModel:
             return self._settings.small_model
         return self._settings.large_model
 
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        json_answer: JsonAnswer | None = None,
-    ) -> str:
-        model = self.model_for(model_class)
+    async def generate(self, request: ModelRequest) -> str:
+        task, json_answer, max_tokens = request.task, request.json_answer, request.max_tokens
+        # A world's own choice of model (`/model`), else the process's setting.
+        model = request.model_name or self.model_for(request.model_class)
         options: dict[str, Any] = {}
         if max_tokens is not None:
             # `max_tokens` rather than `max_completion_tokens`: every compatible server knows it.
             options["max_tokens"] = max_tokens
         if json_answer is not None and json_answer.temperature is not None:
             options["temperature"] = json_answer.temperature
-        messages: list[ChatCompletionMessageParam] = [{"role": "user", "content": prompt}]
-        if system:
-            messages.insert(0, {"role": "system", "content": system})
+        messages: list[ChatCompletionMessageParam] = [
+            {"role": "user", "content": user_content(request.prompt, request.images)}
+        ]
+        if request.system:
+            messages.insert(0, {"role": "system", "content": request.system})
         while True:
             has_schema = json_answer is not None and json_answer.schema is not None
             kind = self.structured_output if has_schema else None
@@ -168,7 +164,7 @@ class OpenAIModel:
             model=model,
             seconds=time.perf_counter() - started,
             # Whose conversation it was for: /stats shows a world's own spend.
-            world_id=state.message.world_id if state is not None else None,
+            world_id=request.state.message.world_id if request.state is not None else None,
         )
         log.debug(
             "model call task=%s model=%s prompt_tokens=%d completion_tokens=%d",
@@ -260,3 +256,18 @@ class OpenAIModel:
         self._ledger.record_failure(task)
         log.debug("model call failed task=%s model=%s: %s", task, model, reason)
         return ModelError(f"model {model} failed ({task}): {reason}")
+
+
+def user_content(
+    prompt: str, images: Sequence[ImageBytes]
+) -> str | list[ChatCompletionContentPartParam]:
+    """The user message's content: the prompt alone, or, with images, the prompt then each
+    image as an `image_url` part holding a base64 data URL (what OpenAI's API and the servers
+    copying it take; no URL of the platform's, which may need its token or expire)."""
+    if not images:
+        return prompt
+    parts: list[ChatCompletionContentPartParam] = [{"type": "text", "text": prompt}]
+    for image in images:
+        url = f"data:{image.media_type};base64,{base64.b64encode(image.data).decode('ascii')}"
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+    return parts

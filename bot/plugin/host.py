@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.plugin.api import (
@@ -26,6 +27,9 @@ from bot.plugin.api import (
     Plugin,
     PluginContext,
     Provider,
+    Rooms,
+    Task,
+    TaskContext,
 )
 from bot.storage.mongo import CORE_COLLECTIONS
 
@@ -75,6 +79,8 @@ class PluginHost:
         self.conversations = Conversations(store, agent=agent, max_message_chars=max_message_chars)
         self._states: dict[str, Any] = {}
         self._collections: dict[str, Collections] = {}
+        # Adapters connect here once running, so plugins' tasks can speak in a room later.
+        self.rooms = Rooms(store, agent_id=agent.id)
 
     # ------------------------------------------------------------------ lifecycle
     async def setup(self) -> None:
@@ -129,21 +135,69 @@ class PluginHost:
     ) -> Context:
         plugin = self.registry.plugin_of(part)
         extra: dict[str, Any] = {} if callback is None else {"callback": callback}
+        agent, templates, model_names = self._agent, self._templates, {}
+        if state.world is not None:  # the world's character and models (/character, /model)
+            character = state.world.character
+            agent = replace(
+                agent,
+                name=character.name,
+                names=tuple(character.names),
+                bio=" ".join(character.bio).strip(),
+            )
+            templates = character.templates
+            model_names = {
+                size: name
+                for size in ("small", "large")
+                if (name := state.world.model_name(size)) is not None
+            }
         return Context(
             message=message,
             state=state,
             settings=self.registry.settings.get(plugin.name),
-            model=ModelHandle(self._model, part_task(part), self._templates, self._ledger),
+            model=ModelHandle(
+                self._model, part_task(part), templates, self._ledger, model_names=model_names
+            ),
             collections=self.collections(plugin),
             conversations=self.conversations,
             knowledge=self._knowledge,
-            agent=self._agent,
+            agent=agent,
             log=self.logger(plugin),
             plugin_state=self._states.get(plugin.name),
             job_id=job_id,
             trigger=trigger,
             **extra,
         )
+
+    def task_context(self, task: Task) -> TaskContext:
+        plugin = self.registry.plugin_of(task)
+        return TaskContext(
+            settings=self.registry.settings.get(plugin.name),
+            collections=self.collections(plugin),
+            conversations=self.conversations,
+            knowledge=self._knowledge,
+            agent=self._agent,
+            log=self.logger(plugin),
+            model=ModelHandle(self._model, f"task:{task.name}", self._templates, self._ledger),
+            rooms=self.rooms,
+            plugin_state=self._states.get(plugin.name),
+        )
+
+    # ------------------------------------------------------------------ tasks
+    def tasks(self) -> list[Task]:
+        """Every plugin's timed tasks, in registration order."""
+        return [task for plugin in self.registry.plugins for task in plugin.tasks]
+
+    async def run_task(self, task: Task) -> Any:
+        """One run of a plugin's task now (what the scheduler calls on its timer)."""
+        return await task.run(self.task_context(task))
+
+    async def run_tasks(self) -> None:
+        """Every task once, now; one failing does not stop the rest (logged)."""
+        for task in self.tasks():
+            try:
+                await self.run_task(task)
+            except Exception:
+                log.exception("plugin task %s failed; its next run tries again", task.name)
 
     # ------------------------------------------------------------------ commands
     def commands(self) -> list[Command]:
@@ -200,6 +254,21 @@ class PluginHost:
                 found = await plugin.stats(self.plugin_context(plugin), world_id)
             except Exception:
                 log.exception("plugin %s stats failed", plugin.name)
+                continue
+            lines += [str(line) for line in found if str(line).strip()]
+        return lines
+
+    # ------------------------------------------------------------------ /me
+    async def about(self, person_id: str, world_id: str) -> list[str]:
+        """Every plugin's `/me` lines for a person in a world; a failing hook is left out."""
+        lines: list[str] = []
+        for plugin in self.registry.plugins:
+            if plugin.about is None:
+                continue
+            try:
+                found = await plugin.about(self.plugin_context(plugin), person_id, world_id)
+            except Exception:
+                log.exception("plugin %s /me lines failed", plugin.name)
                 continue
             lines += [str(line) for line in found if str(line).strip()]
         return lines

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from bot.llm.base import JsonAnswer, ModelClass, Task
+from bot.llm.base import ModelClass, ModelRequest, Task
 from bot.plugin.api import OfflineAnswer, OfflineRequest
 
 if TYPE_CHECKING:
@@ -115,18 +115,11 @@ class OfflineModel:
         """Answer `task` with `answer` (after the answers already registered for it)."""
         self._answers.setdefault(task, []).append(answer)
 
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        json_answer: JsonAnswer | None = None,
-    ) -> str:
-        answer = self.answer(task, state, prompt=prompt, model_class=model_class)
+    async def generate(self, request: ModelRequest) -> str:
+        task = request.task
+        answer = self.answer(
+            task, request.state, prompt=request.prompt, model_class=request.model_class
+        )
         self._ledger.record(task, 0, 0)
         log.debug("offline model task=%s answer_chars=%d", task, len(answer))
         return answer

@@ -40,6 +40,7 @@ from bot.runtime.ratelimit import ReplyLimit
 from bot.runtime.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Replier
 from bot.runtime.types import HandleResult, RuntimeOptions, Send, SenderFor, Typing
 from bot.runtime.types import no_typing as _no_typing
+from bot.runtime.worlds import WorldChoices
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,7 @@ class AgentRuntime:
         lease_seconds: float = 30.0,
         owner: str | None = None,
         sent_replies: SentReplies | None = None,
+        worlds: WorldChoices | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.character = character
@@ -108,6 +110,8 @@ class AgentRuntime:
             max_message_chars=self.options.max_message_chars,
             ledger=ledger,
         )
+        # Plugins speaking later about a person (a follow-up) obey the same consent as learning.
+        self.plugins.rooms.require_consent(self._may_learn_about)
         self.composer = StateComposer(
             agent_id=agent_id,
             character=character,
@@ -116,6 +120,7 @@ class AgentRuntime:
             registry=registry,
             plugins=self.plugins,
             options=self._options,
+            worlds=worlds,  # each world's character and model names (/character, /model)
         )
         self.replier = Replier(
             agent_id=agent_id,
@@ -212,6 +217,12 @@ class AgentRuntime:
         the same message: a crash at any step loses nothing."""
         return await self.intake.handle(memory, send, typing=typing, account=account, room=room)
 
+    async def _may_learn_about(self, person_id: str, room_id: str, world_id: str) -> bool:
+        refusal = await self.privacy.consent.check(
+            user_id=person_id, room_id=room_id, world_id=world_id
+        )
+        return refusal is None
+
     async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:
         """Answer the messages of `platform` a crash left unanswered (the intake's recovery);
         adapters call this once connected. Returns how many were answered."""
@@ -234,7 +245,9 @@ class AgentRuntime:
         if memory.mentions_agent or memory.replies_to_agent:
             return True
         text = memory.content.text.casefold()
-        return any(_names_in(name.casefold(), text) for name in self.character.names)
+        # The world's character's names (`/character`), as read at this message's intake.
+        names = self.composer.names_in(memory.world_id)
+        return any(_names_in(name.casefold(), text) for name in names)
 
     # ------------------------------------------------------------------ state and learning
     async def compose_state(

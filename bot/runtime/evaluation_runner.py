@@ -26,7 +26,7 @@ from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.knowledge.store import Knowledge
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
+from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.parsing import read_evaluator_selection
 from bot.plugin.api import Context, Evaluator
 from bot.plugin.host import PluginHost
@@ -215,16 +215,19 @@ class EvaluationRunner:
             "evaluatorNames": ", ".join(e.name for e in candidates),
             "evaluatorNamesJson": names_json([e.name for e in candidates]),
         }
-        prompt = render(self.composer.template("evaluationTemplate"), values)
+        prompt = render(self.composer.template("evaluationTemplate", state=state), values)
         names = [e.name for e in candidates]
         try:
-            raw = await self.model.generate_text(
-                prompt,
-                model_class=ModelClass.SMALL,
-                task=Task.EVALUATOR_SELECTION,
-                state=state,
-                max_tokens=SELECTION_MAX_TOKENS,
-                json_answer=selection_answer(names),
+            raw = await self.model.generate(
+                ModelRequest(
+                    prompt,
+                    model_class=ModelClass.SMALL,
+                    task=Task.EVALUATOR_SELECTION,
+                    state=state,
+                    max_tokens=SELECTION_MAX_TOKENS,
+                    json_answer=selection_answer(names),
+                    model_name=self.composer.model_name(state, ModelClass.SMALL),  # the world's
+                )
             )
         except ModelError as error:
             # Not "nothing to run": the job is retried, never counted as a run.

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from bot.domain.state import State
-    from bot.llm.base import JsonAnswer, LanguageModel, ModelClass
+    from bot.llm.base import LanguageModel, ModelRequest
 
 log = logging.getLogger(__name__)
 
@@ -85,27 +84,9 @@ class SafePointModel:
         self._points = points
         self.name = inner.name
 
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        json_answer: JsonAnswer | None = None,
-    ) -> str:
+    async def generate(self, request: ModelRequest) -> str:
         async with self._points.model_call():
-            return await self._inner.generate_text(
-                prompt,
-                model_class=model_class,
-                task=task,
-                state=state,
-                max_tokens=max_tokens,
-                system=system,
-                json_answer=json_answer,
-            )
+            return await self._inner.generate(request)
 
     async def close(self) -> None:
         """The runtime's model is the runtime's to close."""

@@ -15,7 +15,7 @@ from bot.domain.records import Content, Memory, Room, reply_id, utcnow
 from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import LanguageModel, ModelClass, ModelError, Task
+from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
 from bot.llm.reply_checks import ReplyCheck, note_for
 from bot.plugin.api import Action
@@ -26,6 +26,7 @@ from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.prompts import render, reply_answer
 from bot.runtime.ratelimit import ReplyLimit
+from bot.runtime.reply_images import images_for_reply
 from bot.runtime.types import HandleResult, RuntimeOptions, Send, Typing
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Window
@@ -112,8 +113,8 @@ class Replier:
         """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
         may quote the message) and no action runs (actions may keep what they were given)."""
         state = await self.composer.compose_state(memory, room=room, window=window)
-        system = render(self.composer.template("systemTemplate"), state.values)
-        template = self.composer.template("messageHandlerTemplate")
+        system = render(self.composer.template("systemTemplate", state=state), state.values)
+        template = self.composer.template("messageHandlerTemplate", state=state)
         prompt = render(template, state.values)
         check = ReplyCheck(
             action_names=self._action_names(),
@@ -225,14 +226,18 @@ class Replier:
             result.position = max(result.position, position or 0)
 
     async def _draft(self, prompt: str, system: str, state: State, memory: Memory) -> ReplyDraft:
-        raw = await self.model.generate_text(
-            prompt,
-            model_class=ModelClass.LARGE,
-            task=Task.REPLY,
-            state=state,
-            system=system,
-            max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
-            json_answer=reply_answer([a.name for a in self.registry.actions]),
+        raw = await self.model.generate(
+            ModelRequest(
+                prompt,
+                model_class=ModelClass.LARGE,
+                task=Task.REPLY,
+                state=state,
+                system=system,
+                max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
+                json_answer=reply_answer([a.name for a in self.registry.actions]),
+                images=await images_for_reply(memory),
+                model_name=self.composer.model_name(state, ModelClass.LARGE),  # the world's
+            )
         )
         return self._read_reply(raw, memory)
 

@@ -125,11 +125,34 @@ def last_user_message(request: dict[str, Any]) -> str:
     for message in reversed(request.get("messages") or []):
         if message.get("role") != "user":
             continue
+        return _text_of(message.get("content"))
+    return ""
+
+
+def image_parts(request: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """The images of a chat request's last user message, as (media type, bytes) decoded from
+    their `image_url` data URLs; a part holding anything else fails the test."""
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") != "user":
+            continue
         content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        found = []
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                url = part["image_url"]["url"]
+                header, _, data = url.partition(",")
+                assert header.startswith("data:") and header.endswith(";base64"), header
+                found.append((header[len("data:") : -len(";base64")], base64.b64decode(data)))
+        return found
+    return []
+
+
+def _text_of(content: object) -> str:
+    """A message's text: the content itself, or its text parts joined (beside images)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
     return ""
 
 
@@ -299,7 +322,7 @@ class FakeOpenAIServer:
         if not isinstance(outcome, Reply):
             return self._special(outcome)
         messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
-        prompt = " ".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        prompt = " ".join(_text_of(m.get("content")) for m in messages)
         usage = outcome.usage
         if usage == "auto":
             usage = Usage(_count_words(prompt), _count_words(outcome.text or ""))

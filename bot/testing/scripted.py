@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bot.llm.base import JsonAnswer, ModelClass
+from bot.llm.base import ModelRequest
 
 if TYPE_CHECKING:
     from bot.domain.state import State
@@ -40,15 +40,8 @@ class UnscriptedCall(AssertionError):
     """
 
 
-@dataclass(frozen=True)
-class ModelCall:
-    task: str
-    model_class: ModelClass
-    prompt: str
-    state: State | None = field(default=None, compare=False, repr=False)
-    max_tokens: int | None = field(default=None, compare=False, repr=False)
-    system: str | None = field(default=None, compare=False, repr=False)
-    json_answer: JsonAnswer | None = field(default=None, compare=False, repr=False)
+# What `calls` holds: each request as the runtime sent it.
+ModelCall = ModelRequest
 
 
 class ScriptedModel:
@@ -85,21 +78,10 @@ class ScriptedModel:
     def calls_for(self, task: str) -> list[ModelCall]:
         return [call for call in self.calls if call.task == task]
 
-    async def generate_text(
-        self,
-        prompt: str,
-        *,
-        model_class: ModelClass,
-        task: str,
-        state: State | None = None,
-        max_tokens: int | None = None,
-        system: str | None = None,
-        json_answer: JsonAnswer | None = None,
-    ) -> str:
-        task = str(task)
-        self.calls.append(
-            ModelCall(task, model_class, prompt, state, max_tokens, system, json_answer)
-        )
+    async def generate(self, request: ModelRequest) -> str:
+        request = replace(request, task=str(request.task))
+        task, prompt, state = request.task, request.prompt, request.state
+        self.calls.append(request)
         try:
             answer = await self._answer(prompt, task, state)
         except Exception:

@@ -28,7 +28,7 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -270,6 +270,9 @@ class RecordingHTTP:
         self.registrations: list[int | None] = []
         self.payloads: dict[int, dict[str, Any]] = {}
         self.fail_sends_with: int | None = None
+        # Attachments' files on Discord's CDN, by URL (`Attachment.read()`), and the URLs read.
+        self.cdn: dict[str, bytes] = {}
+        self.downloads: list[str] = []
 
     async def send_message(self, channel_id: int, *, params: Any) -> dict[str, Any]:
         payload = dict(params.payload or {})
@@ -284,6 +287,12 @@ class RecordingHTTP:
 
     async def send_typing(self, channel_id: int) -> None:
         self.typing.append(int(channel_id))
+
+    async def get_from_cdn(self, url: str) -> bytes:
+        if url not in self.cdn:  # as discord.py's own get_from_cdn answers a 404
+            raise discord.NotFound(_FakeResponse(404), "404: Not Found")  # type: ignore[arg-type]
+        self.downloads.append(url)
+        return self.cdn[url]
 
     async def close(self) -> None:
         """`Client.close()` closes its HTTP session: nothing is open here."""
@@ -438,12 +447,14 @@ class FakeDiscord:
         reply_to: discord.Message | None = None,
         reply_ping: bool = False,
         attachments: Sequence[tuple[str, str, int]] = (),
+        files: Mapping[str, bytes] | None = None,
         kind: int = 0,
         webhook: bool = False,
         manage_server: bool = False,
     ) -> discord.Message:
         """A message as the gateway delivers it. Mentions are read from `text` (<@id>,
-        <@&id>) like Discord does; `attachments` are (filename, content type, size)."""
+        <@&id>) like Discord does; `attachments` are (filename, content type, size), and
+        `files` the bytes the CDN serves for them, by filename."""
         where = self.channel(guild, channel).id if guild is not None else self.dm_channel_id(author)
         people = self._people_in(text)
         reference = None
@@ -485,6 +496,9 @@ class FakeDiscord:
             webhook_id=self.snowflakes() if webhook else None,
         )
         self.http.payloads[message_id] = payload
+        for attachment in payload["attachments"]:
+            if (data := (files or {}).get(attachment["filename"])) is not None:
+                self.http.cdn[attachment["url"]] = data
         return self.parse(payload)
 
     def parse(self, payload: dict[str, Any]) -> discord.Message:

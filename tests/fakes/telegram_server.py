@@ -160,6 +160,10 @@ class FakeTelegramServer:
         self.started: set[int] = set()
         self.calls: list[Call] = []
         self.administrators: dict[int, list[FakeUser]] = {}
+        # Files people sent, by file_id (getFile, then a GET of /file/bot<token>/<path>), and
+        # the file_ids downloaded, in order.
+        self.files: dict[str, bytes] = {}
+        self.downloads: list[str] = []
         self._poll = _Poll()
         self._next_update = itertools.count(1)
         self._next_message: dict[int, itertools.count[int]] = {}
@@ -183,6 +187,7 @@ class FakeTelegramServer:
     async def __aenter__(self) -> FakeTelegramServer:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_route("GET", "/file/bot{token}/files/{file_id}", self._download)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -240,7 +245,7 @@ class FakeTelegramServer:
         reply_to: int | JSONDict | SentMessage | None = None,
         entities: Sequence[JSONDict] | None = None,
         text_mentions: Sequence[tuple[str, FakeUser]] = (),
-        photo: bool = False,
+        photo: bool | Sequence[bytes] = False,
         document: JSONDict | None = None,
         caption: str | None = None,
         extra: JSONDict | None = None,
@@ -250,6 +255,8 @@ class FakeTelegramServer:
 
         Entities are worked out as Telegram does: `@name` mentions and a leading `/command`;
         `text_mentions` adds (shown name, user) mentions of people without a username.
+        `photo`: True for two sizes with no file behind them, or the file of each size,
+        smallest first, which getFile serves. A `document` with a `data` key is served too.
         """
         message = self._new_message(chat, user)
         if text is not None:
@@ -261,13 +268,26 @@ class FakeTelegramServer:
             message["caption"] = caption
             if found_caption := _entities(caption):
                 message["caption_entities"] = found_caption
-        if photo:
+        if photo is True:
             message["photo"] = [
                 _photo_size("small", 90, 1_200),
                 _photo_size("large", 1280, 98_000),
             ]
+        elif photo:
+            sizes = []
+            for number, data in enumerate(photo):
+                size = _photo_size(
+                    f"{message['message_id']}-{number}", 90 * (number + 1), len(data)
+                )
+                self.files[size["file_id"]] = data
+                sizes.append(size)
+            message["photo"] = sizes
         if document is not None:
+            document = dict(document)
+            data = document.pop("data", None)
             message["document"] = {"file_id": "doc", "file_unique_id": "doc-u", **document}
+            if data is not None:
+                self.files[message["document"]["file_id"]] = data
         if reply_to is not None:
             message["reply_to_message"] = self._original(chat.id, reply_to)
         message.update(extra or {})
@@ -528,6 +548,26 @@ class FakeTelegramServer:
             SentDocument(message["message_id"], chat_id, document.filename, document.data, caption)
         )
         return message
+
+    async def _api_getfile(self, params: JSONDict) -> JSONDict:
+        file_id = str(params.get("file_id"))
+        if file_id not in self.files:
+            raise _ApiError(400, "Bad Request: invalid file_id")
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"{file_id}-u",
+            "file_size": len(self.files[file_id]),
+            "file_path": f"files/{file_id}",
+        }
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token or self._revoked:
+            return _error(401, "Unauthorized")
+        file_id = request.match_info["file_id"]
+        if file_id not in self.files:
+            return _error(404, "Not Found")
+        self.downloads.append(file_id)
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
 
     async def _api_editmessagetext(self, params: JSONDict) -> JSONDict | bool:
         chat_id = int(params["chat_id"])

@@ -23,9 +23,10 @@ from discord import app_commands
 
 from bot.adapters.base import Incoming
 from bot.adapters.discord.commands import DiscordCommands, answer
-from bot.adapters.discord.convert import PLATFORM, intents, to_memory
+from bot.adapters.discord.convert import PLATFORM, images_of, intents, to_memory
 from bot.adapters.discord.registration import CommandSync, Registrations
 from bot.adapters.errors import PlatformError, PlatformStartupError
+from bot.adapters.images import ImageLimits, image_loader
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
 from bot.commands.command_set import Commands
@@ -154,6 +155,8 @@ class DiscordAdapter:
         stop_grace: float = 20.0,
     ) -> None:
         self.settings = settings
+        # None: the model does not see images, and none is ever downloaded.
+        self._image_limits = ImageLimits.of(settings)
         self.ready_timeout = ready_timeout
         # On stop, messages being answered get this long to finish before disconnecting.
         self.stop_grace = stop_grace
@@ -238,9 +241,14 @@ class DiscordAdapter:
             self.client.connect(reconnect=True), name="discord-gateway"
         )
         await self._wait_ready(self._gateway)
+        # Plugins may speak in a channel later, with no message to answer (a follow-up).
+        runtime.plugins.rooms.connect(PLATFORM, self._room_sender)
         # Messages a crash left unanswered in Discord channels are answered now (in the
         # background: it takes model calls).
         self._spawn(self._answer_unanswered(runtime))
+
+    def _room_sender(self, room: Room) -> Send:
+        return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
 
     async def _answer_unanswered(self, runtime: AgentRuntime) -> None:
         def sender(room: Room, message: Memory) -> Send:
@@ -288,6 +296,8 @@ class DiscordAdapter:
     async def stop(self) -> None:
         """Take no new messages, let the ones being answered finish, then disconnect."""
         self._stopping = True
+        if self._runtime is not None:
+            self._runtime.plugins.rooms.disconnect(PLATFORM)
         await self.lanes.close(self.stop_grace)
         await self.client.close()
         gateway, self._gateway = self._gateway, None
@@ -323,6 +333,11 @@ class DiscordAdapter:
         incoming = to_memory(message, me, agent_id=runtime.agent_id)
         if incoming is None:
             return
+        if self._image_limits is not None and message.attachments:
+            # Downloaded only if Mnemo answers it (bot/adapters/images.py).
+            where = f"discord message {message.channel.id}/{message.id}"
+            loader = image_loader(images_of(message), self._image_limits, where=where)
+            incoming.memory.carry_images(loader)
         # Queued before any await: discord.py starts a task per event in arrival order, so
         # the channel's lane gets them in that order. This task ends once it is answered.
         handled = self.lanes.submit(

@@ -40,9 +40,10 @@ from telegram.ext import (
 
 from bot.adapters.base import Incoming
 from bot.adapters.errors import PlatformError, PlatformStartupError
+from bot.adapters.images import ImageFile, ImageLimits, image_loader
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.telegram.commands import FORGET_DATA, TelegramCommands
-from bot.adapters.telegram.convert import PLATFORM, BotIdentity, to_memory
+from bot.adapters.telegram.convert import PLATFORM, BotIdentity, images_of, to_memory
 from bot.adapters.telegram.keeping import KeptFirst, proceed
 from bot.adapters.telegram.send import keep_typing, send_text
 from bot.adapters.telegram.updates import PollingRequest, start_updates
@@ -101,6 +102,8 @@ class TelegramAdapter:
         # Webhook mode: the server Telegram POSTs to; what it may acknowledge (keeping.py).
         self._webhook: WebhookServer | None = None
         self._kept = KeptFirst(self.send)
+        # None: the model does not see images, and none is ever downloaded.
+        self._image_limits = ImageLimits.of(settings)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -140,6 +143,8 @@ class TelegramAdapter:
             raise
         await self._require_commands().register_menu(app.bot)
         log.info("telegram: running as @%s", me.username)
+        # Plugins may speak in a chat later, with no message to answer (a follow-up).
+        runtime.plugins.rooms.connect(PLATFORM, lambda room: self._sender_for(room, None))
         # Messages a crash left unanswered in Telegram chats are answered now (in the
         # background: it takes model calls).
         self._recovery = asyncio.create_task(
@@ -147,6 +152,8 @@ class TelegramAdapter:
         )
 
     async def stop(self) -> None:
+        if self._runtime is not None:
+            self._runtime.plugins.rooms.disconnect(PLATFORM)
         if self._recovery is not None and not self._recovery.done():
             self._recovery.cancel()
         app, self._app = self._app, None
@@ -260,12 +267,35 @@ class TelegramAdapter:
         )
         if incoming is None:
             return
+        self._carry_images(message, incoming)
         # Kept before Telegram is told it arrived (keeping.py), in its lane's order.
         webhook = self.settings.telegram_webhook_url is not None  # Telegram retries a 503
         runtime = self._require_runtime()
         kept = self._kept.start(runtime, message, incoming, platform_retries=webhook)
         self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming, kept))
         await self._kept.settle(update.update_id, kept)
+
+    def _carry_images(self, message: Message, incoming: Incoming) -> None:
+        """With a model that sees images: how to download the message's photo or image file,
+        called only if Mnemo answers it (bot/adapters/images.py)."""
+        limits = self._image_limits
+        if limits is None:
+            return
+        bot = message.get_bot()
+
+        def downloader(file_id: str) -> Callable[[], Awaitable[bytes]]:
+            async def download() -> bytes:
+                file = await bot.get_file(file_id)
+                return bytes(await file.download_as_bytearray())
+
+            return download
+
+        files = [
+            ImageFile(image.name, image.media_type, image.size, downloader(image.file_id))
+            for image in images_of(message, limits.max_bytes)
+        ]
+        where = f"telegram message {message.chat.id}/{message.message_id}"
+        incoming.memory.carry_images(image_loader(files, limits, where=where))
 
     async def _fetched_kept(self) -> None:
         """Before a getUpdates call confirms what was fetched: every fetched update handled."""
@@ -339,7 +369,7 @@ class TelegramAdapter:
             raise RuntimeError("the Telegram adapter is not started")
         return self._runtime
 
-    def _sender_for(self, room: Room, message: Memory) -> Send:
+    def _sender_for(self, room: Room, message: Memory | None) -> Send:
         """How to answer, after a restart, a message of this chat that a crash left
         unanswered (its Telegram message is gone from memory: the reply quotes nothing)."""
         chat_id = int(room.platform_id or 0)
