@@ -162,10 +162,10 @@ async def test_a_world_s_large_model_names_its_replies_and_the_other_world_keeps
     assert refused.text.endswith("Nothing changed.")
     assert bad.text.startswith("Usage: /model small|large")
     assert shown.text.startswith(
-        "Models here: small fake-small (the default), large gpt-x (chosen here)."
+        "Models here: small: fake-small (the default), large: gpt-x (chosen here)."
     )
-    assert "Character: Mnemo (mnemo). Models here: small fake-small (the default), " in stats.text
-    assert "large gpt-x (chosen here)" in stats.text
+    assert "Character: Mnemo (mnemo). Models here: small: fake-small (the default), " in stats.text
+    assert "large: gpt-x (chosen here)" in stats.text
     assert back.text == "Here the large model is the bot's setting again (fake-large)."
 
 
@@ -291,7 +291,7 @@ async def test_a_backup_and_restore_keep_each_world_s_choice(
     (call,) = model.calls_for(Task.REPLY)
     assert ARCHIVIST.system and ARCHIVIST.system in (call.system or "")
     assert "Character: Archivist (archivist)." in stats.text
-    assert "small tiny-x (chosen here)" in stats.text
+    assert "small: tiny-x (chosen here)" in stats.text
 
 
 def test_every_installed_character_is_the_bot_s_own_text_never_a_fact() -> None:

@@ -157,10 +157,10 @@ def describe_models(choice: WorldChoice, defaults: dict[str, str]) -> str:
     for size in (ModelClass.SMALL.value, ModelClass.LARGE.value):
         own = choice.model_name(size)
         if own is not None:
-            parts.append(f"{size} {own} (chosen here)")
+            parts.append(f"{size}: {own} (chosen here)")
         else:
             default = defaults.get(size)
-            parts.append(f"{size} {default} (the default)" if default else f"{size} the default")
+            parts.append(f"{size}: {default} (the default)" if default else f"{size}: the default")
     offline = "" if defaults else " (the offline model is in use)"
     return f"Models here: {', '.join(parts)}{offline}."
 
