@@ -32,6 +32,7 @@ from typing import TextIO
 
 from bot.adapters.base import Incoming
 from bot.adapters.lanes import RoomLanes
+from bot.adapters.streaming import PrintedReply, StreamingSender
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import (
     FORGET_ME_PROMPT,
@@ -141,11 +142,16 @@ class ConsoleChat:
         stdout: TextIO = sys.stdout,
         learn_timeout: float = 120.0,
         exports_dir: Path = DEFAULT_EXPORTS,
+        stream_replies: bool | None = None,
     ) -> None:
+        """`stream_replies`: print replies as the model writes them (None: when the output
+        is a terminal, where a person watches it; MNEMO_STREAM_REPLIES=false turns it off
+        everywhere)."""
         self._runtime: AgentRuntime | None = None
         self.stdin = stdin
         self.stdout = stdout
         self.interactive = stdin.isatty()
+        self.stream_replies = stdout.isatty() if stream_replies is None else stream_replies
         self.learn_timeout = learn_timeout
         # Where /export writes its file (the data folder's `exports`).
         self.exports_dir = exports_dir
@@ -262,9 +268,14 @@ class ConsoleChat:
         async def send(content: Content) -> None:
             self.say(f"{runtime.character.name}: {content.text}")
 
+        def printed() -> PrintedReply:
+            return PrintedReply(self.stdout, runtime.character.name, erase=self.stdout.isatty())
+
+        sender = StreamingSender(send, printed) if self.stream_replies else send
+
         async def handle() -> None:
             await runtime.handle(
-                incoming.memory, send, account=incoming.account, room=incoming.room
+                incoming.memory, sender, account=incoming.account, room=incoming.room
             )
 
         # One room, one line at a time: the lane keeps the console's shape the others' shape.
