@@ -76,18 +76,18 @@ class EditedReply(Generic[Handle]):
         self._failed = False
 
     async def update(self, text: str) -> None:
+        if self._message is not None and self._clock() - self._last < self._interval:
+            return  # a later update, or finish, shows it
+        if self._message is None and self._failed:
+            return
         parts = self._platform.parts(text)
         if not parts:
             return
         if self._message is None:
-            if not self._failed:
-                await self._post_first(parts[0])
-            return
-        if len(parts) > 1:
-            return  # the first message is full: the rest is sent when the reply is finished
-        if parts[0] == self._shown or self._clock() - self._last < self._interval:
-            return  # a later update, or finish, shows it
-        await self._edit(parts[0])
+            await self._post_first(parts[0])
+        elif len(parts) == 1 and parts[0] != self._shown:
+            await self._edit(parts[0])
+        # Past the limit, the first message is full: the rest is sent when it is finished.
 
     async def finish(self, text: str) -> None:
         parts = self._platform.parts(text)

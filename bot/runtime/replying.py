@@ -52,6 +52,8 @@ FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 REPLACED_BY_FALLBACK = "replaced by the fallback"
 # Shown in place of a streamed reply that was stopped, while the model is asked again.
 RETHINKING = "…"
+# A streamed reply's words so far are checked (and shown) at most this often.
+STREAM_CHECK_SECONDS = 0.2
 # Tokens allowed per reply character of the cap (a token is ~4 characters of English; the
 # margin covers the JSON around the text and other languages).
 REPLY_TOKENS_PER_CHAR = 0.4
@@ -299,18 +301,24 @@ class Replier:
             draft = self._read_reply(await self.model.generate(request), memory)
             return draft, check.problems(draft.text) if draft.text else []
         answer = ""
+        checked = float("-inf")
         async with aclosing(stream_text(self.model, request)) as pieces:
             async for piece in pieces:
                 # What came before this piece is shown now, so an answer that comes whole
                 # (a model that does not stream) is read whole: sent once, checked once.
                 answer, before = answer + piece, answer
-                partial = partial_reply_text(before) if before else None
+                # The checks compare word runs with the whole prompt: run a few times a
+                # second, not for every token (the adapters edit less often than that).
+                if not before or time.perf_counter() - checked < STREAM_CHECK_SECONDS:
+                    continue
+                partial = partial_reply_text(before)
                 if partial is None:
                     continue
                 # Whole words only (the last one may still grow), within the reply's cap.
                 visible = _whole_words(partial)[: self.options.max_reply_chars]
                 if not visible or visible == screen.shown:
                     continue
+                checked = time.perf_counter()
                 settled = check.settled_problems(visible)
                 if settled:
                     return ReplyDraft(visible, None, readable=False), settled
