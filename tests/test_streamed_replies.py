@@ -427,3 +427,55 @@ async def test_a_model_without_stream_answers_in_one_piece() -> None:
 )
 def test_the_partial_text_of_a_reply_never_shows_its_syntax(so_far: str, shown: str | None) -> None:
     assert partial_reply_text(so_far) == shown
+
+
+async def test_a_discord_reply_past_the_limit_streams_its_first_message_then_sends_the_rest(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    paragraph = "Here is one more thought about the trip and how to plan it well. " * 6
+    long_reply = "\n\n".join([paragraph.strip()] * 7)  # about 2,800 characters
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(reply(answer(long_reply), chunk_delay=0.005))
+        async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
+            adapter = DiscordAdapter(
+                PlatformSettings(_env_file=None),  # type: ignore[call-arg]
+                learn_wait=10,
+                edit_interval=EDIT_INTERVAL,
+            )
+            adapter.bind(app.runtime)
+            discord = FakeDiscord(adapter.client, tree=adapter.tree)
+            sam = discord.person("Sam")
+            await adapter.on_message(discord.message(sam, "Tell me everything about the trip"))
+
+            first, second = discord.http.sent
+            assert first.message_id is not None and second.message_id is not None
+            # The first message grew up to the limit, then was settled on the final split.
+            shown = [first.content] + [
+                e.content for e in discord.http.edits if e.message_id == first.message_id
+            ]
+            assert all(len(text) <= 2000 for text in shown) and growing(shown)
+            final_first = discord.http.text_of(first.message_id)
+            assert final_first is not None and len(final_first) <= 2000
+            # The rest came as a new message, never edited; together they are the reply.
+            assert not any(e.message_id == second.message_id for e in discord.http.edits)
+            assert f"{final_first}\n\n{second.content}" == long_reply
+
+
+async def test_a_telegram_edit_to_the_same_text_is_no_failure() -> None:
+    from telegram import Bot
+
+    from bot.adapters.telegram.send import HTML, edit_part, send_part
+
+    async with FakeTelegramServer() as server:
+        sarah = server.user("Sarah")
+        chat = server.private_chat(sarah)
+        async with Bot(server.token, base_url=server.base_url) as bot:
+            sent = await send_part(
+                bot, chat.id, "Hello <b>there</b>", None, None, None, parse_mode=HTML
+            )
+            assert sent is not None
+            # Telegram answers "message is not modified": the text is on screen, as wanted.
+            assert await edit_part(bot, sent, "Hello <b>there</b>", parse_mode=HTML)
+            assert server.edits == []
+            assert await edit_part(bot, sent, "Hello <b>there</b>, Sarah", parse_mode=HTML)
+            assert server.text_of(chat.id, sent.message_id) == "Hello there, Sarah"
