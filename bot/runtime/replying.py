@@ -301,15 +301,20 @@ class Replier:
             draft = self._read_reply(await self.model.generate(request), memory)
             return draft, check.problems(draft.text) if draft.text else []
         answer = ""
-        checked = float("-inf")
+        checked = 0.0
         async with aclosing(stream_text(self.model, request)) as pieces:
             async for piece in pieces:
                 # What came before this piece is shown now, so an answer that comes whole
                 # (a model that does not stream) is read whole: sent once, checked once.
                 answer, before = answer + piece, answer
+                if not before:
+                    # Counted from the first words: a reply written within the first
+                    # interval is sent once, whole, with no edits.
+                    checked = time.perf_counter()
+                    continue
                 # The checks compare word runs with the whole prompt: run a few times a
                 # second, not for every token (the adapters edit less often than that).
-                if not before or time.perf_counter() - checked < STREAM_CHECK_SECONDS:
+                if time.perf_counter() - checked < STREAM_CHECK_SECONDS:
                     continue
                 partial = partial_reply_text(before)
                 if partial is None:

@@ -381,6 +381,20 @@ class FakeOpenAIServer:
         def delta(content: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
             return [{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}]
 
+        # The client may stop reading (a reply stopped early, a killed process).
+        with contextlib.suppress(ConnectionResetError):
+            await self._write_stream(response, payload, outcome, usage, event, delta)
+        return response
+
+    async def _write_stream(
+        self,
+        response: web.StreamResponse,
+        payload: dict[str, Any],
+        outcome: Reply,
+        usage: Usage | Literal["auto"] | None,
+        event: Callable[..., Awaitable[None]],
+        delta: Callable[..., list[dict[str, Any]]],
+    ) -> None:
         text = outcome.text or ""
         pieces = outcome.chunks if outcome.chunks is not None else _word_chunks(text)
         await event(delta({"role": "assistant", "content": ""}))
@@ -401,7 +415,6 @@ class FakeOpenAIServer:
             await event([], usage=counts)
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
-        return response
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         payload = await self._record(request)
