@@ -32,7 +32,7 @@ from bot.llm.parsing import partial_reply_text
 from bot.llm.streaming import stream_text
 from bot.runtime.replying import FALLBACK_REPLY, REPLACED_BY_FALLBACK
 from bot.testing.harness import open_test_app
-from bot.testing.openai_server import FakeOpenAIServer, reply, status
+from bot.testing.openai_server import FakeOpenAIServer, raw, reply, status
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -479,3 +479,25 @@ async def test_a_telegram_edit_to_the_same_text_is_no_failure() -> None:
             assert server.edits == []
             assert await edit_part(bot, sent, "Hello <b>there</b>, Sarah", parse_mode=HTML)
             assert server.text_of(chat.id, sent.message_id) == "Hello there, Sarah"
+
+
+async def test_an_endpoint_ignoring_stream_is_read_whole_and_an_error_event_is_a_model_error() -> (
+    None
+):
+    request = ModelRequest("hi", model_class=ModelClass.LARGE, task=Task.REPLY)
+    async with FakeOpenAIServer(streaming="ignore") as server:
+        model = OpenAIModel(model_settings(server.base_url), UsageLedger())
+        server.enqueue(reply("all at once", usage=(3, 3)))
+        assert [piece async for piece in model.stream(request)] == ["all at once"]
+        assert len(server.chat_requests) == 1 and not model.streams
+        await model.close()
+    async with FakeOpenAIServer() as server:
+        ledger = UsageLedger()
+        model = OpenAIModel(model_settings(server.base_url), ledger)
+        broken = b'data: {"error": {"message": "the model is overloaded"}}\n\n'
+        server.enqueue(raw(broken, "text/event-stream"))
+        with pytest.raises(ModelError, match="bad response: the model is overloaded"):
+            _ = [piece async for piece in model.stream(request)]
+        assert ledger.snapshot()[Task.REPLY].failures == 1
+        assert model.streams  # an error is not a refusal to stream
+        await model.close()
