@@ -50,7 +50,7 @@ def answer(text: str) -> str:
     return json.dumps({"text": text, "action": "NONE"})
 
 
-def streamed(text: str, chunk_delay: float = 0.04) -> object:
+def streamed(text: str, chunk_delay: float = 0.07) -> object:
     """The reply template's JSON, streamed word by word."""
     return reply(answer(text), chunk_delay=chunk_delay)
 
