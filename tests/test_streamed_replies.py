@@ -501,3 +501,20 @@ async def test_an_endpoint_ignoring_stream_is_read_whole_and_an_error_event_is_a
         assert ledger.snapshot()[Task.REPLY].failures == 1
         assert model.streams  # an error is not a refusal to stream
         await model.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [(b"not json at all", "not valid JSON"), (b'{"id": "x", "choices": []}', "empty choices")],
+)
+async def test_a_malformed_body_to_a_stream_fails_as_a_whole_answer_would(
+    body: bytes, message: str
+) -> None:
+    request = ModelRequest("hi", model_class=ModelClass.LARGE, task=Task.REPLY)
+    async with FakeOpenAIServer() as server:
+        model = OpenAIModel(model_settings(server.base_url), UsageLedger())
+        server.enqueue(raw(body))
+        with pytest.raises(ModelError, match=message):
+            _ = [piece async for piece in model.stream(request)]
+        assert model.streams  # one bad body says nothing about streaming
+        await model.close()

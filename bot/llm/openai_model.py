@@ -184,11 +184,13 @@ class OpenAIModel:
                                 async for piece in pieces:
                                     yield piece
                             return
-                        # The whole completion as JSON: the endpoint ignores `stream`.
-                        self._no_streaming("it answered with a whole completion")
+                        # Not events: a whole completion (the endpoint ignores `stream`:
+                        # not asked to again), or a body that is none, read as generate would.
                         async with asyncio.timeout_at(deadline):
                             body = await chunks.response.aread()
                         response = _completion_of(body)
+                        if self._content(response) is not None:
+                            self._no_streaming("it answered with a whole completion")
             if not refused:
                 yield self._answer(call, response, started)
                 return
