@@ -142,6 +142,7 @@ CASES = [
         ["goals", "weather"],
     ),
     ("MNEMO_LOG_LEVEL", "DEBUG", ("runtime", "log_level"), "DEBUG"),
+    ("MNEMO_STREAM_REPLIES", "false", ("runtime", "stream_replies"), False),
     ("MNEMO_METRICS_PORT", "9464", ("ops", "metrics_port"), 9464),
     ("MNEMO_METRICS_HOST", "0.0.0.0", ("ops", "metrics_host"), "0.0.0.0"),
     ("MNEMO_LOG_FORMAT", "JSON", ("ops", "log_format"), "json"),
@@ -198,6 +199,7 @@ def test_defaults(tmp_path: Path) -> None:
     assert settings.platforms.telegram_group_admins is False
     assert settings.platforms.discord_global_sync is False
     assert settings.platforms.rate_limit_per_minute == 6
+    assert settings.runtime.stream_replies is True
     assert settings.runtime.evaluation_idle_flush_minutes == 10
     assert settings.runtime.evaluator_selection == "llm"
     # Shipped with Mnemo, found whatever the working folder (here an empty temporary one).
