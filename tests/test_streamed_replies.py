@@ -19,12 +19,13 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
+from bot import Action, Context, Plugin
 from bot.adapters.console import ConsoleChat
 from bot.adapters.discord import DiscordAdapter
 from bot.adapters.telegram import TelegramAdapter
 from bot.app.composition import App
 from bot.config.settings import ModelSettings, PlatformSettings
-from bot.domain.records import message_id, reply_id, room_id
+from bot.domain.records import Content, message_id, reply_id, room_id
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import ModelClass, ModelError, ModelRequest, Task
 from bot.llm.openai_model import OpenAIModel
@@ -518,3 +519,40 @@ async def test_a_malformed_body_to_a_stream_fails_as_a_whole_answer_would(
             _ = [piece async for piece in model.stream(request)]
         assert model.streams  # one bad body says nothing about streaming
         await model.close()
+
+
+async def test_words_streamed_before_an_action_that_answers_for_itself_are_taken_back(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async def remind(ctx: Context) -> None:
+        await ctx.callback(Content(text="Reminder set for 5pm."))
+
+    reminders = Plugin(
+        "reminders",
+        actions=[
+            Action("SET_REMINDER", "sets a reminder", handler=remind, suppress_initial_message=True)
+        ],
+    )
+    words = "Sure, I will set that reminder for you at five this afternoon, no problem at all."
+    streamed_answer = json.dumps({"text": words, "action": "SET_REMINDER"})
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(reply(streamed_answer, chunk_delay=0.07))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server, plugins=[reminders]) as (
+                app,
+                _,
+            ),
+            on_telegram(app) as telegram,
+        ):
+            chat, server = telegram.chat_id, telegram.server
+            server.push_message(telegram.chat, telegram.sarah, "remind me at 5pm")
+            await server.wait_for_sent(2, chat_id=chat)
+            await server.drained()
+            await telegram.adapter.wait_idle()
+
+            streamed_message, reminder = server.sent
+            assert words.startswith(streamed_message.text)  # shown while it was written
+            # The action answered instead: its words were taken back, its own line stays.
+            assert server.deleted == [(chat, streamed_message.message_id)]
+            assert server.text_of(chat, reminder.message_id) == "Reminder set for 5pm."
+            assert await stored_replies(app, chat, 1) == ["Reminder set for 5pm."]
