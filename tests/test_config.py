@@ -145,6 +145,7 @@ CASES = [
         ["goals", "weather"],
     ),
     ("MNEMO_LOG_LEVEL", "DEBUG", ("runtime", "log_level"), "DEBUG"),
+    ("MNEMO_STREAM_REPLIES", "false", ("runtime", "stream_replies"), False),
     ("MNEMO_METRICS_PORT", "9464", ("ops", "metrics_port"), 9464),
     ("MNEMO_METRICS_HOST", "0.0.0.0", ("ops", "metrics_host"), "0.0.0.0"),
     ("MNEMO_LOG_FORMAT", "JSON", ("ops", "log_format"), "json"),
@@ -204,6 +205,7 @@ def test_defaults(tmp_path: Path) -> None:
     # The model sees no images unless the operator says it does (never guessed by name).
     assert settings.platforms.model_sees_images is False
     assert (settings.platforms.max_images, settings.platforms.max_image_mb) == (4, 5.0)
+    assert settings.runtime.stream_replies is True
     assert settings.runtime.evaluation_idle_flush_minutes == 10
     assert settings.runtime.evaluator_selection == "llm"
     # Shipped with Mnemo, found whatever the working folder (here an empty temporary one).

@@ -36,6 +36,7 @@ from typing import TextIO
 from bot.adapters.base import Incoming
 from bot.adapters.images import ImageFile, ImageLimits, image_loader, media_type_of
 from bot.adapters.lanes import RoomLanes
+from bot.adapters.streaming import PrintedReply, StreamingSender
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import (
     FORGET_ME_PROMPT,
@@ -176,7 +177,11 @@ class ConsoleChat:
         learn_timeout: float = 120.0,
         exports_dir: Path = DEFAULT_EXPORTS,
         images: ImageLimits | None = None,
+        stream_replies: bool | None = None,
     ) -> None:
+        """`stream_replies`: print replies as the model writes them (None: when the output
+        is a terminal, where a person watches it; MNEMO_STREAM_REPLIES=false turns it off
+        everywhere)."""
         self._runtime: AgentRuntime | None = None
         # The model sees images (`/image` sends the picture itself): the limits; None: the
         # picture's file name alone, as on the platforms.
@@ -184,6 +189,7 @@ class ConsoleChat:
         self.stdin = stdin
         self.stdout = stdout
         self.interactive = stdin.isatty()
+        self.stream_replies = stdout.isatty() if stream_replies is None else stream_replies
         self.learn_timeout = learn_timeout
         # Where /export writes its file (the data folder's `exports`).
         self.exports_dir = exports_dir
@@ -298,7 +304,7 @@ class ConsoleChat:
             # prompt again.
             if self.interactive:
                 print(file=self.stdout)
-            self.say(f"{self.runtime.character.name}: {content.text}")
+            self.say(f"{self._speaker()}: {content.text}")
             if self.interactive:
                 print("you> ", end="", file=self.stdout, flush=True)
 
@@ -306,6 +312,10 @@ class ConsoleChat:
 
     def say(self, text: str) -> None:
         print(text, file=self.stdout, flush=True)
+
+    def _speaker(self) -> str:
+        """The console world's character (`/character`), as last read."""
+        return self.runtime.composer.worlds.kept(self.room.world_id).character.name
 
     async def chat(
         self,
@@ -329,13 +339,16 @@ class ConsoleChat:
         self._last = incoming.memory
 
         async def send(content: Content) -> None:
-            # The console world's character (`/character`), as read for this message.
-            speaker = runtime.composer.worlds.kept(self.room.world_id).character.name
-            self.say(f"{speaker}: {content.text}")
+            self.say(f"{self._speaker()}: {content.text}")
+
+        def printed() -> PrintedReply:
+            return PrintedReply(self.stdout, self._speaker(), erase=self.stdout.isatty())
+
+        sender = StreamingSender(send, printed) if self.stream_replies else send
 
         async def handle() -> None:
             await runtime.handle(
-                incoming.memory, send, account=incoming.account, room=incoming.room
+                incoming.memory, sender, account=incoming.account, room=incoming.room
             )
 
         # One room, one line at a time: the lane keeps the console's shape the others' shape.

@@ -208,6 +208,7 @@ async def open_app(
                 evaluator_timeout=settings.runtime.evaluator_timeout,
                 max_reply_chars=settings.runtime.reply_max_chars,
                 answer_window=settings.runtime.answer_window_minutes * 60,
+                stream_replies=settings.runtime.stream_replies,
             ),
             rate_limiter=reply_limit(settings, store, bundled=bundled),
             events=metrics or NO_EVENTS,

@@ -95,6 +95,18 @@ class SentMessage:
 
 
 @dataclass(frozen=True)
+class EditedMessage:
+    """An editMessageText the server accepted: `text` is what people read after it, `at`
+    when it arrived (time.monotonic), to check the edits' pace."""
+
+    message_id: int
+    chat_id: int
+    text: str
+    at: float
+    html: str | None = None
+
+
+@dataclass(frozen=True)
 class SentDocument:
     """A file the bot sent (sendDocument), as the server received it."""
 
@@ -154,6 +166,9 @@ class FakeTelegramServer:
         self.flood_waits = 0
         self.flood_wait_seconds = 1
         self.sent: list[SentMessage] = []
+        self.edits: list[EditedMessage] = []
+        # (chat id, message id) of each message the bot deleted.
+        self.deleted: list[tuple[int, int]] = []
         self.documents: list[SentDocument] = []
         # Users who opened a private chat with the bot (Telegram's "Start"): only they can be
         # written to privately; anyone else gets "403 Forbidden: bot can't initiate ...".
@@ -575,12 +590,49 @@ class FakeTelegramServer:
         message = self._messages.get(key)
         if message is None:
             raise _ApiError(400, "Bad Request: message to edit not found")
-        message = {**message, "text": str(params["text"]), "edit_date": int(time.time())}
+        sent_text = str(params["text"])
+        text = sent_text
+        if params.get("parse_mode") == "HTML":
+            if self.refuse_html:
+                raise _ApiError(400, "Bad Request: can't parse entities: unsupported start tag")
+            text, _ = parse_telegram_html(sent_text)
+        if not text.strip():
+            raise _ApiError(400, "Bad Request: message text is empty")
+        if text == message.get("text") and not params.get("reply_markup"):
+            # Telegram refuses an edit that changes nothing.
+            raise _ApiError(
+                400,
+                "Bad Request: message is not modified: specified new message content and "
+                "reply markup are exactly the same as a current content and reply markup "
+                "of the message",
+            )
+        self.edits.append(
+            EditedMessage(
+                key[1],
+                chat_id,
+                text,
+                time.monotonic(),
+                sent_text if params.get("parse_mode") == "HTML" else None,
+            )
+        )
+        message = {**message, "text": text, "edit_date": int(time.time())}
         message.pop("reply_markup", None)
         if params.get("reply_markup"):
             message["reply_markup"] = params["reply_markup"]
         self._messages[key] = message
         return message
+
+    async def _api_deletemessage(self, params: JSONDict) -> bool:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        if self._messages.pop(key, None) is None:
+            raise _ApiError(400, "Bad Request: message to delete not found")
+        self.deleted.append(key)
+        return True
+
+    def text_of(self, chat_id: int, message_id: int) -> str | None:
+        """What a message the bot sent reads now (after its edits); None once deleted."""
+        message = self._messages.get((chat_id, message_id))
+        return None if message is None else str(message.get("text", ""))
 
     async def _api_getchatadministrators(self, params: JSONDict) -> list[JSONDict]:
         chat_id = int(params["chat_id"])

@@ -29,6 +29,7 @@ from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.images import ImageLimits, image_loader
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
+from bot.adapters.streaming import EDIT_INTERVAL, EditedReply, StreamingSender
 from bot.commands.command_set import Commands
 from bot.commands.services import CommandServices
 from bot.config.settings import PlatformSettings
@@ -73,41 +74,88 @@ def typing_in(channel: discord.abc.Messageable) -> Callable[[], AbstractAsyncCon
     return typing
 
 
-def sender_for(message: discord.Message, *, reply: bool) -> Send:
+def sender_for(
+    message: discord.Message, *, reply: bool, edit_interval: float = EDIT_INTERVAL
+) -> Send:
     """The runtime's `send` callback: long replies in parts of at most 2,000 characters.
 
     In a server the first part is a Discord reply to the message (without a ping), so it is
     clear whom Mnemo answers in a busy channel.
     """
     reference = message.to_reference(fail_if_not_exists=False) if reply else None
-    return channel_sender(message.channel, reference)
+    return channel_sender(message.channel, reference, edit_interval=edit_interval)
 
 
 def channel_sender(
-    channel: discord.abc.Messageable, reference: discord.MessageReference | None = None
-) -> Send:
-    """Send into `channel` in parts; the first part replies to `reference` when given."""
-    references = [reference] if reference is not None else []
+    channel: discord.abc.Messageable,
+    reference: discord.MessageReference | None = None,
+    *,
+    edit_interval: float = EDIT_INTERVAL,
+) -> StreamingSender:
+    """Send into `channel` in parts, or stream a reply as one message edited as it grows
+    (bot/adapters/streaming.py); the first part replies to `reference` when given."""
+    replies = ChannelReplies(channel, reference, edit_interval=edit_interval)
+    return StreamingSender(replies.send, replies.open_stream)
 
-    async def send(content: Content) -> None:
-        for part in split_message(content.text, DISCORD_LIMIT):
-            options: dict[str, Any] = {}
-            if references:
-                options = {"reference": references.pop(), "mention_author": False}
-            try:
-                await channel.send(part, **options)
-            except discord.HTTPException as error:
-                log.warning(
-                    "discord: cannot send to %s (HTTP %s); is Send Messages allowed?",
-                    _where(channel),
-                    error.status,
-                )
-                return
-            except _NETWORK_ERRORS as error:
-                log.warning("discord: cannot send to %s (%s)", _where(channel), error)
+
+class ChannelReplies:
+    """The replies to one message in one channel (`PlatformMessages` for a streamed one).
+
+    discord.py keeps to Discord's rate limits itself (it waits out a 429 and the buckets);
+    a streamed reply is edited at most once per `EDIT_INTERVAL` on top of that."""
+
+    def __init__(
+        self,
+        channel: discord.abc.Messageable,
+        reference: discord.MessageReference | None = None,
+        *,
+        edit_interval: float = EDIT_INTERVAL,
+    ) -> None:
+        self.channel = channel
+        self._references = [reference] if reference is not None else []
+        self.edit_interval = edit_interval
+
+    async def send(self, content: Content) -> None:
+        for part in self.parts(content.text):
+            if await self.post(part, first=False) is None:
                 return
 
-    return send
+    def open_stream(self) -> EditedReply[discord.Message]:
+        return EditedReply(self, interval=self.edit_interval)
+
+    def parts(self, text: str) -> list[str]:
+        return split_message(text, DISCORD_LIMIT)
+
+    async def post(self, part: str, *, first: bool) -> discord.Message | None:
+        options: dict[str, Any] = {}
+        if self._references:
+            # Only the reply's first message replies to the person's (without a ping).
+            options = {"reference": self._references.pop(), "mention_author": False}
+        try:
+            return await self.channel.send(part, **options)
+        except discord.HTTPException as error:
+            log.warning(
+                "discord: cannot send to %s (HTTP %s); is Send Messages allowed?",
+                _where(self.channel),
+                error.status,
+            )
+        except _NETWORK_ERRORS as error:
+            log.warning("discord: cannot send to %s (%s)", _where(self.channel), error)
+        return None
+
+    async def edit(self, message: discord.Message, part: str) -> bool:
+        try:
+            await message.edit(content=part)
+            return True
+        except (discord.HTTPException, *_NETWORK_ERRORS) as error:
+            log.warning("discord: cannot edit a reply in %s (%s)", _where(self.channel), error)
+            return False
+
+    async def delete(self, message: discord.Message) -> None:
+        try:
+            await message.delete()
+        except (discord.HTTPException, *_NETWORK_ERRORS) as error:
+            log.warning("discord: cannot take back a reply in %s (%s)", _where(self.channel), error)
 
 
 def _shards_of(client: discord.Client) -> str:
@@ -153,10 +201,13 @@ class DiscordAdapter:
         ready_timeout: float = 60.0,
         learn_wait: float = 30.0,
         stop_grace: float = 20.0,
+        edit_interval: float = EDIT_INTERVAL,
     ) -> None:
         self.settings = settings
         # None: the model does not see images, and none is ever downloaded.
         self._image_limits = ImageLimits.of(settings)
+        # Seconds between two edits of a streamed reply (bot/adapters/streaming.py).
+        self.edit_interval = edit_interval
         self.ready_timeout = ready_timeout
         # On stop, messages being answered get this long to finish before disconnecting.
         self.stop_grace = stop_grace
@@ -352,7 +403,11 @@ class DiscordAdapter:
             await runtime.note_profiles(incoming.mentioned)
             await runtime.handle(
                 incoming.memory,
-                sender_for(message, reply=incoming.room.kind == "group"),
+                sender_for(
+                    message,
+                    reply=incoming.room.kind == "group",
+                    edit_interval=self.edit_interval,
+                ),
                 typing=typing_in(message.channel),
                 account=incoming.account,
                 room=incoming.room,

@@ -45,14 +45,14 @@ from bot.adapters.lanes import RoomLanes
 from bot.adapters.telegram.commands import FORGET_DATA, TelegramCommands
 from bot.adapters.telegram.convert import PLATFORM, BotIdentity, images_of, to_memory
 from bot.adapters.telegram.keeping import KeptFirst, proceed
-from bot.adapters.telegram.send import keep_typing, send_text
+from bot.adapters.telegram.send import ChatReplies, keep_typing, send_text
 from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import Commands
 from bot.commands.services import CommandServices
 from bot.config.settings import PlatformSettings
-from bot.domain.records import Content, Memory, Room, utcnow
+from bot.domain.records import Memory, Room, utcnow
 from bot.runtime.agent import AgentRuntime, Send
 from bot.runtime.intake.intake import AtDoor
 
@@ -78,7 +78,10 @@ class TelegramAdapter:
         admin_cache_seconds: float = 60.0,
         typing_interval: float = TYPING_INTERVAL,
         stop_grace: float = 10.0,
+        edit_interval: float | None = None,
     ) -> None:
+        """`edit_interval`: seconds between two edits of a streamed reply (None: Telegram's
+        pace for the chat, send.py)."""
         if settings.telegram_token is None:
             raise PlatformStartupError("telegram: TELEGRAM_TOKEN is not set")
         self.settings = settings
@@ -89,6 +92,7 @@ class TelegramAdapter:
         self.admin_cache_seconds = admin_cache_seconds
         self.typing_interval = typing_interval
         self.stop_grace = stop_grace
+        self.edit_interval = edit_interval
         self._usernames: dict[str, int] = {}
         self._commands: TelegramCommands | None = None
         self._recovery: asyncio.Task[int] | None = None
@@ -309,20 +313,15 @@ class TelegramAdapter:
         runtime = self._require_runtime()
         reply_to = message.message_id if incoming.room.kind == "group" else None
         thread = message.message_thread_id if message.is_topic_message else None
-        quote = reply_to
         replied = asyncio.Event()
-
-        async def send(content: Content) -> None:
-            # Only the first reply quotes the message; the rest follow it.
-            nonlocal quote
-            replied.set()  # no "typing…" after the answer, while it is being stored
-            await self.send(message.chat.id, content.text, quote, thread, markdown=True)
-            quote = None
-
+        # Only the first reply quotes the message; the rest follow it.
+        replies = ChatReplies(
+            self, message.chat.id, thread, reply_to, replied, edit_interval=self.edit_interval
+        )
         await runtime.note_profiles(incoming.mentioned)
         await runtime.handle(
             incoming.memory,
-            send,
+            replies.sender(),
             typing=lambda: self._typing(message.chat.id, thread, replied),
             account=incoming.account,
             room=incoming.room,
@@ -373,11 +372,7 @@ class TelegramAdapter:
         """How to answer, after a restart, a message of this chat that a crash left
         unanswered (its Telegram message is gone from memory: the reply quotes nothing)."""
         chat_id = int(room.platform_id or 0)
-
-        async def send(content: Content) -> None:
-            await self.send(chat_id, content.text, markdown=True)
-
-        return send
+        return ChatReplies(self, chat_id, edit_interval=self.edit_interval).sender()
 
     # ------------------------------------------------------------------ outgoing
     @property
