@@ -54,6 +54,7 @@ from bot.plugin.api import (
     RoomSender,
     Task,
     TaskContext,
+    WorldVoice,
 )
 from bot.runtime.prompts import format_example
 from bot.storage.facts import fact_text_key
@@ -98,6 +99,7 @@ __all__ = [
     "Task",
     "TaskContext",
     "Trigger",
+    "WorldVoice",
     "epoch_millis",
     "fact_text_key",
     "format_example",

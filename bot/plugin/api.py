@@ -33,6 +33,7 @@ from bot.plugin.services import (
     Rooms,
     RoomSender,
     UndeclaredCollection,
+    WorldVoice,
 )
 
 if TYPE_CHECKING:
@@ -129,6 +130,16 @@ class TaskContext(Generic[SettingsT, PluginStateT]):
     model: ModelHandle
     rooms: Rooms
     plugin_state: PluginStateT = None  # type: ignore[assignment]
+    # Finds how the bot speaks in a world; None (a context built by hand): as `agent`/`model`.
+    world_lookup: Callable[[str], Awaitable[WorldVoice]] | None = None
+
+    async def world(self, world_id: str) -> WorldVoice:
+        """The bot as it speaks in `world_id`: the character and model names its admins
+        chose there (`/character`, `/model`), else the process's `agent` and `model`. A task
+        speaking in a room uses this, not `agent`/`model`, so it speaks as that world's bot."""
+        if self.world_lookup is None:
+            return WorldVoice(world_id, self.agent, self.model)
+        return await self.world_lookup(world_id)
 
 
 # ---------------------------------------------------------------------------- parts
@@ -318,4 +329,5 @@ __all__ = [
     "Task",
     "TaskContext",
     "UndeclaredCollection",
+    "WorldVoice",
 ]

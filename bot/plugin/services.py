@@ -54,6 +54,17 @@ class Agent:
     bio: str = ""
 
 
+@dataclass(frozen=True)
+class WorldVoice:
+    """The bot as it speaks in one world (`await ctx.world(world_id)` in a task): the
+    character its admins chose there (`/character`) as `agent`, and a model handle that
+    uses that character's templates and the world's own model names (`/model`)."""
+
+    world_id: str
+    agent: Agent
+    model: ModelHandle
+
+
 class UndeclaredCollection(LookupError):
     """A plugin used a collection it did not declare in `Plugin(stores=[...])`."""
 
@@ -365,4 +376,5 @@ __all__ = [
     "ModelHandle",
     "RoomSender",
     "Rooms",
+    "WorldVoice",
 ]

@@ -122,6 +122,8 @@ class AgentRuntime:
             options=self._options,
             worlds=worlds,  # each world's character and model names (/character, /model)
         )
+        # Plugins' tasks speak in a world as its chosen character, with its model names.
+        self.plugins.use_world_choices(self.composer.worlds.of)
         self.replier = Replier(
             agent_id=agent_id,
             store=store,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
-from bot import Content, Memory, ModelClass, ModelError, State, TaskContext
+from bot import Content, Memory, ModelClass, ModelError, State, TaskContext, WorldVoice
 
 from .prompts import (
     DATA_KEY,
@@ -115,6 +115,7 @@ async def write_question(
     """The question, in character (the LARGE model) from what the person said and what is
     known about them; the plain line when the model cannot answer or answers unusably."""
     facts = await _known(ctx, followup)
+    voice = await _voice(ctx, followup)
     data: dict[str, Any] = {
         "id": followup.id,
         "name": followup.person_name,
@@ -125,8 +126,8 @@ async def write_question(
         "facts": facts,
     }
     values = {
-        "agentName": ctx.agent.name,
-        "bio": ctx.agent.bio,
+        "agentName": voice.agent.name,
+        "bio": voice.agent.bio,
         "name": followup.person_name,
         "said": followup.said,
         "topic": followup.topic,
@@ -134,26 +135,26 @@ async def write_question(
         "ask": ask_words(followup.kind, followup.topic),
         "facts": "\n".join(f"- {fact}" for fact in facts) or "(nothing more)",
     }
-    prompt = ctx.model.render(TEMPLATE_NAME, TEMPLATE, values)
+    prompt = voice.model.render(TEMPLATE_NAME, TEMPLATE, values)
     message = Memory(
         id=followup.id,
         user_id=followup.person_id,
-        agent_id=ctx.agent.id,
+        agent_id=voice.agent.id,
         room_id=followup.room_id,
         world_id=followup.world_id,
         content=Content(text=followup.said),
     )
     state = State(
         message=message,
-        agent_id=ctx.agent.id,
-        agent_name=ctx.agent.name,
+        agent_id=voice.agent.id,
+        agent_name=voice.agent.name,
         sender=None,
         room=None,
         values=values,
         data={DATA_KEY: data},
     )
     try:
-        raw = await ctx.model.generate(
+        raw = await voice.model.generate(
             prompt, model_class=ModelClass.LARGE, state=state, max_tokens=120
         )
     except ModelError as error:
@@ -161,9 +162,20 @@ async def write_question(
         return plain_question(data)
     text = usable(raw, followup.key)
     if text is None:
-        ctx.model.reject("unusable follow-up question", raw)
+        voice.model.reject("unusable follow-up question", raw)
         return plain_question(data)
     return text
+
+
+async def _voice(ctx: TaskContext[FollowupsSettings], followup: FollowUp) -> WorldVoice:
+    """The bot as it is in the follow-up's world (its character, its model names)."""
+    try:
+        return await ctx.world(followup.world_id)
+    except Exception:
+        # The world's choice unreadable now: asked as the process's character rather than lost
+        # (the follow-up is claimed already; a raise here would leave it unsent for good).
+        ctx.log.warning("world choice for a follow-up unavailable", exc_info=True)
+        return WorldVoice(followup.world_id, ctx.agent, ctx.model)
 
 
 async def _known(ctx: TaskContext[FollowupsSettings], followup: FollowUp) -> list[str]:
