@@ -236,6 +236,22 @@ async def test_a_plugin_s_model_calls_and_agent_follow_the_world_s_choice(
     assert "and Archivist." in selections[0].prompt and "and Mnemo." in selections[1].prompt
 
 
+async def test_privacy_names_the_character_chosen_in_the_server(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    async with open_test_app(tmp_path) as app:
+        commands = Commands(app.commands, learn_wait=5)
+        here = TestChat(app.runtime, chat="general-a", world="server-a", kind="group")
+        there = TestChat(app.runtime, chat="general-b", world="server-b", kind="group")
+        await commands.run("character", ask(here, "archivist"))
+        privacy_here = await commands.run("privacy", ask(here, is_admin=False))
+        privacy_there = await commands.run("privacy", ask(there, is_admin=False))
+
+    assert privacy_here.text.startswith("Privacy: what Archivist keeps and how you control it.")
+    assert "Mnemo" not in privacy_here.text
+    assert privacy_there.text.startswith("Privacy: what Mnemo keeps and how you control it.")
+
+
 async def test_the_choice_survives_a_restart(tmp_path: Path, model_dir: Path) -> None:
     async with open_test_app(tmp_path, keep_database=True) as app:
         commands = Commands(app.commands, learn_wait=5)

@@ -120,11 +120,15 @@ class Commands:
             "facts": self._facts,
             "forget": self._forget,
             "stats": self._stats,
-            **privacy_commands.handlers(services.privacy, services.bot_name, self.all),
+            **privacy_commands.handlers(services.privacy, self._bot_name_in, self.all),
             "export": self._export,
             "mydata": self._export,
             **world_choice.handlers(services.worlds, services.model),
         }
+
+    async def _bot_name_in(self, world_id: str) -> str:
+        """The bot's name in a world: the character its admins chose there (`/character`)."""
+        return (await self.services.worlds.of(world_id)).character.name
 
     # ------------------------------------------------------------------ the command set
     def all(self) -> list[CommandInfo]:

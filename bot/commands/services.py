@@ -27,7 +27,6 @@ NoteProfiles = Callable[[Iterable[Account], Room | None], Awaitable[None]]
 @dataclass(frozen=True)
 class CommandServices:
     agent_id: str
-    bot_name: str  # the character's, as /privacy names the bot
     store: MongoStore
     knowledge: Knowledge  # facts: /forget, /facts history
     plugins: PluginHost  # plugins' commands, /stats lines, forget and export hooks
@@ -47,7 +46,6 @@ class CommandServices:
         adapters, which are handed the runtime, build it here, in one place)."""
         return cls(
             agent_id=runtime.agent_id,
-            bot_name=runtime.character.name,
             store=runtime.store,
             knowledge=runtime.knowledge,
             plugins=runtime.plugins,
