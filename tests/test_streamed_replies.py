@@ -31,7 +31,7 @@ from bot.llm.base import ModelClass, ModelError, ModelRequest, Task
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.parsing import partial_reply_text
 from bot.llm.streaming import stream_text
-from bot.runtime.replying import FALLBACK_REPLY, REPLACED_BY_FALLBACK
+from bot.runtime.replying import FALLBACK_REPLY, MODEL_FAILED_REPLY, REPLACED_BY_FALLBACK
 from bot.testing.harness import open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, raw, reply, status
 from bot.testing.scripted import ScriptedModel
@@ -229,6 +229,35 @@ async def test_a_reply_failing_twice_is_replaced_on_screen_by_the_fallback(
             assert await stored_replies(app, chat, 1) == []
             rejects = app.ledger.rejects(Task.REPLY)
             assert rejects["reply with action name"] == 2 and rejects[REPLACED_BY_FALLBACK] == 1
+
+
+async def test_a_model_failing_mid_reply_replaces_the_words_shown_and_none_are_stored(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    whole = answer(PICNIC)
+    cut = whole[: whole.index(" bring")]  # the endpoint fails a dozen words in
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(reply(cut, chunk_delay=0.07, error="the model is overloaded"))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _),
+            on_telegram(app) as telegram,
+        ):
+            message = await telegram.said("I am planning a picnic on Sunday")
+            chat, server = telegram.chat_id, telegram.server
+            texts = [server.sent[0].text] + [text for text, _ in telegram.edits_of(message)]
+
+            # Words of the reply were on screen before the failure...
+            assert texts[0] and PICNIC.startswith(texts[0])
+            # ...and are replaced by the failure message, in the same message.
+            assert texts[-1] == MODEL_FAILED_REPLY
+            assert server.text_of(chat, message) == MODEL_FAILED_REPLY
+            assert len(server.sent) == 1
+            # Nothing of the broken reply is kept; the person's message is.
+            assert await stored_replies(app, chat, 1) == []
+            said = await app.store.memories.get(message_id("telegram", chat, 1))
+            assert said is not None and said.content.text == "I am planning a picnic on Sunday"
+        # Not asked again with half the answer already shown.
+        assert sum(bool(r.json.get("stream")) for r in openai_server.chat_requests) == 1
 
 
 async def test_with_streaming_off_the_reply_is_sent_once_whole(

@@ -67,6 +67,9 @@ class Reply:
     # Streamed: the pieces the text is sent in (None: word by word), and the pause between.
     chunks: tuple[str, ...] | None = None
     chunk_delay: float = 0.0
+    # Streamed: after the pieces, an error event with this message instead of the end (the
+    # model failed mid-answer, as an overloaded endpoint does).
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,18 +109,20 @@ def reply(
     delay: float = 0.0,
     chunks: tuple[str, ...] | None = None,
     chunk_delay: float = 0.0,
+    error: str | None = None,
 ) -> Reply:
     """A completion whose message content is `text` (None sends `"content": null`).
 
     usage: "auto" counts words of the prompt and the reply; a (prompt, completion) pair or a
     `Usage` is sent as given; None omits the field. `chunks` and `chunk_delay`: how a streamed
-    answer is sent (the pieces joined must be `text`).
+    answer is sent (the pieces joined must be `text`). `error`: a streamed answer stops after
+    its pieces with an error event carrying this message.
     """
     if isinstance(usage, tuple):
         usage = Usage(*usage)
     if chunks is not None and "".join(chunks) != (text or ""):
         raise ValueError("the chunks joined must be the text")
-    return Reply(text, usage, finish_reason, delay, chunks, chunk_delay)
+    return Reply(text, usage, finish_reason, delay, chunks, chunk_delay, error)
 
 
 def status(
@@ -426,6 +431,11 @@ class FakeOpenAIServer:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._stopping.wait(), outcome.chunk_delay)
             await event(delta({"content": piece}))
+        if outcome.error is not None:
+            data = json.dumps({"error": {"message": outcome.error}})
+            await response.write(f"data: {data}\n\n".encode())
+            await response.write_eof()
+            return
         await event(delta({}, outcome.finish_reason))
         options = payload.get("stream_options") or {}
         if isinstance(usage, Usage) and isinstance(options, dict) and options.get("include_usage"):
