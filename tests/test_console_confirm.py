@@ -37,7 +37,9 @@ async def console_session(
         world = world_id("console", "sam")
         before = (await app.store.facts.page(world))[1]
         out = io.StringIO()
-        await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(app.runtime)
+        await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(
+            app.adapter_services
+        )
         after = (await app.store.facts.page(world))[1]
     return out.getvalue(), before, after
 
