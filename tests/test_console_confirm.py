@@ -32,7 +32,7 @@ async def console_session(
     ) as app:
         said = "I keep bees\nI live in Lisbon\n"
         await ConsoleChat(user_name="sam", stdin=io.StringIO(said), stdout=io.StringIO()).run(
-            app.runtime
+            app.adapter_services
         )
         world = world_id("console", "sam")
         before = (await app.store.facts.page(world))[1]
