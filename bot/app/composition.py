@@ -98,6 +98,26 @@ def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> Repl
     return RateLimiter(per_minute) if bundled else SharedRateLimiter(store.db, per_minute)
 
 
+def services_for_commands(runtime: AgentRuntime) -> CommandServices:
+    """The parts of the runtime the command layer uses, named."""
+    return CommandServices(
+        agent_id=runtime.agent_id,
+        bot_name=runtime.character.name,
+        store=runtime.store,
+        knowledge=runtime.knowledge,
+        plugins=runtime.plugins,
+        privacy=runtime.privacy,
+        evaluations=runtime.evaluations,
+        ledger=runtime.ledger,
+        profiles=runtime.profiles,
+        sent_replies=runtime.sent_replies,
+        outage=runtime.intake.outage,
+        note_profiles=runtime.note_profiles,
+        worlds=runtime.composer.worlds,
+        model=runtime.model,
+    )
+
+
 def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> AdapterServices:
     """The parts of the runtime the adapters use, named (the console's reads included)."""
     return AdapterServices(
@@ -270,7 +290,7 @@ async def open_app(
             await metrics_server.start()
             stack.push_async_callback(metrics_server.stop)
             log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
-        commands = CommandServices.of(runtime)
+        commands = services_for_commands(runtime)
         yield App(
             settings=settings,
             character=character,
