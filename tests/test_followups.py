@@ -175,7 +175,7 @@ async def test_an_exam_on_friday_brings_one_follow_up_on_saturday_morning_in_the
         console = ConsoleChat(
             user_name="sarah", display_name="Sarah", stdin=os.fdopen(read), stdout=out
         )
-        await console.start(app.runtime)
+        await console.start(app.adapter_services)
         try:
             assert await console.command("/followups on")
             await console.chat("My exam is on Friday, wish me luck!")

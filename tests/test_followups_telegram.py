@@ -38,7 +38,7 @@ async def test_a_follow_up_is_asked_in_the_telegram_group_it_was_mentioned_in(
             base_url=server.base_url,
             poll_timeout=1,
         )
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             server.push_message(group, boss, "/followups on")
             [switched_on] = await server.wait_for_sent(1, chat_id=group.id)

@@ -137,6 +137,6 @@ async def test_forgetme_on_the_console_deletes_its_export_files(
             stdin=io.StringIO("I live in Reykjavik.\n/export\n/forgetme yes\n"),
             stdout=out,
             exports_dir=exports,
-        ).run(app.runtime)
+        ).run(app.adapter_services)
     assert "Written to" in out.getvalue()
     assert list(exports.glob("*.json")) == []

@@ -114,7 +114,7 @@ async def on_telegram(
         **images,
     )
     adapter = TelegramAdapter(settings, base_url=telegram.base_url, poll_timeout=1)
-    await adapter.start(bot.app.runtime)
+    await adapter.start(bot.app.adapter_services)
     try:
         yield adapter
     finally:
@@ -339,7 +339,7 @@ async def on_discord(
 ) -> AsyncIterator[tuple[DiscordAdapter, FakeDiscord]]:
     settings = PlatformSettings(_env_file=None, **images)  # type: ignore[call-arg]
     adapter = DiscordAdapter(settings, learn_wait=10)
-    adapter.bind(bot.app.runtime)
+    adapter.bind(bot.app.adapter_services)
     yield adapter, FakeDiscord(adapter.client, tree=adapter.tree)
 
 
@@ -417,7 +417,7 @@ async def test_the_console_sends_a_picture_with_image(
     out = io.StringIO()
     async with mnemo(tmp_path, model_dir, mongo_uri) as bot:
         console = ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out, images=limits)
-        await console.run(bot.app.runtime)
+        await console.run(bot.app.adapter_services)
         stored = await bot.app.store.memories.recent(console.room.id, 5)
 
     [request] = bot.reply_requests()

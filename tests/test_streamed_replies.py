@@ -122,7 +122,7 @@ async def on_telegram(app: App) -> AsyncIterator[Telegram]:
             typing_interval=0.2,
             edit_interval=EDIT_INTERVAL,
         )
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             yield Telegram(app, adapter, server)
         finally:
@@ -314,7 +314,7 @@ async def test_a_discord_reply_grows_in_one_message_then_settles(
                 learn_wait=10,
                 edit_interval=EDIT_INTERVAL,
             )
-            adapter.bind(app.runtime)
+            adapter.bind(app.adapter_services)
             discord = FakeDiscord(adapter.client, tree=adapter.tree)
             sam = discord.person("Sam")
             await adapter.on_message(discord.message(sam, "I am planning a picnic on Sunday"))
@@ -357,7 +357,7 @@ async def test_the_console_prints_the_reply_as_it_comes(
                 stream_replies=True,
                 learn_timeout=10,
             )
-            await console.run(app.runtime)
+            await console.run(app.adapter_services)
 
     name = app.runtime.character.name
     assert f"{name}: {PICNIC}\n" in out.getvalue()
@@ -472,7 +472,7 @@ async def test_a_discord_reply_past_the_limit_streams_its_first_message_then_sen
                 learn_wait=10,
                 edit_interval=EDIT_INTERVAL,
             )
-            adapter.bind(app.runtime)
+            adapter.bind(app.adapter_services)
             discord = FakeDiscord(adapter.client, tree=adapter.tree)
             sam = discord.person("Sam")
             await adapter.on_message(discord.message(sam, "Tell me everything about the trip"))

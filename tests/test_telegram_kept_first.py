@@ -82,7 +82,7 @@ async def webhook_bot(app: App) -> AsyncIterator[tuple[TelegramAdapter, Webhook]
             telegram_webhook_listen="127.0.0.1",
         )
         adapter = TelegramAdapter(settings, base_url=server.base_url, stop_grace=2)
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             yield adapter, Webhook(server, port)
         finally:
@@ -223,7 +223,7 @@ async def test_polling_confirms_an_update_only_once_its_message_is_kept(
         adapter = TelegramAdapter(settings, base_url=server.base_url, stop_grace=2)
         person: FakeUser = server.user("Sarah")
         chat: FakeChat = server.private_chat(person)
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             await kill_database(app)
             server.push_message(chat, person, "hello as the database dies")

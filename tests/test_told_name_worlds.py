@@ -92,7 +92,7 @@ async def test_me_and_export_on_the_console_show_the_name_told_there(
         said = "Hi, my name is Mirelune.\n/me\n/export\n"
         await ConsoleChat(
             user_name="jd4711", stdin=io.StringIO(said), stdout=out, exports_dir=tmp_path / "x"
-        ).run(app.runtime)
+        ).run(app.adapter_services)
     assert "You asked me to call you Mirelune here." in out.getvalue()
     [path] = re.findall(r"Written to (\S+\.json)", out.getvalue())
     assert exported_file(Path(path))["account"]["told_name"] == "Mirelune"

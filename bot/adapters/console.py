@@ -6,7 +6,7 @@ bot learned from them, kept for later sessions). Their login is only a handle (t
 id and username): it is never shown to the model as their name, or "Hi, my name is Sarah"
 would be learned as "root's name is Sarah". Until they give a name they are "User".
 
-It is an adapter like the others (`start(runtime)`, `wait_closed()`, `stop()`): a typed line
+It is an adapter like the others (`start(services)`, `wait_closed()`, `stop()`): a typed line
 becomes an `Incoming` through `to_memory`, goes through the room's lane, and commands are the
 shared command layer's, with the person at the console as its admin.
 
@@ -33,7 +33,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.images import ImageFile, ImageLimits, image_loader, media_type_of
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.streaming import PrintedReply, StreamingSender
@@ -46,7 +46,6 @@ from bot.commands.command_set import (
     Request,
     command_parts,
 )
-from bot.commands.services import CommandServices
 from bot.domain.records import (
     Account,
     Content,
@@ -62,7 +61,6 @@ from bot.domain.records import (
 )
 from bot.domain.records import Attachment as FileAttachment
 from bot.privacy.forgetting import forget_exports
-from bot.runtime.agent import AgentRuntime
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +180,7 @@ class ConsoleChat:
         """`stream_replies`: print replies as the model writes them (None: when the output
         is a terminal, where a person watches it; MNEMO_STREAM_REPLIES=false turns it off
         everywhere)."""
-        self._runtime: AgentRuntime | None = None
+        self._services: AdapterServices | None = None
         # The model sees images (`/image` sends the picture itself): the limits; None: the
         # picture's file name alone, as on the platforms.
         self.images = images
@@ -219,10 +217,10 @@ class ConsoleChat:
         self._confirming_forget = False
 
     @property
-    def runtime(self) -> AgentRuntime:
-        if self._runtime is None:
+    def services(self) -> AdapterServices:
+        if self._services is None:
             raise RuntimeError("the console is not started")
-        return self._runtime
+        return self._services
 
     @property
     def commands(self) -> Commands:
@@ -231,20 +229,20 @@ class ConsoleChat:
         return self._commands
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self, runtime: AgentRuntime) -> None:
+    async def start(self, services: AdapterServices) -> None:
         """Greet nobody (the caller prints the banner); read lines until /quit or Ctrl-D."""
-        self._runtime = runtime
+        self._services = services
         # The same commands as on Discord and Telegram; the person at this machine is the admin.
-        self._commands = Commands(CommandServices.of(runtime), learn_wait=self.learn_timeout)
+        self._commands = Commands(services.commands, learn_wait=self.learn_timeout)
         if self._given_name is None:
             # A name learned in an earlier session is still theirs. (Earlier versions stored
             # the login as the name: that is no name they gave.)
-            known = (await runtime.store.accounts.get_many([self.account.id])).get(self.account.id)
+            known = (await services.accounts.get_many([self.account.id])).get(self.account.id)
             if known is not None and known.name not in (self.account.platform_id, UNNAMED):
                 self.account = self.account.model_copy(update={"name": known.name})
-        await runtime.note_profiles([self.account], self.room)
+        await services.note_profiles([self.account], self.room)
         # Plugins may speak later with nothing typed (a follow-up): printed like a reply.
-        runtime.plugins.rooms.connect(PLATFORM, self._room_sender)
+        services.plugin_rooms.connect(PLATFORM, self._room_sender)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_reader(self.stdin, lines, asyncio.get_running_loop())
         self._conversation = asyncio.create_task(self._converse(lines), name="console")
@@ -258,16 +256,16 @@ class ConsoleChat:
         """Leave now (Ctrl-C, SIGTERM): what was said is stored; learning resumes next time.
         A message being answered gets a moment to finish: its reply, once shown, is stored
         with the message (a reply shown but not stored would be given again next time)."""
-        if self._runtime is not None:
-            self._runtime.plugins.rooms.disconnect(PLATFORM)
+        if self._services is not None:
+            self._services.plugin_rooms.disconnect(PLATFORM)
         conversation = self._conversation
         if conversation is not None and not conversation.done():
             await cancel_and_wait(conversation)
         await self._lanes.close(grace=STOP_GRACE)
 
-    async def run(self, runtime: AgentRuntime) -> None:
+    async def run(self, services: AdapterServices) -> None:
         """Start, converse until the person leaves, stop."""
-        await self.start(runtime)
+        await self.start(services)
         try:
             await self.wait_closed()
         finally:
@@ -315,7 +313,7 @@ class ConsoleChat:
 
     def _speaker(self) -> str:
         """The console world's character (`/character`), as last read."""
-        return self.runtime.composer.worlds.kept(self.room.world_id).character.name
+        return self.services.worlds.kept(self.room.world_id).character.name
 
     async def chat(
         self,
@@ -324,11 +322,11 @@ class ConsoleChat:
         attachments: Sequence[FileAttachment] = (),
         images: Sequence[ImageFile] = (),
     ) -> None:
-        runtime = self.runtime
+        services = self.services
         incoming = to_memory(
             text,
             ConsoleSession(self.account, self.room),
-            agent_id=runtime.agent_id,
+            agent_id=services.agent_id,
             attachments=attachments,
         )
         if incoming is None:
@@ -347,7 +345,7 @@ class ConsoleChat:
         sender = StreamingSender(send, printed) if self.stream_replies else send
 
         async def handle() -> None:
-            await runtime.handle(
+            await services.handle(
                 incoming.memory, sender, account=incoming.account, room=incoming.room
             )
 
@@ -441,7 +439,7 @@ class ConsoleChat:
         """
         if self._given_name is not None:
             return
-        facts, _ = await self.runtime.store.facts.page(
+        facts, _ = await self.services.facts.page(
             self.room.world_id, subject_id=self.account.id, limit=_NAME_SCAN_LIMIT
         )
         for fact in facts:
@@ -449,14 +447,14 @@ class ConsoleChat:
             if name is not None:
                 if name != self.account.name:
                     self.account = self.account.model_copy(update={"name": name})
-                    await self.runtime.note_profiles([self.account])
+                    await self.services.note_profiles([self.account])
                 return
 
     def _database_away(self) -> bool:
         """MongoDB unreachable: messages wait in the outage journal, and what needs the
         database besides (learning before an answer, the name the person told) is skipped
         rather than ending the chat."""
-        outage = self.runtime.intake.outage
+        outage = self.services.outage
         return outage is not None and outage.waiting
 
     async def finish(self) -> None:
@@ -465,8 +463,8 @@ class ConsoleChat:
             log.warning("leaving while MongoDB is unreachable: the journal is replayed next start")
             return
         if self._last is not None:
-            await self.runtime.flush_room(self._last, timeout=self.learn_timeout)
-        if not await self.runtime.evaluations.join(self.room.id, self.learn_timeout):
+            await self.services.evaluations.flush_room(self._last, timeout=self.learn_timeout)
+        if not await self.services.evaluations.join(self.room.id, self.learn_timeout):
             log.warning("leaving with evaluations still running; they resume on next start")
 
 

@@ -134,7 +134,9 @@ async def _chat(settings: Settings, name: str | None = None) -> None:
         print(banner(app), flush=True)
         exports = settings.storage.data_dir / "exports"
         images = ImageLimits.of(settings.platforms)  # /image sends the picture itself
-        await ConsoleChat(display_name=name, exports_dir=exports, images=images).run(app.runtime)
+        await ConsoleChat(display_name=name, exports_dir=exports, images=images).run(
+            app.adapter_services
+        )
 
 
 async def _run(settings: Settings, name: str | None = None) -> None:

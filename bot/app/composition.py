@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo import monitoring
 
+from bot.adapters.base import AdapterServices
 from bot.app.model_choice import make_model, world_choices
 from bot.app.prompt_texts import grounding_for
 from bot.app.scheduler import build_scheduler
@@ -69,6 +70,8 @@ class App:
     bundled_mongo: bool
     # What the command layer uses (bot/commands/services.py), instead of the whole runtime.
     commands: CommandServices
+    # What the adapters use (bot/adapters/base.py), instead of the whole runtime.
+    adapter_services: AdapterServices
     # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
     metrics_server: MetricsServer | None = None
     # The bundled MongoDB server and what restarts it, when MONGODB_URI is unset.
@@ -93,6 +96,43 @@ def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> Repl
     which belongs to one process (and saves a round trip per message)."""
     per_minute = settings.platforms.rate_limit_per_minute
     return RateLimiter(per_minute) if bundled else SharedRateLimiter(store.db, per_minute)
+
+
+def services_for_commands(runtime: AgentRuntime) -> CommandServices:
+    """The parts of the runtime the command layer uses, named."""
+    return CommandServices(
+        agent_id=runtime.agent_id,
+        store=runtime.store,
+        knowledge=runtime.knowledge,
+        plugins=runtime.plugins,
+        privacy=runtime.privacy,
+        evaluations=runtime.evaluations,
+        ledger=runtime.ledger,
+        profiles=runtime.profiles,
+        sent_replies=runtime.sent_replies,
+        outage=runtime.intake.outage,
+        note_profiles=runtime.note_profiles,
+        worlds=runtime.composer.worlds,
+        model=runtime.model,
+    )
+
+
+def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> AdapterServices:
+    """The parts of the runtime the adapters use, named (the console's reads included)."""
+    return AdapterServices(
+        agent_id=runtime.agent_id,
+        handle=runtime.handle,
+        note_profiles=runtime.note_profiles,
+        answer_unanswered=runtime.answer_unanswered,
+        keep_first=runtime.intake.keep_first,
+        plugin_rooms=runtime.plugins.rooms,
+        commands=commands,
+        accounts=runtime.store.accounts,
+        facts=runtime.store.facts,
+        worlds=runtime.composer.worlds,
+        outage=runtime.intake.outage,
+        evaluations=runtime.evaluations,
+    )
 
 
 def agent_id_for(character: Character) -> str:
@@ -249,6 +289,7 @@ async def open_app(
             await metrics_server.start()
             stack.push_async_callback(metrics_server.stop)
             log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
+        commands = services_for_commands(runtime)
         yield App(
             settings=settings,
             character=character,
@@ -260,7 +301,8 @@ async def open_app(
             registry=registry,
             ledger=ledger,
             bundled_mongo=bundled,
-            commands=CommandServices.of(runtime),
+            commands=commands,
+            adapter_services=services_for_adapters(runtime, commands),
             metrics_server=metrics_server,
             vector_healing=healing,
             mongo_server=server,

@@ -13,7 +13,6 @@ from bot.llm.base import LanguageModel
 from bot.plugin.host import PluginHost
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue
-from bot.runtime.agent import AgentRuntime
 from bot.runtime.intake.outage import Outage
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.profiles import KnownProfiles
@@ -39,23 +38,3 @@ class CommandServices:
     note_profiles: NoteProfiles
     worlds: WorldChoices  # each world's character and model names (/character, /model, /stats)
     model: LanguageModel  # /model checks a name with the endpoint before keeping it
-
-    @classmethod
-    def of(cls, runtime: AgentRuntime) -> CommandServices:
-        """The parts of a built runtime the command layer uses (the composition root and the
-        adapters, which are handed the runtime, build it here, in one place)."""
-        return cls(
-            agent_id=runtime.agent_id,
-            store=runtime.store,
-            knowledge=runtime.knowledge,
-            plugins=runtime.plugins,
-            privacy=runtime.privacy,
-            evaluations=runtime.evaluations,
-            ledger=runtime.ledger,
-            profiles=runtime.profiles,
-            sent_replies=runtime.sent_replies,
-            outage=runtime.intake.outage,
-            note_profiles=runtime.note_profiles,
-            worlds=runtime.composer.worlds,
-            model=runtime.model,
-        )

@@ -2,7 +2,7 @@
 
     async with FakeTelegramServer() as server:
         adapter = TelegramAdapter(settings, base_url=server.base_url)
-        await adapter.start(runtime)
+        await adapter.start(app.adapter_services)
         sarah = server.user("Sarah")
         server.push_message(server.private_chat(sarah), sarah, "hi")
         [reply] = await server.wait_for_sent(1)

@@ -21,7 +21,7 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.discord.commands import DiscordCommands, answer
 from bot.adapters.discord.convert import PLATFORM, images_of, intents, to_memory
 from bot.adapters.discord.registration import CommandSync, Registrations
@@ -31,10 +31,9 @@ from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
 from bot.adapters.streaming import EDIT_INTERVAL, EditedReply, StreamingSender
 from bot.commands.command_set import Commands
-from bot.commands.services import CommandServices
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Content, Memory, Room
-from bot.runtime.agent import AgentRuntime, Send
+from bot.runtime.types import Send
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +227,7 @@ class DiscordAdapter:
         self.slash = DiscordCommands(settings, lambda: self.commands)
         self._commands: Commands | None = None
         self.lanes: RoomLanes[int] = RoomLanes(PLATFORM)
-        self._runtime: AgentRuntime | None = None
+        self._services: AdapterServices | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._synced_once = False
         self._background: set[asyncio.Task[Any]] = set()
@@ -245,10 +244,10 @@ class DiscordAdapter:
             self.tree.add_command(command)
 
     @property
-    def runtime(self) -> AgentRuntime:
-        if self._runtime is None:
+    def services(self) -> AdapterServices:
+        if self._services is None:
             raise RuntimeError("DiscordAdapter.start() (or bind()) was not called")
-        return self._runtime
+        return self._services
 
     @property
     def commands(self) -> Commands:
@@ -256,23 +255,23 @@ class DiscordAdapter:
             raise RuntimeError("DiscordAdapter.start() (or bind()) was not called")
         return self._commands
 
-    def bind(self, runtime: AgentRuntime) -> None:
-        """Attach the runtime without connecting (start() does this too); the plugins'
+    def bind(self, services: AdapterServices) -> None:
+        """Attach Mnemo's services without connecting (start() does this too); the plugins'
         commands join the slash commands."""
-        if self._runtime is runtime:
+        if self._services is services:
             return
-        self._runtime = runtime
-        self._commands = Commands(CommandServices.of(runtime), learn_wait=self.learn_wait)
+        self._services = services
+        self._commands = Commands(services.commands, learn_wait=self.learn_wait)
         for command in self.slash.from_plugins(self._commands.all()):
             self.tree.add_command(command, override=True)
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self, runtime: AgentRuntime) -> None:
+    async def start(self, services: AdapterServices) -> None:
         """Log in, connect in this event loop, and return once Discord says ready."""
         token = self.settings.discord_token
         if token is None or not token.get_secret_value().strip():
             raise PlatformStartupError(NO_TOKEN)
-        self.bind(runtime)
+        self.bind(services)
         try:
             await self.client.login(token.get_secret_value())
         except discord.LoginFailure:
@@ -293,20 +292,20 @@ class DiscordAdapter:
         )
         await self._wait_ready(self._gateway)
         # Plugins may speak in a channel later, with no message to answer (a follow-up).
-        runtime.plugins.rooms.connect(PLATFORM, self._room_sender)
+        services.plugin_rooms.connect(PLATFORM, self._room_sender)
         # Messages a crash left unanswered in Discord channels are answered now (in the
         # background: it takes model calls).
-        self._spawn(self._answer_unanswered(runtime))
+        self._spawn(self._answer_unanswered(services))
 
     def _room_sender(self, room: Room) -> Send:
         return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
 
-    async def _answer_unanswered(self, runtime: AgentRuntime) -> None:
+    async def _answer_unanswered(self, services: AdapterServices) -> None:
         def sender(room: Room, message: Memory) -> Send:
             # The Discord message is gone from memory after a restart: the reply quotes nothing.
             return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
 
-        await runtime.answer_unanswered(PLATFORM, sender)
+        await services.answer_unanswered(PLATFORM, sender)
 
     async def _wait_ready(self, gateway: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(self.client.wait_until_ready())
@@ -347,8 +346,8 @@ class DiscordAdapter:
     async def stop(self) -> None:
         """Take no new messages, let the ones being answered finish, then disconnect."""
         self._stopping = True
-        if self._runtime is not None:
-            self._runtime.plugins.rooms.disconnect(PLATFORM)
+        if self._services is not None:
+            self._services.plugin_rooms.disconnect(PLATFORM)
         await self.lanes.close(self.stop_grace)
         await self.client.close()
         gateway, self._gateway = self._gateway, None
@@ -378,10 +377,10 @@ class DiscordAdapter:
         log.info("discord: connection resumed")
 
     async def on_message(self, message: discord.Message) -> None:
-        runtime, me = self._runtime, self.client.user
-        if runtime is None or me is None or self._stopping:
+        services, me = self._services, self.client.user
+        if services is None or me is None or self._stopping:
             return
-        incoming = to_memory(message, me, agent_id=runtime.agent_id)
+        incoming = to_memory(message, me, agent_id=services.agent_id)
         if incoming is None:
             return
         if self._image_limits is not None and message.attachments:
@@ -392,16 +391,16 @@ class DiscordAdapter:
         # Queued before any await: discord.py starts a task per event in arrival order, so
         # the channel's lane gets them in that order. This task ends once it is answered.
         handled = self.lanes.submit(
-            message.channel.id, lambda: self._handle(runtime, message, incoming)
+            message.channel.id, lambda: self._handle(services, message, incoming)
         )
         await asyncio.wait([handled])
 
     async def _handle(
-        self, runtime: AgentRuntime, message: discord.Message, incoming: Incoming
+        self, services: AdapterServices, message: discord.Message, incoming: Incoming
     ) -> None:
         try:
-            await runtime.note_profiles(incoming.mentioned)
-            await runtime.handle(
+            await services.note_profiles(incoming.mentioned)
+            await services.handle(
                 incoming.memory,
                 sender_for(
                     message,

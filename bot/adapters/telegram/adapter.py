@@ -38,7 +38,7 @@ from telegram.ext import (
     filters,
 )
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.images import ImageFile, ImageLimits, image_loader
 from bot.adapters.lanes import RoomLanes
@@ -50,11 +50,10 @@ from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import Commands
-from bot.commands.services import CommandServices
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Memory, Room, utcnow
-from bot.runtime.agent import AgentRuntime, Send
 from bot.runtime.intake.intake import AtDoor
+from bot.runtime.types import Send
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +97,7 @@ class TelegramAdapter:
         self._recovery: asyncio.Task[int] | None = None
         self._lanes: RoomLanes[int] = RoomLanes(PLATFORM)
         self._app: Application | None = None
-        self._runtime: AgentRuntime | None = None
+        self._services: AdapterServices | None = None
         self._identity: BotIdentity | None = None
         self._closed = asyncio.Event()
         self._failure: str | None = None
@@ -116,14 +115,14 @@ class TelegramAdapter:
             raise RuntimeError("the Telegram adapter is not started")
         return self._identity
 
-    async def start(self, runtime: AgentRuntime) -> None:
+    async def start(self, services: AdapterServices) -> None:
         """Log in, register the commands and start receiving updates; returns once running.
 
         Raises PlatformStartupError with one line (never the token) when that is impossible.
         """
-        self._runtime = runtime
+        self._services = services
         self._commands = TelegramCommands(
-            Commands(CommandServices.of(runtime), learn_wait=self.learn_wait),
+            Commands(services.commands, learn_wait=self.learn_wait),
             self.settings,
             self,
             usernames=self._usernames,
@@ -148,16 +147,16 @@ class TelegramAdapter:
         await self._require_commands().register_menu(app.bot)
         log.info("telegram: running as @%s", me.username)
         # Plugins may speak in a chat later, with no message to answer (a follow-up).
-        runtime.plugins.rooms.connect(PLATFORM, lambda room: self._sender_for(room, None))
+        services.plugin_rooms.connect(PLATFORM, lambda room: self._sender_for(room, None))
         # Messages a crash left unanswered in Telegram chats are answered now (in the
         # background: it takes model calls).
         self._recovery = asyncio.create_task(
-            runtime.answer_unanswered(PLATFORM, self._sender_for), name="telegram-recovery"
+            services.answer_unanswered(PLATFORM, self._sender_for), name="telegram-recovery"
         )
 
     async def stop(self) -> None:
-        if self._runtime is not None:
-            self._runtime.plugins.rooms.disconnect(PLATFORM)
+        if self._services is not None:
+            self._services.plugin_rooms.disconnect(PLATFORM)
         if self._recovery is not None and not self._recovery.done():
             self._recovery.cancel()
         app, self._app = self._app, None
@@ -266,7 +265,7 @@ class TelegramAdapter:
         incoming = to_memory(
             message,
             self.identity,
-            agent_id=self._require_runtime().agent_id,
+            agent_id=self._require_services().agent_id,
             received_at=self._received_at(),
         )
         if incoming is None:
@@ -274,8 +273,8 @@ class TelegramAdapter:
         self._carry_images(message, incoming)
         # Kept before Telegram is told it arrived (keeping.py), in its lane's order.
         webhook = self.settings.telegram_webhook_url is not None  # Telegram retries a 503
-        runtime = self._require_runtime()
-        kept = self._kept.start(runtime, message, incoming, platform_retries=webhook)
+        services = self._require_services()
+        kept = self._kept.start(services.keep_first, message, incoming, platform_retries=webhook)
         self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming, kept))
         await self._kept.settle(update.update_id, kept)
 
@@ -310,7 +309,7 @@ class TelegramAdapter:
     async def _handle(self, message: Message, incoming: Incoming, kept: Awaitable[AtDoor]) -> None:
         if not await proceed(kept):
             return  # journaled (the replay answers it), refused, or not kept (sent again)
-        runtime = self._require_runtime()
+        services = self._require_services()
         reply_to = message.message_id if incoming.room.kind == "group" else None
         thread = message.message_thread_id if message.is_topic_message else None
         replied = asyncio.Event()
@@ -318,8 +317,8 @@ class TelegramAdapter:
         replies = ChatReplies(
             self, message.chat.id, thread, reply_to, replied, edit_interval=self.edit_interval
         )
-        await runtime.note_profiles(incoming.mentioned)
-        await runtime.handle(
+        await services.note_profiles(incoming.mentioned)
+        await services.handle(
             incoming.memory,
             replies.sender(),
             typing=lambda: self._typing(message.chat.id, thread, replied),
@@ -363,10 +362,10 @@ class TelegramAdapter:
             raise RuntimeError("the Telegram adapter is not started")
         return self._commands
 
-    def _require_runtime(self) -> AgentRuntime:
-        if self._runtime is None:
+    def _require_services(self) -> AdapterServices:
+        if self._services is None:
             raise RuntimeError("the Telegram adapter is not started")
-        return self._runtime
+        return self._services
 
     def _sender_for(self, room: Room, message: Memory | None) -> Send:
         """How to answer, after a restart, a message of this chat that a crash left

@@ -18,9 +18,8 @@ from collections.abc import Awaitable, Callable
 
 from telegram import Message
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import Incoming, KeepFirst
 from bot.domain.records import Content
-from bot.runtime.agent import AgentRuntime
 from bot.runtime.intake.intake import AtDoor
 
 log = logging.getLogger(__name__)
@@ -46,7 +45,7 @@ class KeptFirst:
 
     def start(
         self,
-        runtime: AgentRuntime,
+        keep_first: KeepFirst,
         message: Message,
         incoming: Incoming,
         *,
@@ -60,7 +59,7 @@ class KeptFirst:
             await self._send(message.chat.id, content.text, reply_to, thread)
 
         return asyncio.ensure_future(
-            runtime.intake.keep_first(
+            keep_first(
                 incoming.memory,
                 incoming.account,
                 incoming.room,
