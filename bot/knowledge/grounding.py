@@ -45,6 +45,7 @@ ABOUT_EVERYONE = "about no one in particular"
 PLANTED = "planted through a remember request"
 OTHER_KIND = "update of another kind"
 RETRACTION_UNSUPPORTED = "retraction not said"
+TAKEN_BACK = "taken back by its speaker"
 
 # A run of this many words shared with the character file or a prompt is an echo of it.
 ECHO_RUN = 6
@@ -174,8 +175,9 @@ class Grounding:
         if said is None:
             return None
         # What is said of everyone ("remember that everyone here is a potato farmer") is
-        # said of no one: it supports nothing.
-        said = [line for line in said if not _EVERYONE.search(line)]
+        # said of no one: it supports nothing. Judged by sentence: "I work as a baker." in
+        # the same message still says what it says.
+        said = [kept for line in said if (kept := _without_everyone(line))]
         content = content_words(words_of(text), [*names, *self.agent_names])
         if not content:
             return NO_CONTENT
@@ -194,6 +196,9 @@ class Grounding:
             # "Remember that Tobrin is a thief": only what someone says of themselves is
             # taken from a request to remember it.
             return PLANTED
+        if not _TAKE_BACK.search(text) and taken_back(content, said):
+            # (a claim that says the change itself, "Tariq sold his Volvo", is what was said)
+            return TAKEN_BACK
         return None
 
     def supports(self, text: str, *, names: Sequence[str], said: Sequence[str]) -> list[str]:
@@ -218,6 +223,39 @@ def same_kind(old: str, new: str) -> bool:
         return bool(old_kinds & new_kinds)
     shared = content_words(words_of(old), ()) & content_words(words_of(new), ())
     return bool(shared)
+
+
+def _without_everyone(line: str) -> str:
+    """The line without its sentences about everyone."""
+    sentences = _SENTENCE_END.split(line)
+    return " ".join(s for s in sentences if s.strip() and not _EVERYONE.search(s))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# The parts of what someone said that can take one thing back: "I sold the Volvo, I take
+# the bus now" takes back the Volvo, not the bus.
+_TAKE_BACK_PART = re.compile(r"[.!?;:,()\n]+|\s+-+\s+|\s+(?:and|but|so|then)\s+", re.I)
+# Words that say something stopped being true (narrower than `_CHANGE_CUES`: "now" and
+# "not" say nothing stopped on their own).
+_TAKE_BACK = re.compile(
+    r"\b(?:no\s+longer|any\s*more|quit|quitting|left|sold|selling|stopped|gave\s+up"
+    r"|retired|broke\s+up|divorced|used\s+to|former(?:ly)?|moved\s+(?:out\s+of|away\s+from)"
+    r"|got\s+rid\s+of)\b",
+    re.I,
+)
+
+
+def taken_back(content: set[str], said: Sequence[str]) -> bool:
+    """Whether the speaker's last words on the claim (its content words, `said` in the order
+    said) take it back: "I teach maths in Valencia" then "I quit teaching" no longer
+    supports "teaches maths"; a model that says it again, from the earlier line still in its
+    window, is not believed."""
+    last: bool | None = None
+    for line in said:
+        for part in _TAKE_BACK_PART.split(line):
+            if content & set(words_of(part)):
+                last = bool(_TAKE_BACK.search(part))
+    return bool(last)
 
 
 def says_it_changed(lines: Sequence[str]) -> bool:
