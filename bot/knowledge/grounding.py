@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.knowledge.claim_sentences import NOT_SAID, sentence_problem
+from bot.knowledge.claim_sentences import NOT_SAID, says_not, sentence_problem
 from bot.knowledge.claim_words import (
     FIRST_PERSON_WORDS,
     TOKEN,
@@ -196,8 +196,9 @@ class Grounding:
             # "Remember that Tobrin is a thief": only what someone says of themselves is
             # taken from a request to remember it.
             return PLANTED
-        if not _TAKE_BACK.search(text) and taken_back(content, said):
-            # (a claim that says the change itself, "Tariq sold his Volvo", is what was said)
+        if not _TAKE_BACK.search(text) and not says_not(text) and taken_back(content, said):
+            # (a claim that says the change itself, "Tariq sold his Volvo", "Priya does not
+            # eat meat", is what was said)
             return TAKEN_BACK
         return None
 
