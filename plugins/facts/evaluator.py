@@ -53,6 +53,7 @@ from .claims import (
     Claim,
     People,
     describe_account,
+    named_naturally,
     not_kept,
     parse_claims,
     told_name,
@@ -450,7 +451,7 @@ def _fact(claim: Claim, attributed: Attribution, users: Sequence[Memory], messag
         # redelivered or re-run extraction stores it once and closes nothing twice.
         id=stable_id("fact", message.id, subject_id, " ".join(claim.claim.casefold().split())),
         valid_from=said_at,
-        text=attributed.text,
+        text=named_naturally(attributed.text),
         type=claim.type,
         subject_id=subject_id,
         said_by=speaker if speaker != subject_id else None,
