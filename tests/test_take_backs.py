@@ -14,6 +14,7 @@ with the rules merged (the default), grounding, bundled MongoDB, Chroma and the 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -231,3 +232,78 @@ def test_the_last_word_of_a_speaker_on_a_claim_stands(
 ) -> None:
     name = text.split()[0]
     assert GROUNDING.judge(text, subject_is_speaker=True, names=[name], said=said) == why
+
+
+def by_known_fact(*answers: str) -> ScriptedModel:
+    """A model whose answers name known facts by a word of their text: `{Haifa}` becomes the
+    short id the prompt gave the known fact that mentions Haifa."""
+    remaining = list(answers)
+
+    def respond(prompt: str, task: str, state: object) -> str:
+        known = prompt[prompt.index("# Known facts") : prompt.index("# Recent Messages")]
+        text = remaining.pop(0) if len(remaining) > 1 else remaining[0]
+        for word in re.findall(r"\{(\w+)\}", text):
+            short = re.search(rf"(f\d+): [^\n]*{word}", known)
+            assert short is not None, (word, known)
+            text = text.replace("{" + word + "}", short.group(1))
+        return text
+
+    return ScriptedModel(
+        respond,
+        answers={
+            Task.REPLY: ['{"text": "Noted.", "action": "NONE"}'],
+            Task.EVALUATOR_SELECTION: ['["GET_FACTS"]'],
+        },
+    )
+
+
+async def test_a_correction_of_one_thing_closes_that_thing_only(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # The live model's answer to "Amir is my cousin, not my brother": it retracted where Lior
+    # lives (the retraction was applied; the bench counted Haifa lost).
+    model = by_known_fact(
+        answer(),
+        answer(
+            claim("Lior's brother is called Amir", "Lior", "update", "{brother}"),
+            claim("Lior lives in Haifa with Amir", "Lior", "retract", "{Haifa}"),
+        ),
+    )
+    async with open_test_app(
+        tmp_path,
+        plugins=[plugin],
+        model=model,
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+        plugin_settings={
+            "facts": FactsSettings().model_copy(update={"conversation_length": NEVER})
+        },
+    ) as app:
+        chat = TestChat(app.runtime, name="Lior")
+        await say_and_learn(chat, "My brother Amir lives with me in Haifa.")
+        before = await current_texts(app, chat.room.world_id)
+        await say_and_learn(chat, "Wait, I got that wrong. Amir is my cousin, not my brother.")
+        after = await current_texts(app, chat.room.world_id)
+
+    assert "Lior lives in Haifa with Amir" in before, before
+    assert "Lior lives in Haifa with Amir" in after, after
+    assert not any("brother" in text for text in after), after
+    assert any("cousin" in text for text in after), after
+
+
+@pytest.mark.parametrize(
+    ("fact", "said", "changed"),
+    [
+        ("Tariq drives a blue Volvo", "I sold the Volvo, I take the bus now.", True),
+        ("Tariq drives a blue Volvo", "The Volvo? I sold it last week.", True),
+        ("Tariq takes the bus", "I sold the Volvo, I take the bus now.", False),
+        ("Ben teaches maths in Valencia", "I quit teaching last month, I'm a carpenter now.", True),
+        ("Ben plays the cello", "I quit teaching last month, I'm a carpenter now.", False),
+        ("Lior lives in Haifa with Amir", "Amir is my cousin, not my brother.", False),
+        ("Lior's brother is called Amir", "Amir is my cousin, not my brother.", True),
+        ("Priya's partner is Sam", "Sam and I broke up.", True),
+    ],
+)
+def test_a_take_back_names_what_it_takes_back(fact: str, said: str, changed: bool) -> None:
+    name = fact.split()[0].removesuffix("'s")
+    assert GROUNDING.says_it_changed_of(fact, names=[name], said=[said]) is changed

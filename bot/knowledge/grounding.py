@@ -97,12 +97,12 @@ _REMEMBER_REQUEST = re.compile(
 )
 # "Name: text", the way prompts show messages (and "Mnemo: Create_goal: ...").
 _TRANSCRIPT = re.compile(r"(?:^|\n)\s*[\w@][\w.'@-]*(?: [\w.'@-]+){0,3}:\s+\S")
-# What says a known fact stopped being true.
+# What says a known fact stopped being true ("now", "new", "switched to" say what is true
+# instead: "I take the bus now" takes nothing back).
 _CHANGE_CUES = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|don'?t|doesn'?t|didn'?t|not|never|quit"
     r"|left|leaving|sold|moved|moving|stopped|gave\s+up|retired|lost|broke\s+up|divorced"
-    r"|died|passed\s+away|former(?:ly)?|used\s+to|ex|gone|ended|finished|changed|switched"
-    r"|new|now)\b",
+    r"|died|passed\s+away|former(?:ly)?|used\s+to|ex|gone|ended|finished)\b",
     re.I,
 )
 
@@ -202,10 +202,24 @@ class Grounding:
             return TAKEN_BACK
         return None
 
-    def supports(self, text: str, *, names: Sequence[str], said: Sequence[str]) -> list[str]:
-        """The lines of `said` that share a content word with the claim `text`."""
-        content = content_words(words_of(text), [*names, *self.agent_names])
-        return [line for line in said if content & set(words_of(line))]
+    def says_it_changed_of(self, text: str, *, names: Sequence[str], said: Sequence[str]) -> bool:
+        """Whether `said` says the fact `text` stopped being true: a line about it (sharing a
+        content word) has a part with words of change ("sold", "quit", "no longer") that is
+        about the fact too, or about nothing else ("I sold the Volvo", "The Volvo? I sold
+        it"). "Amir is my cousin, not my brother" takes back the brother, never "lives in
+        Haifa with Amir" (a small model live answered that retraction, and it was applied)."""
+        ignored = [*names, *self.agent_names]
+        content = content_words(words_of(text), ignored)
+        for line in said:
+            if not content & set(words_of(line)):
+                continue
+            for part in _TAKE_BACK_PART.split(line):
+                if not _CHANGE_CUES.search(part):
+                    continue
+                rest = content_words(words_of(_CHANGE_CUES.sub(" ", part)), ignored) - _WHEN
+                if not rest or rest & content:
+                    return True
+        return False
 
 
 def supported(text: str, *, names: Sequence[str], said: Sequence[str]) -> bool:
@@ -259,7 +273,10 @@ def taken_back(content: set[str], said: Sequence[str]) -> bool:
     return bool(last)
 
 
-def says_it_changed(lines: Sequence[str]) -> bool:
-    """Whether any of these lines says something stopped being true ("I quit", "no longer",
-    "sold", "moved")."""
-    return any(_CHANGE_CUES.search(line) for line in lines)
+# When a change happened: no thing of its own ("I sold it last week").
+_WHEN = frozenset(
+    words_of(
+        "last week month year day weekend ago yesterday finally actually anyway back earlier"
+        " since ever before after"
+    )
+)
