@@ -94,9 +94,10 @@ async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
     assert refused["about the assistant"] == 2 and refused["not said by its speaker"] == 9
 
 
-# The live run of the 13 new conversations that left two stale facts (commit 52b9732): the
-# model's answers for the take-backs, replayed on the code that closes them.
-TAKE_BACKS = RECORDING / "qwen2.5-coder-0.5b-take-backs-before.jsonl"
+# The model's answers for three take-backs in the live run of the 13 new conversations on the
+# code that closes them (commit 57519a4). The run before it (52b9732) got the same answers
+# and kept "Tariq drives a blue Volvo" and "Ben teaches maths at a school in Valencia".
+TAKE_BACKS = RECORDING / "qwen2.5-coder-0.5b-take-backs.jsonl"
 
 
 async def test_the_take_backs_the_live_model_left_open_are_closed(
