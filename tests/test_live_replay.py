@@ -95,7 +95,7 @@ async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
 
 
 # The model's answers for three take-backs in the live run of the 13 new conversations on the
-# code that closes them (commit 57519a4). The run before it (52b9732) got the same answers
+# code that closes them (commit 689acf3). The run before it (52b9732) got the same answers
 # and kept "Tariq drives a blue Volvo" and "Ben teaches maths at a school in Valencia".
 TAKE_BACKS = RECORDING / "qwen2.5-coder-0.5b-take-backs.jsonl"
 
