@@ -27,7 +27,13 @@ from bot.domain.records import (
 )
 from bot.domain.state import State
 from bot.knowledge.claim_words import FIRST_PERSON_WORDS, is_common_word
-from bot.knowledge.grounding import FIRST_PERSON, in_third_person, is_transcript_line, supported
+from bot.knowledge.grounding import (
+    FIRST_PERSON,
+    TAKEN_BACK,
+    in_third_person,
+    is_transcript_line,
+    supported,
+)
 from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json, parse_json_array, parse_json_object
@@ -62,6 +68,7 @@ from bot.storage.facts import fact_text_key
 __all__ = [
     "FIRST_PERSON",
     "FIRST_PERSON_WORDS",
+    "TAKEN_BACK",
     "Account",
     "Action",
     "Agent",
