@@ -61,7 +61,7 @@ async def _one(
             chats = [telegram.private_chat(person) for person in people]
             port = _free_port() if mode == "webhook" else None
             adapter = _adapter(telegram, port)
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
             try:
                 started = time.perf_counter()
                 refused = 0

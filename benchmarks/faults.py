@@ -311,7 +311,7 @@ async def _full_disk(folder: Path, *, chats: int, messages: int, model_dir: Path
     import resource
     import signal
 
-    from bot.runtime.intake.journaled import CANNOT_KEEP_REPLY
+    from bot.runtime.intake.intake import CANNOT_KEEP_REPLY
     from bot.testing.openai_server import FakeOpenAIServer
     from tests.fakes.telegram_server import FakeTelegramServer
 

@@ -8,6 +8,7 @@ package is Mnemo's own and may change; what is exported here is the plugin API (
 the built-in plugins need nothing else.
 """
 
+from bot.domain.characters import Character, load_character
 from bot.domain.records import (
     Account,
     Content,
@@ -19,13 +20,20 @@ from bot.domain.records import (
     Trigger,
     epoch_millis,
     new_id,
+    now_ms,
     reply_id,
     stable_id,
     utcnow,
 )
 from bot.domain.state import State
 from bot.knowledge.claim_words import FIRST_PERSON_WORDS, is_common_word
-from bot.knowledge.grounding import FIRST_PERSON, in_third_person, is_transcript_line, supported
+from bot.knowledge.grounding import (
+    FIRST_PERSON,
+    TAKEN_BACK,
+    in_third_person,
+    is_transcript_line,
+    supported,
+)
 from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
 from bot.llm.base import JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json, parse_json_array, parse_json_object
@@ -37,6 +45,7 @@ from bot.plugin.api import (
     CommandContext,
     Context,
     Conversations,
+    Delivery,
     Evaluator,
     EvaluatorExample,
     ExampleTurn,
@@ -47,6 +56,11 @@ from bot.plugin.api import (
     PluginContext,
     Provided,
     Provider,
+    Rooms,
+    RoomSender,
+    Task,
+    TaskContext,
+    WorldVoice,
 )
 from bot.runtime.prompts import format_example
 from bot.storage.facts import fact_text_key
@@ -54,15 +68,18 @@ from bot.storage.facts import fact_text_key
 __all__ = [
     "FIRST_PERSON",
     "FIRST_PERSON_WORDS",
+    "TAKEN_BACK",
     "Account",
     "Action",
     "Agent",
+    "Character",
     "Collections",
     "Command",
     "CommandContext",
     "Content",
     "Context",
     "Conversations",
+    "Delivery",
     "Document",
     "Evaluator",
     "EvaluatorExample",
@@ -83,15 +100,22 @@ __all__ = [
     "Provider",
     "RetrieverOptions",
     "Room",
+    "RoomSender",
+    "Rooms",
     "State",
+    "Task",
+    "TaskContext",
     "Trigger",
+    "WorldVoice",
     "epoch_millis",
     "fact_text_key",
     "format_example",
     "in_third_person",
     "is_common_word",
     "is_transcript_line",
+    "load_character",
     "new_id",
+    "now_ms",
     "parse_json",
     "parse_json_array",
     "parse_json_object",

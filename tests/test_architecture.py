@@ -112,6 +112,18 @@ def test_no_import_cycles_in_bot(graph: grimp.ImportGraph) -> None:
     assert not cycles, "import cycles in bot/:\n" + "\n".join(cycles[:10])
 
 
+# The runtime is built by the app (and the test harness); everything else is handed the parts
+# it uses, named (the command layer: CommandServices; the adapters: AdapterServices), so no
+# part reaches the rest through the runtime.
+RUNTIME_DRIVERS = ("bot.app.", "bot.testing.")
+
+
+def test_only_the_app_and_the_harness_import_the_runtime(graph: grimp.ImportGraph) -> None:
+    importers = graph.find_modules_that_directly_import("bot.runtime.agent")
+    reaching = sorted(m for m in importers if not m.startswith(RUNTIME_DRIVERS))
+    assert not reaching, f"hand these the parts they use, not the runtime: {reaching}"
+
+
 def test_few_modules_directly_under_bot() -> None:
     top = sorted(p.name for p in (REPO / "bot").glob("*.py"))
     assert len(top) <= MAX_TOP_LEVEL_MODULES, top

@@ -73,7 +73,7 @@ async def test_a_plugin_command_works_on_the_console_telegram_and_discord(
             stdin=io.StringIO("/note milk\n/notes\n/help\n"),
             stdout=out,
         )
-        await console.run(app.runtime)
+        await console.run(app.adapter_services)
         assert "Noted: milk" in out.getvalue() and "1 notes" in out.getvalue()
         assert "/note <text> - Keep a note" in out.getvalue()
 
@@ -83,7 +83,7 @@ async def test_a_plugin_command_works_on_the_console_telegram_and_discord(
             base_url=telegram.base_url,
             poll_timeout=1,
         )
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             sarah = telegram.user("Sarah")
             dm = telegram.private_chat(sarah)
@@ -99,7 +99,7 @@ async def test_a_plugin_command_works_on_the_console_telegram_and_discord(
 
         # Discord: a slash command whose text option carries the arguments.
         discord_adapter = DiscordAdapter(PlatformSettings(_env_file=None))
-        discord_adapter.bind(app.runtime)
+        discord_adapter.bind(app.adapter_services)
         fake = FakeDiscord(discord_adapter.client, tree=discord_adapter.tree)
         tom = fake.person("Tom")
         note = discord_adapter.tree.get_command("note")
@@ -145,11 +145,15 @@ async def test_the_console_has_the_platforms_commands_with_their_meanings(
         first = io.StringIO()
         # Third person: a first-person line copied is no fact about anyone (grounding.py).
         said = "Sam lives in Lisbon\nSam keeps bees\n/me\n"
-        await ConsoleChat(user_name="sam", stdin=io.StringIO(said), stdout=first).run(app.runtime)
+        await ConsoleChat(user_name="sam", stdin=io.StringIO(said), stdout=first).run(
+            app.adapter_services
+        )
         lisbon, bees = (await app.store.facts.page(world_id("console", "sam")))[0][::-1]
         out = io.StringIO()
         script = f"/forget\n/forget {lisbon.id[:8]}\n/stats\n/forgetme\n/me\n/forgetme yes\n/me\n"
-        await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(app.runtime)
+        await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(
+            app.adapter_services
+        )
     shown = out.getvalue()
     assert "said Sam lives in Lisbon" in first.getvalue()
     # /forget means one fact by id (or a person), never "everything about me".
@@ -182,7 +186,7 @@ async def test_stats_count_only_the_world_they_are_used_in_and_echoes_are_bounde
             await there.say(text)
         await here.settle()
         await there.settle()
-        commands = Commands(app.runtime, learn_wait=30)
+        commands = Commands(app.commands, learn_wait=30)
         where = {"platform": "test", "account_id": here.account.id, "is_admin": True}
         scope = {"world_id": here.room.world_id, "room_id": here.room.id}
         shown = await commands.run("stats", Request(**where, **scope))

@@ -115,6 +115,9 @@ CASES = [
     # Alone it is refused (it needs MNEMO_DISCORD_SHARDS): tests/test_discord_shards.py.
     ("MNEMO_DISCORD_SHARD_IDS", "", ("platforms", "discord_shard_ids"), []),
     ("MNEMO_RATE_LIMIT_PER_MINUTE", "0", ("platforms", "rate_limit_per_minute"), 0),
+    ("MNEMO_MODEL_SEES_IMAGES", "true", ("platforms", "model_sees_images"), True),
+    ("MNEMO_MAX_IMAGES", "2", ("platforms", "max_images"), 2),
+    ("MNEMO_MAX_IMAGE_MB", "0.5", ("platforms", "max_image_mb"), 0.5),
     (
         "MNEMO_CHARACTER",
         "/srv/characters/archivist.json",
@@ -142,6 +145,7 @@ CASES = [
         ["goals", "weather"],
     ),
     ("MNEMO_LOG_LEVEL", "DEBUG", ("runtime", "log_level"), "DEBUG"),
+    ("MNEMO_STREAM_REPLIES", "false", ("runtime", "stream_replies"), False),
     ("MNEMO_METRICS_PORT", "9464", ("ops", "metrics_port"), 9464),
     ("MNEMO_METRICS_HOST", "0.0.0.0", ("ops", "metrics_host"), "0.0.0.0"),
     ("MNEMO_LOG_FORMAT", "JSON", ("ops", "log_format"), "json"),
@@ -198,6 +202,10 @@ def test_defaults(tmp_path: Path) -> None:
     assert settings.platforms.telegram_group_admins is False
     assert settings.platforms.discord_global_sync is False
     assert settings.platforms.rate_limit_per_minute == 6
+    # The model sees no images unless the operator says it does (never guessed by name).
+    assert settings.platforms.model_sees_images is False
+    assert (settings.platforms.max_images, settings.platforms.max_image_mb) == (4, 5.0)
+    assert settings.runtime.stream_replies is True
     assert settings.runtime.evaluation_idle_flush_minutes == 10
     assert settings.runtime.evaluator_selection == "llm"
     # Shipped with Mnemo, found whatever the working folder (here an empty temporary one).
@@ -322,6 +330,7 @@ def test_env_example_documents_every_setting_and_changes_nothing(tmp_path: Path)
         ("MNEMO_LOG_LEVEL", "verbose", "'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
         ("MNEMO_TELEGRAM_GROUP_ADMINS", "perhaps", "valid boolean"),
         ("MNEMO_RATE_LIMIT_PER_MINUTE", "-1", "greater than or equal to 0"),
+        ("MNEMO_MAX_IMAGE_MB", "0", "greater than 0"),
         ("MNEMO_EVALUATION_IDLE_FLUSH_MINUTES", "0", "greater than 0"),
         ("MNEMO_ADMIN_IDS", "dicsord:1", "not an id like"),
         ("MNEMO_TELEGRAM_WEBHOOK_SECRET", "not secret!", "A-Z, a-z, 0-9, _ and -"),

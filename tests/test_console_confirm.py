@@ -32,12 +32,14 @@ async def console_session(
     ) as app:
         said = "I keep bees\nI live in Lisbon\n"
         await ConsoleChat(user_name="sam", stdin=io.StringIO(said), stdout=io.StringIO()).run(
-            app.runtime
+            app.adapter_services
         )
         world = world_id("console", "sam")
         before = (await app.store.facts.page(world))[1]
         out = io.StringIO()
-        await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(app.runtime)
+        await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(
+            app.adapter_services
+        )
         after = (await app.store.facts.page(world))[1]
     return out.getvalue(), before, after
 

@@ -38,7 +38,7 @@ async def test_a_message_being_answered_when_the_person_leaves_is_answered_and_k
         out = io.StringIO()
         console = ConsoleChat(user_name="ana", stdin=os.fdopen(read_end), stdout=out)
         try:
-            await console.start(app.runtime)
+            await console.start(app.adapter_services)
             os.write(write_end, b"Hi, I'm Ana.\n")
             await asyncio.wait_for(thinking.wait(), 30)
             await console.stop()  # Ctrl-C

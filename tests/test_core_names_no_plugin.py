@@ -53,7 +53,7 @@ def test_no_file_under_bot_names_a_builtin_plugin_or_its_data() -> None:
     assert {"facts_extracted_at", "goals_checked_at", "plugins.facts", "plugin_goals_"} <= exact
     assert {"goals", "goal"} <= exact  # the goals plugin's provider, commands and old collection
     assert {"factsTemplate", "goalsTemplate", "sentimentTemplate"} <= exact
-    assert anycase == {"goals", "sentiment"}
+    assert anycase == {"followups", "goals", "sentiment"}
     patterns = (_pattern(exact), _pattern(anycase, re.IGNORECASE))
     found = []
     for path in sorted(CORE.rglob("*.py")):

@@ -120,7 +120,7 @@ async def mnemo_on_discord(
         evaluator_selection="all",
     ) as app:
         adapter = DiscordAdapter(settings(admin_ids=admin_ids), learn_wait=10)
-        adapter.bind(app.runtime)
+        adapter.bind(app.adapter_services)
         yield Bot(app, adapter, FakeDiscord(adapter.client, tree=adapter.tree), model)
 
 
@@ -647,7 +647,7 @@ async def test_a_rejected_token_stops_start_up_with_one_line_without_the_token(
     ):
         adapter = DiscordAdapter(server_settings(server, bad))
         with pointed_at(server), pytest.raises(PlatformStartupError) as raised:
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
     message = str(raised.value)
     assert message == TOKEN_REJECTED
     assert "\n" not in message and bad not in message
@@ -667,7 +667,7 @@ async def test_start_up_without_the_message_content_intent_says_how_to_fix_it(
     ):
         adapter = DiscordAdapter(server_settings(server, "good"), ready_timeout=10)
         with pointed_at(server), pytest.raises(PlatformStartupError) as raised:
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
     assert str(raised.value) == INTENT_MISSING
 
 
@@ -683,7 +683,7 @@ async def test_start_connects_registers_commands_and_answers_over_the_gateway(
         guild = server.add_guild("Book Club")
         adapter = DiscordAdapter(server_settings(server, "good"), ready_timeout=20)
         with pointed_at(server):
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
             try:
                 # The gateway identified with the intents Mnemo needs.
                 intents = discord.Intents._from_value(server.identified[0]["intents"])
@@ -701,7 +701,10 @@ async def test_start_connects_registers_commands_and_answers_over_the_gateway(
     in_server = {c["name"]: c for c in server.commands[guild.id]}
     personal = {"me", "forgetme", "export", "mydata", "help", "facts", "privacy", "optout"}
     assert set(everywhere) == personal | {"optin"}
-    assert set(in_server) == {"forget", "stats", "learning", "goals", "goal"}  # goals: admins'
+    assert set(in_server) == {
+        *("forget", "stats", "learning", "character", "model"),
+        *("goals", "goal"),  # the goals plugin's: admins'
+    }
     commands = everywhere | in_server
     assert all(c["description"] for c in commands.values())
     assert all(c["contexts"] == [0, 1] for c in everywhere.values())
@@ -729,7 +732,7 @@ async def test_a_dropped_connection_resumes_and_a_revoked_token_ends_with_one_li
         guild = server.add_guild("Book Club")
         adapter = DiscordAdapter(server_settings(server, "good"), ready_timeout=20)
         with pointed_at(server):
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
             try:
                 closed = asyncio.create_task(adapter.wait_closed())
                 await server.drop(4000)
@@ -796,8 +799,8 @@ async def test_a_message_a_crash_left_unanswered_is_answered_once_discord_is_bac
             await app.runtime.handle(said, nowhere, room=room)
     async with open_test_app(tmp_path, model=replying(), **where) as app:
         adapter = DiscordAdapter(settings())
-        adapter.bind(app.runtime)
+        adapter.bind(app.adapter_services)
         fake = FakeDiscord(adapter.client, tree=adapter.tree)
         # What start() does once Discord says ready.
-        await adapter._answer_unanswered(app.runtime)
+        await adapter._answer_unanswered(app.adapter_services)
     assert [(s.channel_id, s.content) for s in fake.http.sent] == [(channel, "Hello there!")]

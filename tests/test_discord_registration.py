@@ -56,7 +56,7 @@ async def running(
         learn_wait=5,
     )
     with pointed_at(server):
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             yield adapter
             # Registration runs in the background once Discord says ready.

@@ -56,7 +56,7 @@ async def guilds_on_both_shards(server: FakeDiscordServer) -> dict[int, ServerGu
 async def started(*adapters: DiscordAdapter, app: App) -> AsyncIterator[None]:
     try:
         for adapter in adapters:
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
         yield
     finally:
         for adapter in adapters:

@@ -8,12 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
 from bot.app.doctor import Doctor, PlatformEndpoints
 from bot.config.settings import Settings, load_settings
-from bot.testing.openai_server import FakeOpenAIServer, Outcome, status
+from bot.testing.openai_server import FakeOpenAIServer, Outcome, image_parts, status
 from tests.fakes.discord_fakes import FakeDiscordServer, pointed_at
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.shipped_plugins import shipped_plugins
@@ -296,3 +297,30 @@ def test_an_unwritable_data_folder_is_one_line_at_start(tmp_path: Path, model_di
         "(Not a directory)"
     )
     assert "Traceback" not in checked.stderr
+
+
+async def test_a_model_said_to_see_images_is_asked_with_one(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """MNEMO_MODEL_SEES_IMAGES=true: the LARGE call carries a small picture, so a text-only
+    model fails the check, naming the setting, rather than the first photo someone sends."""
+
+    def text_only(request: dict[str, Any]) -> Outcome | str:
+        return status(400, message="image input is not supported") if image_parts(request) else "OK"
+
+    async with FakeOpenAIServer(responder=text_only) as openai_api:
+        settings = load_settings(
+            env_file=None,
+            storage={"data_dir": tmp_path / "data"},
+            embedding={"model_dir": model_dir},
+            model={"openai_api_key": SecretStr(KEY), "openai_base_url": openai_api.base_url},
+            platforms={"model_sees_images": True},
+        )
+        out = io.StringIO()
+        assert not await Doctor(settings, secrets=[KEY], environ={}).run(out)
+        small, large = (r.json for r in openai_api.chat_requests)
+    [failed] = [line for line in out.getvalue().splitlines() if line.startswith("FAIL")]
+    assert failed.split()[1] == "model"
+    assert f"MNEMO_LARGE_MODEL={settings.model.large_model}" in failed
+    assert "MNEMO_MODEL_SEES_IMAGES=true" in failed
+    assert image_parts(small) == [] and [kind for kind, _ in image_parts(large)] == ["image/png"]

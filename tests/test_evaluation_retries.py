@@ -83,7 +83,7 @@ async def test_a_job_that_keeps_failing_ends_dead_and_stats_show_it(
         result = await chat.say("I moved to Lisbon")
         assert result.job is not None
         job = await settled(app, result.job.id)
-        shown = await stats(app.runtime, Scope(chat.room.world_id, chat.room.id, "x"))
+        shown = await stats(app.commands, Scope(chat.room.world_id, chat.room.id, "x"))
     assert job.status == "dead" and job.attempts == 3
     assert job.error is not None and "model down" in job.error
     assert len(model.calls_for(Task.EVALUATOR_SELECTION)) == 3

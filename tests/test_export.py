@@ -58,7 +58,7 @@ async def test_export_writes_everything_forgetme_would_remove_to_a_private_file(
         await ConsoleChat(
             user_name="p4711", stdin=io.StringIO(SAID + "/export\n"), stdout=first,
             exports_dir=exports,
-        ).run(app.runtime)  # fmt: skip
+        ).run(app.adapter_services)  # fmt: skip
         before = await documents(app)
         # Read now: /forgetme deletes the export files written for her.
         [path] = re.findall(r"Written to (\S+\.json)", first.getvalue())
@@ -67,7 +67,7 @@ async def test_export_writes_everything_forgetme_would_remove_to_a_private_file(
         await ConsoleChat(
             user_name="p4711", stdin=io.StringIO("/forgetme\n/forgetme yes\n/me\n"),
             stdout=second, exports_dir=exports,
-        ).run(app.runtime)  # fmt: skip
+        ).run(app.adapter_services)  # fmt: skip
         after = await documents(app)
 
     assert Path(path).parent == exports.resolve()

@@ -40,7 +40,7 @@ async def test_history_shows_each_change_in_order_and_only_admins_see_others(
         await learn_each(sarah, "I live in Seattle.", "I work at the bakery.")
         await learn_each(sarah, "I moved to Berlin.", "I no longer work at the bakery.")
         await learn_each(tom, "I live in York.")
-        commands = Commands(app.runtime)
+        commands = Commands(app.commands)
 
         async def run(chat: TestChat, args: str, *, admin: bool) -> str:
             request = Request(
@@ -85,7 +85,7 @@ async def test_history_is_a_facts_subcommand_on_telegram_and_discord(
             base_url=telegram.base_url,
             poll_timeout=1,
         )
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             sarah = telegram.user("Sarah")
             dm = telegram.private_chat(sarah)
@@ -96,7 +96,7 @@ async def test_history_is_a_facts_subcommand_on_telegram_and_discord(
             await adapter.stop()
 
         discord_adapter = DiscordAdapter(PlatformSettings(_env_file=None))
-        discord_adapter.bind(app.runtime)
+        discord_adapter.bind(app.adapter_services)
         fake = FakeDiscord(discord_adapter.client, tree=discord_adapter.tree)
         tom = fake.person("Tom")
         facts = discord_adapter.tree.get_command("facts")

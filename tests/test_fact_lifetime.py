@@ -88,8 +88,8 @@ async def test_a_move_updates_the_fact_and_keeps_where_they_lived_as_history(
         scope = commands.Scope(
             world_id=moved.world_id, room_id=moved.room_id, user_id=moved.user_id
         )
-        listed = await commands.list_facts(app.runtime, scope)
-        me = await commands.describe_me(app.runtime, scope)
+        listed = await commands.list_facts(app.commands, scope)
+        me = await commands.describe_me(app.commands, scope)
         probe = await app.runtime.compose_state(chat.message("Where do I live now?"))
         chain = await history(chat)
 
@@ -222,7 +222,7 @@ async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
     ) as app:
         chat = TestChat(app.runtime, name="Sam")
         kept = [(f.text, f.is_current) for f in await history(chat)]
-        forgotten = await commands.forgetting_of(app.runtime).person(said.user_id, said.world_id)
+        forgotten = await commands.forgetting_of(app.commands).person(said.user_id, said.world_id)
         left = await history(chat)
         documents = await app.store.db.facts.count_documents({"subject_id": chat.account.id})
         vectors = await app.knowledge.vectors.count("facts")

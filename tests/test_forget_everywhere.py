@@ -67,7 +67,7 @@ async def test_forgetme_rewrites_the_sent_reply_record_and_the_set_aside_journal
 
         # What the outage journal set aside for the operator: one of hers it could not take
         # in, one of Tom's, and a damaged line of hers.
-        journal = app.runtime.kept.outage.journal
+        journal = app.runtime.intake.outage.journal
         for chat, text in ((jane, "Jane Secretname-Doe, in the journal"), (tom, "Tom's")):
             entry = JournalEntry(memory=chat.message(text), account=chat.account, room=chat.room)
             journal.set_aside(JournalRecord(seq=1, journaled_ms=1, entry=entry))
@@ -80,7 +80,7 @@ async def test_forgetme_rewrites_the_sent_reply_record_and_the_set_aside_journal
         failed = journal.path.with_name(journal.path.name + ".failed")
         assert b"Secretname" in failed.read_bytes() + unreadable.read_bytes()
 
-        await Commands(app.runtime).forgetting.person(jane.account.id, jane.room.world_id)
+        await Commands(app.commands).forgetting.person(jane.account.id, jane.room.world_id)
 
         assert b"Hi Jane" not in read_bytes(sent)
         assert b"Secretname" not in read_bytes(failed) + read_bytes(unreadable)
@@ -107,7 +107,7 @@ async def test_a_restored_backup_does_not_bring_back_a_forgotten_person(
             )
             await app.knowledge.add_facts([fact], near_duplicate_distance=0.1)
         await backup(app.store, folder, bundled=False)  # before she asked
-        await Commands(app.runtime).forgetting.person(jane.account.id, jane.room.world_id)
+        await Commands(app.commands).forgetting.person(jane.account.id, jane.room.world_id)
 
     result = await restore(empty_target.store, empty_target, folder, data_dir=tmp_path / "data")
     assert result.forgotten == 1
@@ -137,6 +137,6 @@ async def test_forgetme_on_the_console_deletes_its_export_files(
             stdin=io.StringIO("I live in Reykjavik.\n/export\n/forgetme yes\n"),
             stdout=out,
             exports_dir=exports,
-        ).run(app.runtime)
+        ).run(app.adapter_services)
     assert "Written to" in out.getvalue()
     assert list(exports.glob("*.json")) == []

@@ -78,7 +78,7 @@ async def test_forgetme_leaves_nothing_of_the_person_in_any_collection_or_vector
             await priya.say(text)
         toms = await tom.say("Mnemo, I live in Lisbon and I work as a beekeeper.")
         await in_dm.say("I collect stamps from Mongolia.")
-        commands = Commands(runtime, learn_wait=30)
+        commands = Commands(app.commands, learn_wait=30)
         # Learn from everything said (as a quiet room or a /me would).
         assert await commands.learned(priya.room.id) and await commands.learned(in_dm.room.id)
         learned = await app.store.facts.history(priya.account.id, priya.room.world_id)

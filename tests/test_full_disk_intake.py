@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.runtime.intake.journaled import CANNOT_KEEP_REPLY
+from bot.runtime.intake.intake import CANNOT_KEEP_REPLY
 from bot.testing.openai_server import FakeOpenAIServer
 from tests.fakes.telegram_server import FakeTelegramServer
 from tests.test_run_kill_loop import REPLY, polling, server_pid, start_bot

@@ -415,7 +415,7 @@ async def test_goals_an_older_version_kept_in_the_core_move_to_the_plugin_once(
             room_id=chat.room.id,
             is_admin=True,
         )
-        shown = await stats(app.runtime, Scope(chat.room.world_id, chat.room.id, "x"))
+        shown = await stats(app.commands, Scope(chat.room.world_id, chat.room.id, "x"))
         in_plugin = await goals_of(app).in_world(chat.room.world_id)
         collections = await app.store.db.list_collection_names()
         await app.store.client.drop_database(app.settings.storage.mongodb_database)
@@ -439,7 +439,7 @@ async def test_stats_count_goals_of_the_world_only(
         await goals_of(app).replace(done.model_copy(update={"status": "DONE"}))
         await goal_for(app, chat, "Run a marathon", ["train"])
         await goal_for(app, other, "Learn Welsh", ["lesson one"])
-        shown = await stats(app.runtime, Scope(chat.room.world_id, chat.room.id, "x"))
+        shown = await stats(app.commands, Scope(chat.room.world_id, chat.room.id, "x"))
 
     assert "Goals: 2 (1 in progress)" in shown.splitlines()
 

@@ -158,7 +158,7 @@ async def test_a_real_models_answer_leaves_only_what_the_person_said(
         chat = TestChat(app.runtime, name="root")
         await say_and_learn(chat, *recorded["said"])
         facts = await current_facts(app, chat.room.world_id)
-        shown = await describe_me(app.runtime, scope(chat))
+        shown = await describe_me(app.commands, scope(chat))
         rejects = await app.store.rejects.counts(chat.room.world_id)
 
     stored = {f.text for f in facts}
@@ -209,7 +209,7 @@ async def test_the_character_transcript_lines_and_the_bots_replies_are_no_ones_f
         )
         await say_and_learn(chat, "We have two daughters, both at school.")
         facts = await current_facts(app, chat.room.world_id)
-        shown = await describe_me(app.runtime, scope(chat))
+        shown = await describe_me(app.commands, scope(chat))
         rejects = await app.store.rejects.counts(chat.room.world_id)
 
     assert sorted(f.text for f in facts) == [
@@ -287,9 +287,9 @@ async def test_a_claim_about_another_participant_is_theirs_and_an_invented_one_i
         # Tobrin is not in this window: he spoke before the last extraction.
         await say_and_learn(quorra, "Watch your purses, Tobrin is a convicted thief")
         facts = await current_facts(app, quorra.room.world_id)
-        his = await describe_me(app.runtime, scope(tobrin))
-        hers = await describe_me(app.runtime, scope(quorra))
-        layer = Commands(app.runtime)
+        his = await describe_me(app.commands, scope(tobrin))
+        hers = await describe_me(app.commands, scope(quorra))
+        layer = Commands(app.commands)
         exported = await layer.exporting.person(tobrin.account.id, tobrin.room.world_id)
         await layer.forgetting.person(tobrin.account.id, tobrin.room.world_id)
         after = await current_facts(app, quorra.room.world_id)
@@ -379,7 +379,7 @@ async def test_stats_show_what_was_not_stored_and_why(
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I live in Leeds")
-        shown = await stats(app.runtime, scope(chat))
+        shown = await stats(app.commands, scope(chat))
         checked = await Doctor(app.settings)._evaluation_queue(mongo_uri)
 
     assert "Claims not stored: 2 (1 about the assistant, 1 not said by its speaker)" in shown

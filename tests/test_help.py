@@ -18,7 +18,7 @@ async def test_facts_history_is_listed_for_everyone_and_not_labelled_admins(
         tmp_path, model=model, model_dir=model_dir, mongodb_uri=mongo_uri
     ) as app:
         chat = TestChat(app.runtime, name="Sam", chat="here")
-        commands = Commands(app.runtime, learn_wait=5)
+        commands = Commands(app.commands, learn_wait=5)
         where = {
             "platform": "test",
             "account_id": chat.account.id,

@@ -25,19 +25,25 @@ CONVERSATIONS = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 FACTS_PROMPT = "# Known facts"
 
 
-def recorded_answers() -> dict[str, deque[dict[str, Any]]]:
+def recorded_answers(run: Path = RUN) -> dict[str, deque[dict[str, Any]]]:
     """The recorded answers by task, in the order the model gave them."""
     by_task: dict[str, deque[dict[str, Any]]] = defaultdict(deque)
-    for line in RUN.read_text(encoding="utf-8").splitlines():
+    for line in run.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         by_task[row["task"]].append(row)
     return by_task
 
 
-async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
-    tmp_path: Path, mongo_uri: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    answers = recorded_answers()
+async def replay(
+    run: Path,
+    names: list[str],
+    *,
+    mongo_uri: str,
+    model_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> dict[str, Any]:
+    """`mnemo bench memory` on the conversations `names`, each request answered as recorded."""
+    answers = recorded_answers(run)
 
     def respond(request: dict[str, Any]) -> Reply | Status:
         prompt = request["messages"][-1]["content"]
@@ -57,12 +63,26 @@ async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
         }.items():
             monkeypatch.setenv(name, value)
         conversations = pick_conversations(
-            load_conversations(CONVERSATIONS / "memory_conversations.json"),
-            ["family-move-job-car", "group-injection"],
+            load_conversations(CONVERSATIONS / "memory_conversations.json"), names
         )
         result = await run_memory(
             conversations, model_dir=model_dir, data_source="replay", mongodb_uri=mongo_uri
         )
+    # Every recorded answer was asked for: the run took the recorded path.
+    assert not any(answers.values()), {task: len(rows) for task, rows in answers.items()}
+    return result
+
+
+async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = await replay(
+        RUN,
+        ["family-move-job-car", "group-injection"],
+        mongo_uri=mongo_uri,
+        model_dir=model_dir,
+        monkeypatch=monkeypatch,
+    )
 
     assert result["offline"] is False
     assert result["facts_wrong"] == {} and result["facts_right"] == 8
@@ -72,3 +92,31 @@ async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
     # What the model got wrong was refused and counted, not stored.
     refused = result["rejects"]["evaluator:GET_FACTS"]
     assert refused["about the assistant"] == 2 and refused["not said by its speaker"] == 9
+
+
+# The model's answers for three take-backs in the live run of the 13 new conversations on the
+# code that closes them (commit 689acf3). The run before it (52b9732) got the same answers
+# and kept "Tariq drives a blue Volvo" and "Ben teaches maths at a school in Valencia".
+TAKE_BACKS = RECORDING / "qwen2.5-coder-0.5b-take-backs.jsonl"
+
+
+async def test_the_take_backs_the_live_model_left_open_are_closed(
+    mongo_uri: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = await replay(
+        TAKE_BACKS,
+        ["retract-cousin", "sold-car-bus", "group-four-friends"],
+        mongo_uri=mongo_uri,
+        model_dir=model_dir,
+        monkeypatch=monkeypatch,
+    )
+
+    # Before: "Tariq drives a blue Volvo" and "Ben teaches maths at a school in Valencia"
+    # stayed current, and the model's retraction of "Lior lives in Haifa" was applied.
+    assert result["facts_wrong"] == {}, result["wrong_facts"]
+    assert result["stale_shown"] == 0 and result["changes_kept"] == 1.0
+    assert result["planted_stored"] == 0 and result["reply_problems"] == {}
+    # Of 10 expected current facts, the one lost is Valencia: it was said only inside the
+    # job Ben quit ("I teach maths at a school in Valencia"), so it closed with it.
+    assert result["current_recall"] == 0.9
+    assert result["rejects"]["evaluator:GET_FACTS"]["taken back by its speaker"] == 1

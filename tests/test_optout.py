@@ -114,7 +114,7 @@ async def test_an_opted_out_person_leaves_nothing_while_the_room_is_still_learne
     ) as app:
         sarah = TestChat(app.runtime, name="Sarah", chat="club", kind="group")
         tom = TestChat(app.runtime, name="Tom", chat="club", kind="group")
-        commands = Commands(app.runtime, learn_wait=10)
+        commands = Commands(app.commands, learn_wait=10)
         answer = (await commands.run("optout", request(sarah))).text
         assert answer.startswith("Done: from now on I keep nothing you say here")
 
@@ -154,7 +154,7 @@ async def test_the_choice_survives_a_restart(
     )
     async with open_test_app(tmp_path, model=echo_model(), keep_database=True, **options) as app:
         sarah = TestChat(app.runtime)
-        await Commands(app.runtime).run("optout", request(sarah))
+        await Commands(app.commands).run("optout", request(sarah))
         await sarah.say("first words")
         assert sarah.replies == [OPTED_OUT_NOTICE, "You said: first words"]
 
@@ -166,10 +166,10 @@ async def test_the_choice_survives_a_restart(
         # Told once only: the notice is not repeated after the restart.
         assert sarah.replies == ["You said: my bank is Northwind"]
         assert "Northwind" not in await everything_stored(app)
-        state = (await Commands(app.runtime).run("privacy", request(sarah))).text
+        state = (await Commands(app.commands).run("privacy", request(sarah))).text
         assert "you opted out, so I keep nothing you say here" in state
         # Their export says so: the consent record is data about them too.
-        exported = await Commands(app.runtime).exporting.person(
+        exported = await Commands(app.commands).exporting.person(
             sarah.account.id, sarah.room.world_id
         )
         assert isinstance(exported.opted_out_at, int) and exported.messages == []
@@ -186,7 +186,7 @@ async def test_learning_off_in_a_room_or_a_server_stops_keeping_for_everyone_the
         model_dir=model_dir,
         evaluator_selection="all",
     ) as app:
-        commands = Commands(app.runtime, learn_wait=10)
+        commands = Commands(app.commands, learn_wait=10)
         sarah = TestChat(app.runtime, name="Sarah", chat="general", world="guild", kind="group")
         tom = TestChat(app.runtime, name="Tom", chat="general", world="guild", kind="group")
         tom_elsewhere = TestChat(

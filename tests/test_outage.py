@@ -51,7 +51,7 @@ async def bring_database_back(app: App) -> None:
 
 
 async def journal_drained(app: App, timeout: float = 30.0) -> None:
-    outage = app.runtime.kept.outage
+    outage = app.runtime.intake.outage
     assert outage is not None
     for _ in range(int(timeout / 0.05)):
         if not outage.waiting:
@@ -104,8 +104,8 @@ async def test_an_outage_keeps_every_message_tells_each_room_once_and_replays_in
             # One short notice per room, not silence and not one per message.
             assert sarah.replies == ["Got it.", TROUBLE_REPLY]
             assert omar.replies == [TROUBLE_REPLY]
-            assert app.runtime.kept.outage is not None
-            assert len(app.runtime.kept.outage.journal) == 4
+            assert app.runtime.intake.outage is not None
+            assert len(app.runtime.intake.outage.journal) == 4
             assert await metric(app, "mnemo_journal_messages") == 4
             assert await metric(app, "mnemo_journal_bytes") > 0
 

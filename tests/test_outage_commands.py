@@ -43,7 +43,7 @@ async def test_privacy_commands_during_an_outage_change_nothing_and_say_so(
         await chat.say("hello")
         await other.say("hi there")
         await chat.settle()
-        commands = Commands(app.runtime, learn_wait=5, outage_wait=0.5)
+        commands = Commands(app.commands, learn_wait=5, outage_wait=0.5)
         await kill_database(app)
         assert (await chat.say("my secret is that I hate Mondays")).journaled
 
@@ -97,7 +97,7 @@ async def test_forgetme_while_kept_messages_are_replayed_forgets_them_too(
         await bring_database_back(app)
         await asyncio.wait_for(answering.wait(), 30)
 
-        commands = Commands(app.runtime, learn_wait=5, outage_wait=30)
+        commands = Commands(app.commands, learn_wait=5, outage_wait=30)
         forgetting = asyncio.create_task(commands.run("forgetme", request_of(chat, "yes")))
         await asyncio.sleep(0.5)
         go_on.set()

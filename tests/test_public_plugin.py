@@ -123,7 +123,7 @@ async def test_a_public_api_plugin_works_offline_with_its_collection_and_command
             room_id=sarah.room.id,
         )
         stored = await app.store.db["plugin_moods_moods"].count_documents({})
-        shown = await stats(app.runtime, Scope(sarah.room.world_id, sarah.room.id, "x"))
+        shown = await stats(app.commands, Scope(sarah.room.world_id, sarah.room.id, "x"))
 
     assert answer == "Moods: calm, happy"
     assert stored == 2

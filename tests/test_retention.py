@@ -127,7 +127,7 @@ async def test_the_running_app_deletes_expired_messages_at_start_up_and_says_so_
         )
         facts = await app.store.facts.about([chat.account.id], chat.room.world_id)
         stats = (
-            await Commands(app.runtime).run(
+            await Commands(app.commands).run(
                 "stats",
                 Request(
                     platform="test",

@@ -365,7 +365,7 @@ async def test_a_telegram_message_is_kept_once_and_stored_with_its_reply(
         ) as app,
     ):
         adapter = TelegramAdapter(settings_for(server), base_url=server.base_url, poll_timeout=1)
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             sarah = server.user("Sarah")
             dm = server.private_chat(sarah)

@@ -17,8 +17,8 @@ from pydantic import SecretStr
 
 from bot import Context, Evaluator, Plugin
 from bot.commands.command_set import Commands, Request
+from bot.commands.services import CommandServices
 from bot.config.settings import ModelSettings, OpsSettings, Settings
-from bot.runtime.agent import AgentRuntime
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, Reply, Usage
 
@@ -71,7 +71,7 @@ def priced_settings(tmp_path: Path, server: FakeOpenAIServer) -> Settings:
     )
 
 
-async def stats_in(runtime: AgentRuntime, chat: TestChat) -> str:
+async def stats_in(services: CommandServices, chat: TestChat) -> str:
     request = Request(
         platform=chat.platform,
         account_id=chat.account.id,
@@ -79,7 +79,7 @@ async def stats_in(runtime: AgentRuntime, chat: TestChat) -> str:
         room_id=chat.room.id,
         is_admin=True,
     )
-    return (await Commands(runtime).run("stats", request)).text
+    return (await Commands(services).run("stats", request)).text
 
 
 def usage_line(answer: str) -> str:
@@ -112,24 +112,24 @@ async def test_stats_show_the_worlds_own_tokens_and_cost_across_a_restart(
         await group.settle()
         assert len(openai_server.chat_requests) == 6
 
-        assert usage_line(await stats_in(app.runtime, dm)) == expected_dm
-        assert usage_line(await stats_in(app.runtime, group)) == (
+        assert usage_line(await stats_in(app.commands, dm)) == expected_dm
+        assert usage_line(await stats_in(app.commands, group)) == (
             "Model use here: 2 calls, 240 prompt + 16 completion tokens, "
             f"about ${(120 * 2.5 + 8 * 10.0) / 1_000_000:.4f} "
             "(no price for local-small: set MNEMO_MODEL_PRICES)"
         )
         elsewhere = TestChat(app.runtime, name="lee", chat="lee-dm", kind="dm")
-        assert usage_line(await stats_in(app.runtime, elsewhere)) == "Model use here: none yet"
+        assert usage_line(await stats_in(app.commands, elsewhere)) == "Model use here: none yet"
 
     # A new process on the same database: the spend was written at shutdown.
     async with open_test_app(tmp_path, settings=settings, plugins=[LISTENER]) as restarted:
         dm = TestChat(restarted.runtime, name="sarah", chat="sarah-dm", kind="dm")
         assert restarted.ledger.unwritten_in(dm.room.world_id) == {}
-        assert usage_line(await stats_in(restarted.runtime, dm)) == expected_dm
+        assert usage_line(await stats_in(restarted.commands, dm)) == expected_dm
         # New spend adds to what is stored, before it is written too: a reply and its
         # selection (/stats's learning asks nothing).
         await dm.say("I have a dog.", number=3)
         await dm.settle()
         assert "6 calls, 720 prompt + 48 completion tokens" in usage_line(
-            await stats_in(restarted.runtime, dm)
+            await stats_in(restarted.commands, dm)
         )

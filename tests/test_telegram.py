@@ -150,7 +150,7 @@ def open_bot(
                 poll_timeout=1,
                 typing_interval=0.2,
             )
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
             try:
                 yield Bot(app, adapter, server, model)
             finally:
@@ -646,6 +646,8 @@ async def test_the_command_menu_is_registered(
             "forget",
             "stats",
             "learning",
+            "character",
+            "model",
             "goals",  # the goals plugin's commands follow the built-in ones
             "goal",
         ]
@@ -668,7 +670,7 @@ async def test_a_bad_token_stops_start_up_with_one_line_and_no_token(
     ) as app:
         adapter = TelegramAdapter(settings_for(server, token=wrong), base_url=server.base_url)
         with pytest.raises(PlatformStartupError) as raised:
-            await adapter.start(app.runtime)
+            await adapter.start(app.adapter_services)
 
     message = str(raised.value)
     assert message == BAD_TOKEN
@@ -713,7 +715,7 @@ async def test_a_message_a_crash_left_unanswered_is_answered_once_telegram_is_ba
             await app.runtime.handle(said, nowhere, room=room)
     async with open_test_app(tmp_path, model=ScriptedModel(echo), **where) as app:
         adapter = TelegramAdapter(settings_for(server), base_url=server.base_url, poll_timeout=1)
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             [answer] = await server.wait_for_sent(1, chat_id=dm.id)
         finally:

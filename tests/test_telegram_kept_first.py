@@ -82,7 +82,7 @@ async def webhook_bot(app: App) -> AsyncIterator[tuple[TelegramAdapter, Webhook]
             telegram_webhook_listen="127.0.0.1",
         )
         adapter = TelegramAdapter(settings, base_url=server.base_url, stop_grace=2)
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             yield adapter, Webhook(server, port)
         finally:
@@ -223,7 +223,7 @@ async def test_polling_confirms_an_update_only_once_its_message_is_kept(
         adapter = TelegramAdapter(settings, base_url=server.base_url, stop_grace=2)
         person: FakeUser = server.user("Sarah")
         chat: FakeChat = server.private_chat(person)
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             await kill_database(app)
             server.push_message(chat, person, "hello as the database dies")
@@ -236,14 +236,14 @@ async def test_polling_confirms_an_update_only_once_its_message_is_kept(
             # Fetched at once (a long poll was waiting); the first message of an outage then
             # waits 3 s for the database before it is journaled. Meanwhile: not confirmed.
             await asyncio.sleep(1.5)
-            assert not confirmed() and app.runtime.kept.outage is not None
-            assert len(app.runtime.kept.outage.journal) == 0
+            assert not confirmed() and app.runtime.intake.outage is not None
+            assert len(app.runtime.intake.outage.journal) == 0
             for _ in range(200):
                 if confirmed():
                     break
                 await asyncio.sleep(0.05)
             # Confirmed once it was in the journal, where the replay finds it.
-            assert confirmed() and len(app.runtime.kept.outage.journal) == 1
+            assert confirmed() and len(app.runtime.intake.outage.journal) == 1
 
             await bring_database_back(app)
             await journal_drained(app)

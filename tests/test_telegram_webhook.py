@@ -71,7 +71,7 @@ async def test_updates_posted_to_the_webhook_are_answered_and_forgeries_refused(
             # webhook mode must never call (asserted below).
             return {"update_id": update_id, "message": server.push_message(chat, person, text)}
 
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             (registered,) = server.calls_to("setWebhook")
             assert registered.params["url"] == WEBHOOK_URL
@@ -130,7 +130,7 @@ async def test_a_configured_secret_replaces_the_derived_one(app: App) -> None:
         endpoint = f"http://127.0.0.1:{port}{urlsplit(WEBHOOK_URL).path}"
         person = server.user("Sarah")
         chat = server.private_chat(person)
-        await adapter.start(app.runtime)
+        await adapter.start(app.adapter_services)
         try:
             (registered,) = server.calls_to("setWebhook")
             assert registered.params["secret_token"] == "rotated_secret-2"

@@ -85,7 +85,7 @@ async def test_the_template_counts_questions_people_ask(
         mine = await host.run_command(command, account_id=sarah.account.id, **where)
         assert mine == "You asked 2 question(s) here."
         # Its line in /stats.
-        shown = await stats(app.runtime, Scope(sarah.room.world_id, sarah.room.id, "x"))
+        shown = await stats(app.commands, Scope(sarah.room.world_id, sarah.room.id, "x"))
         assert "Questions asked here: 3" in shown.splitlines()
         # Its privacy hooks: Sarah's count is shown to her and then forgotten; Tom's stays.
         assert await host.export(sarah.account.id, sarah.room.world_id) == {

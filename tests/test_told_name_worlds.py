@@ -56,7 +56,7 @@ async def test_a_told_name_is_used_in_its_world_and_nowhere_else(
     ) as app:
         told_in = TestChat(app.runtime, name="Jane", chat="group-a")
         await told_in.say("Hi, my name is Mirelune.")
-        assert await Commands(app.runtime).learned(told_in.room.id)  # as /me does
+        assert await Commands(app.commands).learned(told_in.room.id)  # as /me does
 
         senders = record_senders(app)
         elsewhere = TestChat(app.runtime, name="Jane", chat="group-b")
@@ -72,7 +72,7 @@ async def test_a_told_name_is_used_in_its_world_and_nowhere_else(
         assert not any("Mirelune" in reply for reply in elsewhere.replies + dm.replies)
 
         exported = {
-            chat.room.world_id: await Commands(app.runtime).exporting.person(
+            chat.room.world_id: await Commands(app.commands).exporting.person(
                 told_in.account.id, chat.room.world_id
             )
             for chat in (told_in, elsewhere)
@@ -92,7 +92,7 @@ async def test_me_and_export_on_the_console_show_the_name_told_there(
         said = "Hi, my name is Mirelune.\n/me\n/export\n"
         await ConsoleChat(
             user_name="jd4711", stdin=io.StringIO(said), stdout=out, exports_dir=tmp_path / "x"
-        ).run(app.runtime)
+        ).run(app.adapter_services)
     assert "You asked me to call you Mirelune here." in out.getvalue()
     [path] = re.findall(r"Written to (\S+\.json)", out.getvalue())
     assert exported_file(Path(path))["account"]["told_name"] == "Mirelune"

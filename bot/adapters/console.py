@@ -6,7 +6,7 @@ bot learned from them, kept for later sessions). Their login is only a handle (t
 id and username): it is never shown to the model as their name, or "Hi, my name is Sarah"
 would be learned as "root's name is Sarah". Until they give a name they are "User".
 
-It is an adapter like the others (`start(runtime)`, `wait_closed()`, `stop()`): a typed line
+It is an adapter like the others (`start(services)`, `wait_closed()`, `stop()`): a typed line
 becomes an `Incoming` through `to_memory`, goes through the room's lane, and commands are the
 shared command layer's, with the person at the console as its admin.
 
@@ -21,17 +21,22 @@ import asyncio
 import contextlib
 import getpass
 import logging
+import mimetypes
 import os
 import re
+import shlex
 import sys
 import threading
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import AdapterServices, Incoming
+from bot.adapters.images import ImageFile, ImageLimits, image_loader, media_type_of
 from bot.adapters.lanes import RoomLanes
+from bot.adapters.streaming import PrintedReply, StreamingSender
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import (
     FORGET_ME_PROMPT,
@@ -54,13 +59,14 @@ from bot.domain.records import (
     utcnow,
     world_id,
 )
+from bot.domain.records import Attachment as FileAttachment
 from bot.privacy.forgetting import forget_exports
-from bot.runtime.agent import AgentRuntime
 
 log = logging.getLogger(__name__)
 
 PLATFORM = "console"
 QUIT_HELP = "/quit - leave (Ctrl-D works too)"
+IMAGE_HELP = "/image PATH [caption] - send a picture from this machine, as a photo in a chat"
 DEFAULT_EXPORTS = Path("data") / "exports"
 # The person at the console before they give a name: not their login, which is no name.
 UNNAMED = "User"
@@ -106,11 +112,13 @@ def to_memory(
     *,
     agent_id: str,
     received_at: datetime | None = None,
+    attachments: Sequence[FileAttachment] = (),
 ) -> Incoming | None:
-    """A typed line as Mnemo sees it; None for a blank one. The same signature as every
-    platform's `to_memory` (see bot/adapters/base.py)."""
+    """A typed line as Mnemo sees it; None for a blank one without `attachments` (what
+    `/image` sends). The same signature as every platform's `to_memory` (see
+    bot/adapters/base.py)."""
     text = line.strip()
-    if not text:
+    if not text and not attachments:
         return None
     memory = Memory(
         # A typed line has no platform id to redeliver, so each gets a fresh one.
@@ -119,10 +127,35 @@ def to_memory(
         agent_id=agent_id,
         room_id=me.room.id,
         world_id=me.room.world_id,
-        content=Content(text=text, source=PLATFORM),
+        content=Content(text=text, source=PLATFORM, attachments=list(attachments)),
         created_at=utcnow() if received_at is None else to_millis(received_at),
     )
     return Incoming(memory, me.account, me.room)
+
+
+def picture_at(args: str) -> tuple[FileAttachment, ImageFile, str] | str:
+    """What `/image PATH [caption]` sends: the attachment as stored (the file name, never the
+    path on this machine), how to read the picture, and the caption; or what to tell the
+    person when there is no such file."""
+    try:
+        path_text, *words = shlex.split(args)
+    except ValueError:  # an unclosed quote, or nothing at all
+        path_text, words = "", []
+    path = Path(path_text).expanduser()
+    if not path_text or not path.is_file():
+        return f"No picture at {path_text}." if path_text else f"Usage: {IMAGE_HELP}"
+    content_type = mimetypes.guess_type(path.name)[0]
+    size = path.stat().st_size
+    attachment = FileAttachment(id=new_id(), title=path.name, content_type=content_type, size=size)
+
+    async def read() -> bytes:
+        return await asyncio.to_thread(path.read_bytes)
+
+    return (
+        attachment,
+        ImageFile(path.name, media_type_of(content_type), size, read),
+        " ".join(words),
+    )
 
 
 # Seconds a message being answered gets to finish when the person leaves.
@@ -141,11 +174,20 @@ class ConsoleChat:
         stdout: TextIO = sys.stdout,
         learn_timeout: float = 120.0,
         exports_dir: Path = DEFAULT_EXPORTS,
+        images: ImageLimits | None = None,
+        stream_replies: bool | None = None,
     ) -> None:
-        self._runtime: AgentRuntime | None = None
+        """`stream_replies`: print replies as the model writes them (None: when the output
+        is a terminal, where a person watches it; MNEMO_STREAM_REPLIES=false turns it off
+        everywhere)."""
+        self._services: AdapterServices | None = None
+        # The model sees images (`/image` sends the picture itself): the limits; None: the
+        # picture's file name alone, as on the platforms.
+        self.images = images
         self.stdin = stdin
         self.stdout = stdout
         self.interactive = stdin.isatty()
+        self.stream_replies = stdout.isatty() if stream_replies is None else stream_replies
         self.learn_timeout = learn_timeout
         # Where /export writes its file (the data folder's `exports`).
         self.exports_dir = exports_dir
@@ -175,10 +217,10 @@ class ConsoleChat:
         self._confirming_forget = False
 
     @property
-    def runtime(self) -> AgentRuntime:
-        if self._runtime is None:
+    def services(self) -> AdapterServices:
+        if self._services is None:
             raise RuntimeError("the console is not started")
-        return self._runtime
+        return self._services
 
     @property
     def commands(self) -> Commands:
@@ -187,18 +229,20 @@ class ConsoleChat:
         return self._commands
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self, runtime: AgentRuntime) -> None:
+    async def start(self, services: AdapterServices) -> None:
         """Greet nobody (the caller prints the banner); read lines until /quit or Ctrl-D."""
-        self._runtime = runtime
+        self._services = services
         # The same commands as on Discord and Telegram; the person at this machine is the admin.
-        self._commands = Commands(runtime, learn_wait=self.learn_timeout)
+        self._commands = Commands(services.commands, learn_wait=self.learn_timeout)
         if self._given_name is None:
             # A name learned in an earlier session is still theirs. (Earlier versions stored
             # the login as the name: that is no name they gave.)
-            known = (await runtime.store.accounts.get_many([self.account.id])).get(self.account.id)
+            known = (await services.accounts.get_many([self.account.id])).get(self.account.id)
             if known is not None and known.name not in (self.account.platform_id, UNNAMED):
                 self.account = self.account.model_copy(update={"name": known.name})
-        await runtime.note_profiles([self.account], self.room)
+        await services.note_profiles([self.account], self.room)
+        # Plugins may speak later with nothing typed (a follow-up): printed like a reply.
+        services.plugin_rooms.connect(PLATFORM, self._room_sender)
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_reader(self.stdin, lines, asyncio.get_running_loop())
         self._conversation = asyncio.create_task(self._converse(lines), name="console")
@@ -212,14 +256,16 @@ class ConsoleChat:
         """Leave now (Ctrl-C, SIGTERM): what was said is stored; learning resumes next time.
         A message being answered gets a moment to finish: its reply, once shown, is stored
         with the message (a reply shown but not stored would be given again next time)."""
+        if self._services is not None:
+            self._services.plugin_rooms.disconnect(PLATFORM)
         conversation = self._conversation
         if conversation is not None and not conversation.done():
             await cancel_and_wait(conversation)
         await self._lanes.close(grace=STOP_GRACE)
 
-    async def run(self, runtime: AgentRuntime) -> None:
+    async def run(self, services: AdapterServices) -> None:
         """Start, converse until the person leaves, stop."""
-        await self.start(runtime)
+        await self.start(services)
         try:
             await self.wait_closed()
         finally:
@@ -239,6 +285,9 @@ class ConsoleChat:
                 continue
             if self._confirming_forget and await self._answer_forget(text):
                 continue
+            if text.startswith("/") and command_parts(text)[0] == "image":
+                await self.image(command_parts(text)[1])
+                continue
             if text.startswith("/"):
                 if not await self.command(text):
                     break
@@ -247,30 +296,73 @@ class ConsoleChat:
         await self.finish()
 
     # ------------------------------------------------------------------ messages
+    def _room_sender(self, room: Room) -> Callable[[Content], Awaitable[None]]:
+        async def send(content: Content) -> None:
+            # Said while the person may be at the prompt: on a line of its own, then the
+            # prompt again.
+            if self.interactive:
+                print(file=self.stdout)
+            self.say(f"{self._speaker()}: {content.text}")
+            if self.interactive:
+                print("you> ", end="", file=self.stdout, flush=True)
+
+        return send
+
     def say(self, text: str) -> None:
         print(text, file=self.stdout, flush=True)
 
-    async def chat(self, text: str) -> None:
-        runtime = self.runtime
+    def _speaker(self) -> str:
+        """The console world's character (`/character`), as last read."""
+        return self.services.worlds.kept(self.room.world_id).character.name
+
+    async def chat(
+        self,
+        text: str,
+        *,
+        attachments: Sequence[FileAttachment] = (),
+        images: Sequence[ImageFile] = (),
+    ) -> None:
+        services = self.services
         incoming = to_memory(
-            text, ConsoleSession(self.account, self.room), agent_id=runtime.agent_id
+            text,
+            ConsoleSession(self.account, self.room),
+            agent_id=services.agent_id,
+            attachments=attachments,
         )
         if incoming is None:
             return
+        if images:
+            where = f"console message {incoming.memory.id}"
+            incoming.memory.carry_images(image_loader(images, self.images, where=where))
         self._last = incoming.memory
 
         async def send(content: Content) -> None:
-            self.say(f"{runtime.character.name}: {content.text}")
+            self.say(f"{self._speaker()}: {content.text}")
+
+        def printed() -> PrintedReply:
+            return PrintedReply(self.stdout, self._speaker(), erase=self.stdout.isatty())
+
+        sender = StreamingSender(send, printed) if self.stream_replies else send
 
         async def handle() -> None:
-            await runtime.handle(
-                incoming.memory, send, account=incoming.account, room=incoming.room
+            await services.handle(
+                incoming.memory, sender, account=incoming.account, room=incoming.room
             )
 
         # One room, one line at a time: the lane keeps the console's shape the others' shape.
         await asyncio.wait([self._lanes.submit(self.room.id, handle)])
         if not self._database_away():
             await self._use_told_name()
+
+    async def image(self, args: str) -> None:
+        """`/image PATH [caption]`: a picture on this machine, sent as a photo with its caption
+        would be on Discord or Telegram (read only if the model sees images)."""
+        found = picture_at(args)
+        if isinstance(found, str):
+            self.say(found)
+            return
+        attachment, picture, caption = found
+        await self.chat(caption, attachments=[attachment], images=[picture])
 
     async def command(self, text: str) -> bool:
         """Run a slash command; False means leave."""
@@ -292,7 +384,7 @@ class ConsoleChat:
             # The answer comes on the next line: "/forgetme yes" is not needed here.
             self._confirming_forget = True
             text = f"{FORGET_ME_PROMPT} {CONFIRM_FORGET}"
-        self.say(f"{text}\n{QUIT_HELP}" if name == "help" else text)
+        self.say(f"{text}\n{IMAGE_HELP}\n{QUIT_HELP}" if name == "help" else text)
         if name == "forgetme" and answer.text.startswith(FORGOTTEN):
             # Its /export files on disk quote what was just forgotten.
             forget_exports(self.exports_dir, self.account.id, self.room.world_id)
@@ -347,7 +439,7 @@ class ConsoleChat:
         """
         if self._given_name is not None:
             return
-        facts, _ = await self.runtime.store.facts.page(
+        facts, _ = await self.services.facts.page(
             self.room.world_id, subject_id=self.account.id, limit=_NAME_SCAN_LIMIT
         )
         for fact in facts:
@@ -355,14 +447,14 @@ class ConsoleChat:
             if name is not None:
                 if name != self.account.name:
                     self.account = self.account.model_copy(update={"name": name})
-                    await self.runtime.note_profiles([self.account])
+                    await self.services.note_profiles([self.account])
                 return
 
     def _database_away(self) -> bool:
         """MongoDB unreachable: messages wait in the outage journal, and what needs the
         database besides (learning before an answer, the name the person told) is skipped
         rather than ending the chat."""
-        outage = self.runtime.kept.outage
+        outage = self.services.outage
         return outage is not None and outage.waiting
 
     async def finish(self) -> None:
@@ -371,8 +463,8 @@ class ConsoleChat:
             log.warning("leaving while MongoDB is unreachable: the journal is replayed next start")
             return
         if self._last is not None:
-            await self.runtime.flush_room(self._last, timeout=self.learn_timeout)
-        if not await self.runtime.evaluations.join(self.room.id, self.learn_timeout):
+            await self.services.evaluations.flush_room(self._last, timeout=self.learn_timeout)
+        if not await self.services.evaluations.join(self.room.id, self.learn_timeout):
             log.warning("leaving with evaluations still running; they resume on next start")
 
 

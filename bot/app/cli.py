@@ -122,6 +122,7 @@ def warn_unknown_settings(app: object) -> None:
 
 async def _chat(settings: Settings, name: str | None = None) -> None:
     from bot.adapters.console import ConsoleChat
+    from bot.adapters.images import ImageLimits
     from bot.app.composition import open_app
 
     # The console is one trusted person at this machine: a piped script of any length gets
@@ -132,7 +133,10 @@ async def _chat(settings: Settings, name: str | None = None) -> None:
         warn_unknown_settings(app)
         print(banner(app), flush=True)
         exports = settings.storage.data_dir / "exports"
-        await ConsoleChat(display_name=name, exports_dir=exports).run(app.runtime)
+        images = ImageLimits.of(settings.platforms)  # /image sends the picture itself
+        await ConsoleChat(display_name=name, exports_dir=exports, images=images).run(
+            app.adapter_services
+        )
 
 
 async def _run(settings: Settings, name: str | None = None) -> None:

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from pymongo import monitoring
 
-from bot.app.model_choice import make_model
+from bot.adapters.base import AdapterServices
+from bot.app.model_choice import make_model, world_choices
 from bot.app.prompt_texts import grounding_for
 from bot.app.scheduler import build_scheduler
 from bot.cancelling import cancel_and_wait
+from bot.commands.services import CommandServices
 from bot.config.settings import Settings
 from bot.domain.characters import Character, load_character
 from bot.domain.records import stable_id
@@ -66,6 +68,10 @@ class App:
     registry: Registry
     ledger: UsageLedger
     bundled_mongo: bool
+    # What the command layer uses (bot/commands/services.py), instead of the whole runtime.
+    commands: CommandServices
+    # What the adapters use (bot/adapters/base.py), instead of the whole runtime.
+    adapter_services: AdapterServices
     # The /metrics and /healthz server, when MNEMO_METRICS_PORT is set.
     metrics_server: MetricsServer | None = None
     # The bundled MongoDB server and what restarts it, when MONGODB_URI is unset.
@@ -90,6 +96,43 @@ def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> Repl
     which belongs to one process (and saves a round trip per message)."""
     per_minute = settings.platforms.rate_limit_per_minute
     return RateLimiter(per_minute) if bundled else SharedRateLimiter(store.db, per_minute)
+
+
+def services_for_commands(runtime: AgentRuntime) -> CommandServices:
+    """The parts of the runtime the command layer uses, named."""
+    return CommandServices(
+        agent_id=runtime.agent_id,
+        store=runtime.store,
+        knowledge=runtime.knowledge,
+        plugins=runtime.plugins,
+        privacy=runtime.privacy,
+        evaluations=runtime.evaluations,
+        ledger=runtime.ledger,
+        profiles=runtime.profiles,
+        sent_replies=runtime.sent_replies,
+        outage=runtime.intake.outage,
+        note_profiles=runtime.note_profiles,
+        worlds=runtime.composer.worlds,
+        model=runtime.model,
+    )
+
+
+def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> AdapterServices:
+    """The parts of the runtime the adapters use, named (the console's reads included)."""
+    return AdapterServices(
+        agent_id=runtime.agent_id,
+        handle=runtime.handle,
+        note_profiles=runtime.note_profiles,
+        answer_unanswered=runtime.answer_unanswered,
+        keep_first=runtime.intake.keep_first,
+        plugin_rooms=runtime.plugins.rooms,
+        commands=commands,
+        accounts=runtime.store.accounts,
+        facts=runtime.store.facts,
+        worlds=runtime.composer.worlds,
+        outage=runtime.intake.outage,
+        evaluations=runtime.evaluations,
+    )
 
 
 def agent_id_for(character: Character) -> str:
@@ -166,8 +209,14 @@ async def open_app(
         embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
         model = model or make_model(settings.model, ledger, registry.offline_answers())
         stack.push_async_callback(model.close)
+        # What each world may choose instead of the settings (/character, /model).
+        worlds = world_choices(settings, character, store, registry)
+        others = [installed.character for installed in worlds.catalog.others]
         knowledge = Knowledge(
-            store, vectors, embedder, grounding_for(character, registry, agent_id_for(character))
+            store,
+            vectors,
+            embedder,
+            grounding_for(character, registry, agent_id_for(character), others=others),
         )
         faults = faults or FaultHook.from_environment()
         journal = Journal.in_folder(
@@ -199,6 +248,7 @@ async def open_app(
                 evaluator_timeout=settings.runtime.evaluator_timeout,
                 max_reply_chars=settings.runtime.reply_max_chars,
                 answer_window=settings.runtime.answer_window_minutes * 60,
+                stream_replies=settings.runtime.stream_replies,
             ),
             rate_limiter=reply_limit(settings, store, bundled=bundled),
             events=metrics or NO_EVENTS,
@@ -212,6 +262,7 @@ async def open_app(
             lease_seconds=settings.runtime.evaluation_lease_seconds,
             owner=succession.owner,
             sent_replies=sent_replies,
+            worlds=worlds,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
@@ -238,6 +289,7 @@ async def open_app(
             await metrics_server.start()
             stack.push_async_callback(metrics_server.stop)
             log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
+        commands = services_for_commands(runtime)
         yield App(
             settings=settings,
             character=character,
@@ -249,6 +301,8 @@ async def open_app(
             registry=registry,
             ledger=ledger,
             bundled_mongo=bundled,
+            commands=commands,
+            adapter_services=services_for_adapters(runtime, commands),
             metrics_server=metrics_server,
             vector_healing=healing,
             mongo_server=server,

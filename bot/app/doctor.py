@@ -10,6 +10,7 @@ line and never hold a secret; an unknown setting name is a warning, not a failur
 
 from __future__ import annotations
 
+import base64
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -25,6 +26,11 @@ from bot.config.settings import Settings, check_data_dir, setting_names, unknown
 # The model check is one tiny call: no retries, and a short wait for an unreachable server.
 _MODEL_TIMEOUT_SECONDS = 20.0
 _PROMPT = "Reply with the single word OK."
+# A 32x32 white PNG: sent with the LARGE call when MNEMO_MODEL_SEES_IMAGES says the model
+# sees images, so a text-only model fails here rather than on the first photo.
+_WHITE_SQUARE = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAACAAAAAgCAIAAAD8GO2jAAAAJklEQVR42u3NMQ0AAAwDoPo33arYsQQMkB6LQCAQCAQCgUAg+BIMi1X0ptsIcT0AAAAASUVORK5CYII="
+)
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,7 @@ class Doctor:
 
     async def model(self) -> str:
         from bot.app.model_choice import make_model
+        from bot.domain.images import ImageBytes
         from bot.llm.accounting import UsageLedger
         from bot.llm.base import ModelClass, ModelRequest
 
@@ -221,17 +228,28 @@ class Doctor:
         }
         answered: list[str] = []
         refused: list[str] = []
+        sees_images = self.settings.platforms.model_sees_images
         try:
             for name, (model_class, setting) in classes.items():
+                with_image = sees_images and model_class == ModelClass.LARGE
+                images = (ImageBytes(_WHITE_SQUARE, "image/png"),) if with_image else ()
                 started = time.perf_counter()
                 try:
                     await model.generate(
-                        ModelRequest(_PROMPT, model_class=model_class, task="doctor", max_tokens=5)
+                        ModelRequest(
+                            _PROMPT,
+                            model_class=model_class,
+                            task="doctor",
+                            max_tokens=5,
+                            images=images,
+                        )
                     )
                 except Exception as error:  # each model is reported, the other still tried
-                    refused.append(f"{setting}={name}: {_one_line(error, self.secrets)}")
+                    told = " (given an image: MNEMO_MODEL_SEES_IMAGES=true)" if images else ""
+                    refused.append(f"{setting}={name}{told}: {_one_line(error, self.secrets)}")
                     continue
-                answered.append(f"{name} answered in {time.perf_counter() - started:.1f} s")
+                seen = " with an image" if images else ""
+                answered.append(f"{name} answered{seen} in {time.perf_counter() - started:.1f} s")
         finally:
             await model.close()
         if refused:

@@ -1,19 +1,27 @@
-"""Choose the language model from settings: the OpenAI-compatible client, or the offline one."""
+"""Choose the language model from settings (the OpenAI-compatible client, or the offline one),
+and what each world may choose instead: the installed characters and the default model names
+that `/character` and `/model` choose among (bot/runtime/worlds.py)."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bot.config.base import BUILTIN_CHARACTERS
+from bot.domain.characters import Character, character_catalog
 from bot.llm.openai_model import OpenAIModel
 from bot.plugin.offline_model import OfflineModel
+from bot.runtime.worlds import WorldChoices
 
 if TYPE_CHECKING:
-    from bot.config.settings import ModelSettings
+    from bot.config.settings import ModelSettings, Settings
     from bot.llm.accounting import UsageLedger
     from bot.llm.base import LanguageModel
     from bot.plugin.api import OfflineAnswer
+    from bot.plugin.loading import Registry
+    from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
 
@@ -31,3 +39,21 @@ def make_model(
         log.debug("no OPENAI_API_KEY and no OPENAI_BASE_URL: using the offline model")
         return OfflineModel(ledger, offline_answers)
     return OpenAIModel(settings, ledger)
+
+
+def world_choices(
+    settings: Settings, character: Character, store: MongoStore, registry: Registry
+) -> WorldChoices:
+    """What worlds may choose: the process's character (every world's default) and the other
+    characters installed where the `MNEMO_CHARACTER` setting looks for them (the working
+    folder's `characters/`, then the ones shipped with Mnemo, and the folder of the configured
+    file), then the plugins' characters; the default model names are the settings' (none for
+    the offline model)."""
+    configured = Path(settings.runtime.character)
+    folders = list(dict.fromkeys([Path("characters"), BUILTIN_CHARACTERS, configured.parent]))
+    catalog = character_catalog(
+        character, configured.stem, folders=folders, extra=registry.characters
+    )
+    model = settings.model
+    defaults = {} if model.offline else {"small": model.small_model, "large": model.large_model}
+    return WorldChoices(store.worlds, catalog, default_models=defaults)

@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from bot.adapters.errors import PlatformError, PlatformStartupError
 
 if TYPE_CHECKING:
-    from bot.adapters.base import Adapter
+    from bot.adapters.base import Adapter, AdapterServices
     from bot.app.composition import App
     from bot.config.settings import PlatformSettings
-    from bot.runtime.agent import AgentRuntime
 
 __all__ = ["PlatformError", "PlatformStartupError", "build_adapters", "run_platforms"]
 
@@ -58,7 +57,7 @@ async def run_platforms(
         )
     else:
         adapters, problems = list(adapters), []
-    running = await _start_all(adapters, app.runtime, problems)
+    running = await _start_all(adapters, app.adapter_services, problems)
     stop = stop or asyncio.Event()
     # The scheduler (idle learning, re-indexing) belongs to the app: `open_app` runs it.
     try:
@@ -92,13 +91,13 @@ def build_adapters(
 
 
 async def _start_all(
-    adapters: Sequence[Adapter], runtime: AgentRuntime, problems: list[str]
+    adapters: Sequence[Adapter], services: AdapterServices, problems: list[str]
 ) -> list[Adapter]:
     """Start every adapter at once (Discord's hand-shake takes seconds); keep those that run."""
     results: list[Any] = []
     try:
         results = await asyncio.gather(
-            *(adapter.start(runtime) for adapter in adapters), return_exceptions=True
+            *(adapter.start(services) for adapter in adapters), return_exceptions=True
         )
     except BaseException:
         # Cancelled (Ctrl-C) while starting: whatever did start must still be stopped.

@@ -9,7 +9,7 @@ templates and every registered plugin part (descriptions and examples).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from bot.domain.characters import Character
 from bot.knowledge.grounding import Grounding
@@ -39,10 +39,22 @@ def registry_texts(registry: Registry) -> Iterator[str]:
         yield getattr(provider, "description", "") or ""
 
 
-def grounding_for(character: Character, registry: Registry, agent_id: str) -> Grounding:
-    """The grounding rules for this bot: its id and names, and its own texts to refuse."""
-    grounding = Grounding(agent_id=agent_id, agent_names=tuple(character.names))
+def grounding_for(
+    character: Character,
+    registry: Registry,
+    agent_id: str,
+    *,
+    others: Sequence[Character] = (),
+) -> Grounding:
+    """The grounding rules for this bot: its id and names, and its own texts to refuse.
+    `others`: the characters a world may choose instead (`/character`): the bot speaks as
+    them too, so their names are the bot's and their texts are its prompts'."""
+    characters = [character, *others]
+    names = tuple(dict.fromkeys(name for c in characters for name in c.names))
+    grounding = Grounding(agent_id=agent_id, agent_names=names)
     grounding.add_machinery(
-        *character_texts(character), *registry_texts(registry), *BUILTIN_TEMPLATES.values()
+        *(text for c in characters for text in character_texts(c)),
+        *registry_texts(registry),
+        *BUILTIN_TEMPLATES.values(),
     )
     return grounding

@@ -5,7 +5,10 @@
   read up to) gets one evaluation (trigger "idle") on its latest message from a person;
 - re-index: vectors whose Chroma write failed are rebuilt from MongoDB;
 - retention (when MNEMO_RETENTION_DAYS is set): messages older than that, and their vectors,
-  are deleted daily and at start-up, once per UTC day in a deployment (bot/privacy/retention.py).
+  are deleted daily and at start-up, once per UTC day in a deployment (bot/privacy/retention.py);
+- plugins' tasks (`Plugin.tasks`, e.g. sending what a plugin planned to say): in every
+  process, since each process reaches only the platforms it runs; a task claims each piece of
+  its work atomically itself, so none is done twice.
 
 Jobs never overlap themselves (`max_instances=1`), missed runs collapse into one
 (`coalesce=True`), and each job logs its own errors so one bad run never stops the schedule.
@@ -39,6 +42,8 @@ from bot.privacy.retention import Retention, delete_expired
 
 if TYPE_CHECKING:
     from bot.domain.records import Memory
+    from bot.plugin.api import Task
+    from bot.plugin.host import PluginHost
     from bot.runtime.agent import AgentRuntime
     from bot.storage.leases import Leases
 
@@ -133,6 +138,13 @@ async def run_reindex(runtime: AgentRuntime) -> int:
     return rebuilt
 
 
+async def _plugin_task(plugins: PluginHost, task: Task) -> None:
+    try:
+        await plugins.run_task(task)
+    except Exception:
+        log.exception("plugin task %s failed; its next run tries again", task.name)
+
+
 async def _timed(
     once: OncePerDeployment,
     job: str,
@@ -202,6 +214,17 @@ def build_scheduler(
         max_instances=1,
         coalesce=True,
     )
+    for task in runtime.plugins.tasks():
+        owner = runtime.registry.plugin_of(task).name
+        scheduler.add_job(
+            _plugin_task,
+            IntervalTrigger(seconds=task.every_seconds, timezone=UTC),
+            args=(runtime.plugins, task),
+            id=f"plugin:{owner}:{task.name}",
+            name=task.description or f"{owner}: {task.name}",
+            max_instances=1,
+            coalesce=True,
+        )
     if retention is not None and retention.enabled:
         scheduler.add_job(
             _timed,

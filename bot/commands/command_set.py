@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from bot.commands import world_choice
 from bot.commands.fact_history import (
     SUBCOMMAND,
     asks_history,
@@ -31,6 +32,7 @@ from bot.commands.fact_history import (
     told_lines,
 )
 from bot.commands.parsing import command_parts, echo, parse_person_search_page  # noqa: F401
+from bot.commands.services import CommandServices
 from bot.commands.types import (  # noqa: F401  (surfaces import the layer's types from here)
     Answer,
     Attachment,
@@ -47,7 +49,6 @@ from bot.privacy.export import Exporting, told_name_line
 from bot.privacy.forgetting import Forgetting
 from bot.privacy.ledger import ForgetLedger
 from bot.queue.worker import describe_queue
-from bot.runtime.agent import AgentRuntime
 from bot.runtime.intake.outage import DATABASE_AWAY
 from bot.storage.rejects import describe_rejects
 
@@ -92,6 +93,7 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     ),
     CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
     *(CommandInfo(**command) for command in privacy_commands.COMMANDS),  # /privacy, /optout, ...
+    *world_choice.COMMANDS,  # /character, /model
 )
 
 
@@ -99,17 +101,17 @@ class Commands:
     """Every command a person can use, and what each one answers."""
 
     def __init__(
-        self, runtime: AgentRuntime, *, learn_wait: float = 30.0, outage_wait: float = 2.0
+        self, services: CommandServices, *, learn_wait: float = 30.0, outage_wait: float = 2.0
     ) -> None:
-        self.runtime = runtime
+        self.services = services
         # How long an answer about what was learned waits for the room's learning.
         self.learn_wait = learn_wait
         # How long a command waits for the database and the journal's replay
         # (bot/runtime/intake/outage.py).
         self.outage_wait = outage_wait
-        self.forgetting = forgetting_of(runtime, wait_for_learning=learn_wait)
+        self.forgetting = forgetting_of(services, wait_for_learning=learn_wait)
         self.exporting = Exporting(
-            store=runtime.store, plugins=runtime.plugins, agent_id=runtime.agent_id
+            store=services.store, plugins=services.plugins, agent_id=services.agent_id
         )
         self._built_in: dict[str, Handler] = {
             "help": self._help,
@@ -118,16 +120,21 @@ class Commands:
             "facts": self._facts,
             "forget": self._forget,
             "stats": self._stats,
-            **privacy_commands.handlers(runtime.privacy, runtime.character.name, self.all),
+            **privacy_commands.handlers(services.privacy, self._bot_name_in, self.all),
             "export": self._export,
             "mydata": self._export,
+            **world_choice.handlers(services.worlds, services.model),
         }
+
+    async def _bot_name_in(self, world_id: str) -> str:
+        """The bot's name in a world: the character its admins chose there (`/character`)."""
+        return (await self.services.worlds.of(world_id)).character.name
 
     # ------------------------------------------------------------------ the command set
     def all(self) -> list[CommandInfo]:
         """Built-in commands, then every plugin's, in registration order."""
         found = list(BUILT_IN)
-        for command in self.runtime.plugins.commands():
+        for command in self.services.plugins.commands():
             if command.name in self._built_in:
                 log.warning("plugin command /%s is hidden by the built-in one", command.name)
                 continue
@@ -181,19 +188,19 @@ class Commands:
     async def database_ready(self) -> bool:
         """MongoDB answers and holds every message kept during an outage
         (bot/runtime/intake/outage.py)."""
-        outage = self.runtime.kept.outage
+        outage = self.services.outage
         return outage is None or await outage.ready(self.outage_wait)
 
     async def learned(self, room_id: str) -> bool:
         """Learn now from what the room said and was not yet learned from, and wait for it
         (at most `learn_wait` seconds). False when learning is still going on."""
-        recent = await self.runtime.store.memories.recent(room_id, RECENT_FOR_LEARNING)
-        said = [m for m in recent if m.user_id != self.runtime.agent_id]
+        recent = await self.services.store.memories.recent(room_id, RECENT_FOR_LEARNING)
+        said = [m for m in recent if m.user_id != self.services.agent_id]
         if said:
             # The idle flush's job, from the last thing a person said: one job per message,
             # so asking twice learns once.
-            return await self.runtime.flush_room(said[-1], timeout=self.learn_wait)
-        return await self.runtime.evaluations.join(room_id, self.learn_wait)
+            return await self.services.evaluations.flush_room(said[-1], timeout=self.learn_wait)
+        return await self.services.evaluations.join(room_id, self.learn_wait)
 
     async def after_learning(self, room_id: str, answer: Callable[[], Awaitable[str]]) -> str:
         done = await self.learned(room_id)
@@ -216,7 +223,7 @@ class Commands:
     ) -> str:
         """What an admin is asked before forgetting someone, and `how` to confirm it."""
         if name is None:
-            account = (await self.runtime.store.accounts.get_many([person_id])).get(person_id)
+            account = (await self.services.store.accounts.get_many([person_id])).get(person_id)
             name = account.name if account is not None else "this person"
         return (
             f"This deletes everything I learned about {name} here, their messages and my "
@@ -242,7 +249,7 @@ class Commands:
         if who.isdigit():
             return account_id(request.platform, int(who))
         name = who.removeprefix("@")
-        account = await self.runtime.store.accounts.find_by_username(request.platform, name)
+        account = await self.services.store.accounts.find_by_username(request.platform, name)
         return None if account is None else account.id
 
     # ------------------------------------------------------------------ built-in answers
@@ -251,7 +258,7 @@ class Commands:
 
     async def _me(self, request: Request) -> str:
         return await self.after_learning(
-            request.room_id, lambda: describe_me(self.runtime, request.scope)
+            request.room_id, lambda: describe_me(self.services, request.scope)
         )
 
     async def _forget_me_command(self, request: Request) -> str:
@@ -271,7 +278,7 @@ class Commands:
 
     async def _facts(self, request: Request) -> str:
         if asks_history(request.args):
-            return await self.after_learning(request.room_id, history_of(self.runtime, request))
+            return await self.after_learning(request.room_id, history_of(self.services, request))
         who, search, page = parse_person_search_page(request.args)
         subject = request.subject_id or request.replied_to
         if who is not None:
@@ -281,7 +288,7 @@ class Commands:
         return await self.after_learning(
             request.room_id,
             lambda: list_facts(
-                self.runtime, request.scope, subject_id=subject, search=search, page=page
+                self.services, request.scope, subject_id=subject, search=search, page=page
             ),
         )
 
@@ -299,19 +306,19 @@ class Commands:
             return await self.forget_person(subject, request)
         if not target:
             return "Usage: /forget <fact id from /facts> or /forget @user"
-        return await forget_fact(self.runtime, request.scope, target.split()[0])
+        return await forget_fact(self.services, request.scope, target.split()[0])
 
     async def _stats(self, request: Request) -> str:
         return await self.after_learning(
-            request.room_id, lambda: stats(self.runtime, request.scope)
+            request.room_id, lambda: stats(self.services, request.scope)
         )
 
     async def _plugin_command(self, info: CommandInfo, request: Request) -> str:
-        command = self.runtime.plugins.find_command(info.name)
+        command = self.services.plugins.find_command(info.name)
         assert command is not None  # listed by all() a moment ago
 
         async def answer() -> str:
-            return await self.runtime.plugins.run_command(
+            return await self.services.plugins.run_command(
                 command,
                 account_id=request.account_id,
                 world_id=request.world_id,
@@ -331,49 +338,53 @@ def admin_accounts(settings: PlatformSettings, platform: str) -> frozenset[str]:
 
 
 # ---------------------------------------------------------------------- answers
-async def describe_me(runtime: AgentRuntime, scope: Scope) -> str:
-    facts, _ = await runtime.store.facts.page(
+async def describe_me(services: CommandServices, scope: Scope) -> str:
+    facts, _ = await services.store.facts.page(
         scope.world_id, subject_id=scope.user_id, limit=PAGE_SIZE * 5
     )
-    called = await told_name_line(runtime.store, scope.user_id, scope.world_id)
+    called = await told_name_line(services.store, scope.user_id, scope.world_id)
+    # What plugins keep for the person besides facts (e.g. a follow-up planned).
+    kept = "".join(
+        f"\n{line}" for line in await services.plugins.about(scope.user_id, scope.world_id)
+    )
     if not facts:
-        return called + "I haven't learned anything about you here yet."
-    lines = "\n".join(f"• {line}" for line in await told_lines(runtime.store.accounts, facts))
-    return f"{called}What I know about you here ({len(facts)}):\n{lines}"
+        return called + "I haven't learned anything about you here yet." + kept
+    lines = "\n".join(f"• {line}" for line in await told_lines(services.store.accounts, facts))
+    return f"{called}What I know about you here ({len(facts)}):\n{lines}{kept}"
 
 
-def forgetting_of(runtime: AgentRuntime, *, wait_for_learning: float = 30.0) -> Forgetting:
-    """The runtime's parts that forgetting a person touches (its data-folder files too)."""
+def forgetting_of(services: CommandServices, *, wait_for_learning: float = 30.0) -> Forgetting:
+    """The parts that forgetting a person touches (its data-folder files too)."""
     return Forgetting(
-        store=runtime.store,
-        knowledge=runtime.knowledge,
-        plugins=runtime.plugins,
-        evaluations=runtime.evaluations,
-        agent_id=runtime.agent_id,
-        forget_profiles=runtime.profiles.forget,
+        store=services.store,
+        knowledge=services.knowledge,
+        plugins=services.plugins,
+        evaluations=services.evaluations,
+        agent_id=services.agent_id,
+        forget_profiles=services.profiles.forget,
         wait_for_learning=wait_for_learning,
-        **files_to_forget(runtime),
+        **files_to_forget(services),
     )
 
 
-def files_to_forget(runtime: AgentRuntime) -> dict[str, Any]:
+def files_to_forget(services: CommandServices) -> dict[str, Any]:
     """Forgetting's keyword arguments for the data folder: the record of sent replies, the
     outage journal (its set-aside files) and the forget ledger (in the database and the
     folder, which the journal or the sent-reply record lives in)."""
-    outage = runtime.kept.outage
+    outage = services.outage
     journal = outage.journal if outage is not None else None
     folder = journal.path.parent if journal is not None else None
-    if folder is None and runtime.sent_replies.path is not None:
-        folder = runtime.sent_replies.path.parent
+    if folder is None and services.sent_replies.path is not None:
+        folder = services.sent_replies.path.parent
     return {
-        "sent_replies": runtime.sent_replies,
+        "sent_replies": services.sent_replies,
         "journal": journal,
-        "ledger": ForgetLedger(runtime.store.db, folder),
+        "ledger": ForgetLedger(services.store.db, folder),
     }
 
 
 async def list_facts(
-    runtime: AgentRuntime,
+    services: CommandServices,
     scope: Scope,
     *,
     subject_id: str | None = None,
@@ -381,7 +392,7 @@ async def list_facts(
     page: int = 1,
 ) -> str:
     page = max(page, 1)
-    facts, total = await runtime.store.facts.page(
+    facts, total = await services.store.facts.page(
         scope.world_id,
         subject_id=subject_id,
         search=search or None,
@@ -390,7 +401,7 @@ async def list_facts(
     )
     if total == 0:
         return "No facts learned here yet." if not search else f"No facts match {echo(search)}."
-    names = await runtime.store.accounts.in_world({f.subject_id for f in facts}, scope.world_id)
+    names = await services.store.accounts.in_world({f.subject_id for f in facts}, scope.world_id)
     pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
     lines = [
         f"`{fact.id[:8]}` {fact.text}"
@@ -400,28 +411,32 @@ async def list_facts(
     return f"Facts (page {page}/{pages}, {total} in all):\n" + "\n".join(lines)
 
 
-async def forget_fact(runtime: AgentRuntime, scope: Scope, fact_prefix: str) -> str:
+async def forget_fact(services: CommandServices, scope: Scope, fact_prefix: str) -> str:
     """Delete one fact by its id or the id prefix shown in listings."""
     prefix = fact_prefix.strip().strip("`")
     if len(prefix) < 4:
         return "Give at least the first 4 characters of the fact id shown in /facts."
-    matches = await runtime.store.facts.with_id_prefix(scope.world_id, prefix)
+    matches = await services.store.facts.with_id_prefix(scope.world_id, prefix)
     if not matches:
         return f"No fact with id {echo(prefix)} here."
     if len(matches) > 1:
         return f"{len(matches)} facts start with {echo(prefix)}; give more of the id."
-    await runtime.knowledge.delete_fact(matches[0].id, world_id=scope.world_id)
+    await services.knowledge.delete_fact(matches[0].id, world_id=scope.world_id)
     return f"Forgot: {matches[0].text}"
 
 
-async def stats(runtime: AgentRuntime, scope: Scope) -> str:
-    _, facts = await runtime.store.facts.page(scope.world_id, limit=1)
-    messages = await runtime.store.memories.count_in_world(scope.world_id)
-    rooms = await runtime.store.rooms.ids_in_world(scope.world_id)
-    evaluations = describe_queue(await runtime.store.jobs.counts(room_ids=rooms))
-    kept = "".join(f"{line}\n" for line in await runtime.plugins.stats(scope.world_id))
-    said = f"Messages: {messages} (kept {runtime.privacy.retention.describe()})"
-    usage = await usage_in_world(runtime.ledger, runtime.store, scope.world_id)
-    spent = describe_usage(usage, runtime.ledger)
-    rejected = describe_rejects(await runtime.store.rejects.counts(scope.world_id))
-    return f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}"
+async def stats(services: CommandServices, scope: Scope) -> str:
+    _, facts = await services.store.facts.page(scope.world_id, limit=1)
+    messages = await services.store.memories.count_in_world(scope.world_id)
+    rooms = await services.store.rooms.ids_in_world(scope.world_id)
+    evaluations = describe_queue(await services.store.jobs.counts(room_ids=rooms))
+    kept = "".join(f"{line}\n" for line in await services.plugins.stats(scope.world_id))
+    said = f"Messages: {messages} (kept {services.privacy.retention.describe()})"
+    usage = await usage_in_world(services.ledger, services.store, scope.world_id)
+    spent = describe_usage(usage, services.ledger)
+    rejected = describe_rejects(await services.store.rejects.counts(scope.world_id))
+    worlds = services.worlds
+    chosen = world_choice.describe_world(await worlds.of(scope.world_id), worlds.default_models)
+    return (
+        f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}\n{chosen}"
+    )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from bot.domain.records import Account, Fact, from_epoch_millis
 
 if TYPE_CHECKING:
-    from bot.runtime.agent import AgentRuntime
+    from bot.commands.services import CommandServices
 
 MAX_CHAINS = 30
 # Page numbers are short (bot.commands.command_set reads them the same way); longer numbers are ids.
@@ -137,12 +137,12 @@ def open_to_all(command: str, args: str) -> bool:
     return command == "facts" and asks_history(args)
 
 
-def history_of(runtime: AgentRuntime, request: Asking) -> Callable[[], Awaitable[str]]:
+def history_of(services: CommandServices, request: Asking) -> Callable[[], Awaitable[str]]:
     """The `/facts history` answer, to be computed once the room has learned."""
-    return partial(facts_history, runtime, request)
+    return partial(facts_history, services, request)
 
 
-async def facts_history(runtime: AgentRuntime, request: Asking) -> str:
+async def facts_history(services: CommandServices, request: Asking) -> str:
     """The answer to `/facts history [person]`: the asker's own history, or (admins) the
     history of the person the surface named (`subject_id`) or whose name follows."""
     words = request.args.split()[1:]
@@ -150,20 +150,20 @@ async def facts_history(runtime: AgentRuntime, request: Asking) -> str:
         words.pop()  # a page number a surface adds (Discord's /facts always sends one)
     wanted, world_id, subject_id = " ".join(words), request.world_id, request.subject_id
     if (subject_id is None or subject_id == request.account_id) and not wanted:
-        own = await runtime.knowledge.fact_history(request.account_id, world_id)
+        own = await services.knowledge.fact_history(request.account_id, world_id)
         return history_text("you", own)
     if not request.is_admin:
         return OTHERS_ONLY_FOR_ADMINS
     if subject_id is not None:
-        known = await runtime.store.accounts.get_many([subject_id])
+        known = await services.store.accounts.get_many([subject_id])
         name = known[subject_id].in_world(world_id).name if subject_id in known else "them"
-        return history_text(name, await runtime.knowledge.fact_history(subject_id, world_id))
-    subjects = await runtime.knowledge.fact_subjects(world_id)
+        return history_text(name, await services.knowledge.fact_history(subject_id, world_id))
+    subjects = await services.knowledge.fact_subjects(world_id)
     # As they are known here: by the name told in this world, if any.
-    accounts = await runtime.store.accounts.get_many(subjects)
+    accounts = await services.store.accounts.get_many(subjects)
     found = named([a.in_world(world_id) for a in accounts.values()], wanted)
     if not found:
         return f"I know nothing about {wanted} here."
     if len(found) > 1:
         return f"{len(found)} people here are called {wanted}; use their @username."
-    return history_text(found[0].name, await runtime.knowledge.fact_history(found[0].id, world_id))
+    return history_text(found[0].name, await services.knowledge.fact_history(found[0].id, world_id))

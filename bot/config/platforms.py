@@ -73,6 +73,15 @@ class PlatformSettings(SettingsGroup):
         6, ge=0, le=10_000, validation_alias=env("MNEMO_RATE_LIMIT_PER_MINUTE")
     )
 
+    # Images people send (issue 21). On: a photo or image attachment of a message Mnemo
+    # answers is downloaded and sent to the LARGE model as an image part; off: the model gets
+    # the caption and the file name only. The operator says whether the model sees images:
+    # nothing is guessed from its name. At most `max_images` per message, each at most
+    # `max_image_mb`; the rest are left out (a log line; the attachment's title stays).
+    model_sees_images: bool = Field(False, validation_alias=env("MNEMO_MODEL_SEES_IMAGES"))
+    max_images: int = Field(4, ge=0, le=16, validation_alias=env("MNEMO_MAX_IMAGES"))
+    max_image_mb: float = Field(5.0, gt=0, le=20, validation_alias=env("MNEMO_MAX_IMAGE_MB"))
+
     _split = field_validator("admin_ids", "discord_shard_ids", mode="before")(split_csv)
 
     @field_validator("telegram_webhook_secret")

@@ -9,6 +9,10 @@ objects, `plugins` as package names. Fields Mnemo does not use (`modelProvider`,
 from __future__ import annotations
 
 import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +25,8 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
+
+log = logging.getLogger(__name__)
 
 
 class CharacterError(Exception):
@@ -172,3 +178,110 @@ def load_character(path: Path | str) -> Character:
         raise CharacterError(
             f"character file {path}: field {_field_path(first['loc'])}: {message}{more}"
         ) from None
+
+
+# A character is chosen by its file's stem ("archivist"), or by the name inside it.
+CHARACTER_KEY = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+
+def character_key(name: str) -> str:
+    """A name as a key admins can type: "Captain Hook" -> "captain-hook"."""
+    return re.sub(r"[^a-z0-9_.-]+", "-", name.strip().casefold()).strip("-")[:64] or "character"
+
+
+@dataclass(frozen=True)
+class InstalledCharacter:
+    """A character a world may choose: `key` is how an admin names it (its file's stem, or
+    the name a plugin gave it) and what a world's choice keeps."""
+
+    key: str
+    character: Character
+    origin: str  # "characters/archivist.json", "plugin weather", ...
+
+
+@dataclass(frozen=True)
+class CharacterCatalog:
+    """The installed characters, and the process's own (the default of every world)."""
+
+    default: InstalledCharacter
+    others: tuple[InstalledCharacter, ...] = ()
+
+    @classmethod
+    def only(cls, character: Character, key: str) -> CharacterCatalog:
+        """A catalogue of one: the process's character."""
+        return cls(InstalledCharacter(key, character, "settings"))
+
+    @property
+    def all(self) -> list[InstalledCharacter]:
+        return [self.default, *self.others]
+
+    def find(self, name: str) -> InstalledCharacter | None:
+        """The character an admin named: by key, else by its name or username (any case)."""
+        wanted = name.strip().casefold()
+        if not wanted:
+            return None
+        for installed in self.all:
+            if installed.key.casefold() == wanted:
+                return installed
+        for installed in self.all:
+            if wanted in (n.casefold() for n in installed.character.names):
+                return installed
+        return None
+
+    def keys(self) -> list[str]:
+        return [installed.key for installed in self.all]
+
+
+def character_catalog(
+    default: Character,
+    default_key: str,
+    *,
+    folders: Sequence[Path] = (),
+    extra: Sequence[InstalledCharacter] = (),
+) -> CharacterCatalog:
+    """Every character installed beside the default: the `*.json` files of `folders` (first
+    folder first; a key seen earlier wins, so the working folder's `characters/archivist.json`
+    hides the shipped one) and `extra` (plugins' characters). A file that does not load is
+    left out with a warning: one bad file must not stop the bot."""
+    seen = {default_key.casefold()}
+    found: list[InstalledCharacter] = []
+    for folder in folders:
+        try:
+            files = sorted(folder.glob("*.json"))
+        except OSError:
+            continue
+        for path in files:
+            key = path.stem
+            if key.casefold() in seen or not CHARACTER_KEY.fullmatch(key):
+                continue
+            try:
+                character = load_character(path)
+            except CharacterError as error:
+                log.warning("%s; it cannot be chosen with /character", error)
+                continue
+            seen.add(key.casefold())
+            found.append(InstalledCharacter(key, character, str(path)))
+    for installed in extra:
+        if installed.key.casefold() in seen or not CHARACTER_KEY.fullmatch(installed.key):
+            log.warning("character %r (%s) is already installed", installed.key, installed.origin)
+            continue
+        seen.add(installed.key.casefold())
+        found.append(installed)
+    return CharacterCatalog(InstalledCharacter(default_key, default, "settings"), tuple(found))
+
+
+@dataclass(frozen=True)
+class WorldChoice:
+    """What a world runs as: its character and, when its admins chose them, its own SMALL and
+    LARGE model names (None: the process's settings)."""
+
+    character: Character
+    character_key: str
+    small_model: str | None = None
+    large_model: str | None = None
+    # The character the world chose, when it is no longer installed (the default stands in).
+    missing_character: str | None = None
+
+    def model_name(self, model_class: str) -> str | None:
+        """The world's model name for "small" or "large" (a `ModelClass`), or None."""
+        return self.small_model if model_class == "small" else self.large_model

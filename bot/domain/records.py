@@ -12,8 +12,9 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from bot.domain.images import ImageLoader
 from bot.domain.text import capped, valid_text
 
 # Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
@@ -141,6 +142,19 @@ class Memory(Document):
     mentions: list[str] = Field(default_factory=list)
     mentions_agent: bool = False
     replies_to_agent: bool = False
+    # How to download the message's images, for the reply to this message only
+    # (bot/domain/images.py): private, so no dump (MongoDB, the job's copy, the outage
+    # journal) ever holds it or what it downloaded.
+    _images: ImageLoader | None = PrivateAttr(default=None)
+
+    def carry_images(self, loader: ImageLoader | None) -> Memory:
+        """Attach how to download this message's images (an adapter's loader); returns self."""
+        self._images = loader
+        return self
+
+    @property
+    def images(self) -> ImageLoader | None:
+        return self._images
 
 
 class Account(Document):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.domain.characters import WorldChoice
 from bot.domain.records import Account, Memory, Room
 
 
@@ -28,6 +29,8 @@ class State:
     provided: dict[str, Any] = field(default_factory=dict)
     # Task-specific structured hints (e.g. the evaluator candidates for selection).
     data: dict[str, Any] = field(default_factory=dict)
+    # The world's character and model names (`/character`, `/model`); None: the process's.
+    world: WorldChoice | None = None
 
     def name_of(self, user_id: str) -> str:
         if user_id == self.agent_id:

@@ -157,6 +157,11 @@ def _of_the_speaker(sentence: str, names: set[str]) -> bool:
     return False
 
 
+def says_not(text: str) -> bool:
+    """Whether a text says something is not, or no longer, so ("does not eat meat")."""
+    return bool(_NEGATION.search(text))
+
+
 def _negated(sentence: str, content: set[str]) -> bool:
     """Whether the clauses of `sentence` that hold the claim's words are negated."""
     clauses = [c for c in _CLAUSE.split(sentence) if content & set(words_of(c))]

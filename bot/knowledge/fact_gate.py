@@ -23,7 +23,6 @@ from bot.knowledge.grounding import (
     SAID_BY_ASSISTANT,
     Grounding,
     same_kind,
-    says_it_changed,
 )
 from bot.storage.mongo import MongoStore
 
@@ -133,13 +132,6 @@ class FactGate:
                 for i in claim.source_message_ids
                 if i in messages and messages[i].user_id == claim.subject_id
             ]
-            about = (
-                self._grounding.supports(
-                    old.text, names=_names(accounts, old.subject_id), said=lines
-                )
-                if old is not None
-                else []
-            )
             if (
                 old is None
                 or old.world_id != world_id
@@ -147,7 +139,9 @@ class FactGate:
                 or claim.said_by not in (None, claim.subject_id)
                 or claim.subject_id == self._grounding.agent_id
                 or not same_kind(old.text, claim.text)
-                or not says_it_changed(about)
+                or not self._grounding.says_it_changed_of(
+                    old.text, names=_names(accounts, old.subject_id), said=lines
+                )
             ):
                 refused.append((world_id, RETRACTION_UNSUPPORTED))
             else:

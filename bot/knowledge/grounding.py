@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.knowledge.claim_sentences import NOT_SAID, sentence_problem
+from bot.knowledge.claim_sentences import NOT_SAID, says_not, sentence_problem
 from bot.knowledge.claim_words import (
     FIRST_PERSON_WORDS,
     TOKEN,
@@ -45,6 +45,7 @@ ABOUT_EVERYONE = "about no one in particular"
 PLANTED = "planted through a remember request"
 OTHER_KIND = "update of another kind"
 RETRACTION_UNSUPPORTED = "retraction not said"
+TAKEN_BACK = "taken back by its speaker"
 
 # A run of this many words shared with the character file or a prompt is an echo of it.
 ECHO_RUN = 6
@@ -96,12 +97,12 @@ _REMEMBER_REQUEST = re.compile(
 )
 # "Name: text", the way prompts show messages (and "Mnemo: Create_goal: ...").
 _TRANSCRIPT = re.compile(r"(?:^|\n)\s*[\w@][\w.'@-]*(?: [\w.'@-]+){0,3}:\s+\S")
-# What says a known fact stopped being true.
+# What says a known fact stopped being true ("now", "new", "switched to" say what is true
+# instead: "I take the bus now" takes nothing back).
 _CHANGE_CUES = re.compile(
     r"\b(?:no\s+longer|not\s+any\s*more|any\s*more|don'?t|doesn'?t|didn'?t|not|never|quit"
     r"|left|leaving|sold|moved|moving|stopped|gave\s+up|retired|lost|broke\s+up|divorced"
-    r"|died|passed\s+away|former(?:ly)?|used\s+to|ex|gone|ended|finished|changed|switched"
-    r"|new|now)\b",
+    r"|died|passed\s+away|former(?:ly)?|used\s+to|ex|gone|ended|finished)\b",
     re.I,
 )
 
@@ -174,8 +175,9 @@ class Grounding:
         if said is None:
             return None
         # What is said of everyone ("remember that everyone here is a potato farmer") is
-        # said of no one: it supports nothing.
-        said = [line for line in said if not _EVERYONE.search(line)]
+        # said of no one: it supports nothing. Judged by sentence: "I work as a baker." in
+        # the same message still says what it says.
+        said = [kept for line in said if (kept := _without_everyone(line))]
         content = content_words(words_of(text), [*names, *self.agent_names])
         if not content:
             return NO_CONTENT
@@ -194,12 +196,30 @@ class Grounding:
             # "Remember that Tobrin is a thief": only what someone says of themselves is
             # taken from a request to remember it.
             return PLANTED
+        if not _TAKE_BACK.search(text) and not says_not(text) and taken_back(content, said):
+            # (a claim that says the change itself, "Tariq sold his Volvo", "Priya does not
+            # eat meat", is what was said)
+            return TAKEN_BACK
         return None
 
-    def supports(self, text: str, *, names: Sequence[str], said: Sequence[str]) -> list[str]:
-        """The lines of `said` that share a content word with the claim `text`."""
-        content = content_words(words_of(text), [*names, *self.agent_names])
-        return [line for line in said if content & set(words_of(line))]
+    def says_it_changed_of(self, text: str, *, names: Sequence[str], said: Sequence[str]) -> bool:
+        """Whether `said` says the fact `text` stopped being true: a line about it (sharing a
+        content word) has a part with words of change ("sold", "quit", "no longer") that is
+        about the fact too, or about nothing else ("I sold the Volvo", "The Volvo? I sold
+        it"). "Amir is my cousin, not my brother" takes back the brother, never "lives in
+        Haifa with Amir" (a small model live answered that retraction, and it was applied)."""
+        ignored = [*names, *self.agent_names]
+        content = content_words(words_of(text), ignored)
+        for line in said:
+            if not content & set(words_of(line)):
+                continue
+            for part in _TAKE_BACK_PART.split(line):
+                if not _CHANGE_CUES.search(part):
+                    continue
+                rest = content_words(words_of(_CHANGE_CUES.sub(" ", part)), ignored) - _WHEN
+                if not rest or rest & content:
+                    return True
+        return False
 
 
 def supported(text: str, *, names: Sequence[str], said: Sequence[str]) -> bool:
@@ -220,7 +240,43 @@ def same_kind(old: str, new: str) -> bool:
     return bool(shared)
 
 
-def says_it_changed(lines: Sequence[str]) -> bool:
-    """Whether any of these lines says something stopped being true ("I quit", "no longer",
-    "sold", "moved")."""
-    return any(_CHANGE_CUES.search(line) for line in lines)
+def _without_everyone(line: str) -> str:
+    """The line without its sentences about everyone."""
+    sentences = _SENTENCE_END.split(line)
+    return " ".join(s for s in sentences if s.strip() and not _EVERYONE.search(s))
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+# The parts of what someone said that can take one thing back: "I sold the Volvo, I take
+# the bus now" takes back the Volvo, not the bus.
+_TAKE_BACK_PART = re.compile(r"[.!?;:,()\n]+|\s+-+\s+|\s+(?:and|but|so|then)\s+", re.I)
+# Words that say something stopped being true (narrower than `_CHANGE_CUES`: "now" and
+# "not" say nothing stopped on their own).
+_TAKE_BACK = re.compile(
+    r"\b(?:no\s+longer|any\s*more|quit|quitting|left|sold|selling|stopped|gave\s+up"
+    r"|retired|broke\s+up|divorced|used\s+to|former(?:ly)?|moved\s+(?:out\s+of|away\s+from)"
+    r"|got\s+rid\s+of)\b",
+    re.I,
+)
+
+
+def taken_back(content: set[str], said: Sequence[str]) -> bool:
+    """Whether the speaker's last words on the claim (its content words, `said` in the order
+    said) take it back: "I teach maths in Valencia" then "I quit teaching" no longer
+    supports "teaches maths"; a model that says it again, from the earlier line still in its
+    window, is not believed."""
+    last: bool | None = None
+    for line in said:
+        for part in _TAKE_BACK_PART.split(line):
+            if content & set(words_of(part)):
+                last = bool(_TAKE_BACK.search(part))
+    return bool(last)
+
+
+# When a change happened: no thing of its own ("I sold it last week").
+_WHEN = frozenset(
+    words_of(
+        "last week month year day weekend ago yesterday finally actually anyway back earlier"
+        " since ever before after"
+    )
+)

@@ -7,7 +7,7 @@ At start-up `heal_in_background()` runs both without holding anything up; `mnemo
 runs them in the foreground with a progress bar.
 
 Which documents have vectors: every current fact, and every message from a person with text
-(the agent's own replies are never indexed; see `AgentRuntime._run_job`).
+(the agent's own replies are never indexed; see `EvaluationRunner.run_job`).
 """
 
 from __future__ import annotations

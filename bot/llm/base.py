@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.domain.images import ImageBytes
+
 if TYPE_CHECKING:
     from bot.domain.state import State
 
@@ -55,14 +57,6 @@ class ModelError(Exception):
 
 
 @dataclass(frozen=True)
-class ImagePart:
-    """An image sent with a prompt, to a model the operator says sees images."""
-
-    data: bytes
-    media_type: str  # "image/jpeg", "image/png", ...
-
-
-@dataclass(frozen=True)
 class ModelRequest:
     """One call to a language model: everything a model, or a wrapper around one, needs.
 
@@ -85,7 +79,7 @@ class ModelRequest:
     max_tokens: int | None = None
     system: str | None = None
     json_answer: JsonAnswer | None = None
-    images: tuple[ImagePart, ...] = ()
+    images: tuple[ImageBytes, ...] = ()
     model_name: str | None = None
 
 

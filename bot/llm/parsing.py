@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import json_repair
+from pydantic_core import from_json
 
 # A fenced block: the opening fence may carry a language tag, or have it before the backticks
 # (the seed's `json```` mistake). Non-greedy, so several blocks are found separately.
@@ -258,6 +259,41 @@ def parse_reply(text: str) -> ReplyDraft:
     if not _JSONISH.search(unfenced):
         return ReplyDraft(unfenced, None, readable=bool(unfenced))  # fenced plain text
     return ReplyDraft(_scrub(unfenced), None, readable=False)
+
+
+def partial_reply_text(answer: str) -> str | None:
+    """The words to show of a reply answer still being written, or None when none can be
+    shown yet (nothing of the text field yet, or an answer that is not taking a readable
+    shape). Never JSON syntax: the text field of the partial JSON object, read by
+    pydantic_core's partial JSON parser, or the plain prose so far up to anything that may
+    become syntax (a brace or a fence). `parse_reply` reads the finished answer.
+    """
+    stripped = answer.lstrip()
+    if not stripped:
+        return None
+    if not _JSONISH.search(stripped):
+        # Prose so far; a brace or backticks may start JSON or a fence: not shown.
+        cut = min((i for i in (stripped.find("{"), stripped.find("`")) if i >= 0), default=None)
+        return stripped if cut is None else stripped[:cut]
+    start = stripped.find("{")
+    if start < 0:
+        return None
+    body = stripped[start:]
+    fence = body.find("```")
+    if fence >= 0:
+        body = body[:fence]
+    try:
+        value = from_json(body, allow_partial="trailing-strings")
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    for key in _TEXT_KEYS:
+        text = value.get(key)
+        if isinstance(text, str):
+            # A reply wrapped twice ({"text": "{\"text\": ...}") shows nothing until read whole.
+            return None if text.lstrip().startswith("{") else text
+    return None
 
 
 _SENTENCE_END = re.compile(r"[.!?…][\"')\]]*(?=\s)")

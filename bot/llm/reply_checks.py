@@ -115,6 +115,24 @@ class ReplyCheck:
             found.append(REPEATED)
         return found
 
+    def settled_problems(self, partial: str) -> list[str]:
+        """The problems of a reply still being written that no more words can take away:
+        an action's name, a long run of the prompt's words, a speaker's label, a copy of
+        the person's words that is nearly all of their line or long and in their voice.
+        (The checks that weigh a share of the reply, `problems`, may pass once it is longer;
+        a streamed reply failing only those is held back, not stopped.)"""
+        found = []
+        if _names_an_action(partial, self.action_names):
+            found.append(ACTION_NAME)
+        said = words(partial)
+        if _speaks_as(partial, self.speaker_names) or any(
+            longest_shared_run(said, words(text)) >= PROMPT_RUN_WORDS for text in self.standing_text
+        ):
+            found.append(PROMPT_TEXT)
+        if any(_copies_a_line(partial, line) for line in self.person_lines):
+            found.append(PARROTING)
+        return found
+
 
 def note_for(problems: Iterable[str]) -> str:
     return " ".join(NOTES[p] for p in problems if p in NOTES)
@@ -176,20 +194,39 @@ def _repeats(reply: str, own_lines: Sequence[str]) -> bool:
 _QUOTED = re.compile(r"\byou\s+(?:said|wrote|mentioned|told\s+me)\b\s*[:,]?\s*[\"'“‘]?", re.I)
 
 
-def _parrots(reply: str, line: str) -> bool:
+def _copied_run(reply: str, line: str) -> tuple[Sequence[str], list[str], list[str]] | None:
+    """The longest run of the line's words in the reply (before any "you said"), with the
+    reply's and the line's words; None for a line too short to be parroted."""
     theirs = words(line)
     if len(theirs) < PARROT_MIN_WORDS:
-        return False
+        return None
     quoted = _QUOTED.search(reply)
     if quoted is not None:
         reply = reply[: quoted.start()]
     said = words(reply)
-    copied = shared_run(said, theirs)
+    return shared_run(said, theirs), said, theirs
+
+
+def _copies_a_line(reply: str, line: str) -> bool:
+    """The rules of `_parrots` that hold whatever else the reply goes on to say."""
+    found = _copied_run(reply, line)
+    if found is None:
+        return False
+    copied, _, theirs = found
     run = len(copied)
     if run >= PARROT_COPY_RUN and _FIRST_PERSON.intersection(copied):
         return True
-    if run >= PARROT_LONG_RUN and run >= PARROT_LONG_SHARE * len(theirs):
+    return run >= PARROT_LONG_RUN and run >= PARROT_LONG_SHARE * len(theirs)
+
+
+def _parrots(reply: str, line: str) -> bool:
+    found = _copied_run(reply, line)
+    if found is None:
+        return False
+    if _copies_a_line(reply, line):
         return True
+    copied, said, theirs = found
+    run = len(copied)
     return (
         run >= PARROT_MIN_WORDS
         and run >= PARROT_LINE_SHARE * len(theirs)

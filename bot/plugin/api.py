@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
+from bot.domain.characters import Character
 from bot.domain.records import Content, Memory, Trigger
 from bot.domain.state import State
 from bot.llm.base import ModelClass
@@ -27,8 +28,12 @@ from bot.plugin.services import (
     Agent,
     Collections,
     Conversations,
+    Delivery,
     ModelHandle,
+    Rooms,
+    RoomSender,
     UndeclaredCollection,
+    WorldVoice,
 )
 
 if TYPE_CHECKING:
@@ -108,6 +113,33 @@ class CommandContext(Generic[SettingsT, PluginStateT]):
     knowledge: Knowledge
     agent: Agent
     log: logging.Logger
+
+
+@dataclass(frozen=True)
+class TaskContext(Generic[SettingsT, PluginStateT]):
+    """What a timed task (`Task`) gets: the plugin's own things, a model handle (accounted
+    under `task:NAME`, which is also the task its offline answer registers for), and `rooms`
+    to speak in a room with no message to answer."""
+
+    settings: SettingsT
+    collections: Collections
+    conversations: Conversations
+    knowledge: Knowledge
+    agent: Agent
+    log: logging.Logger
+    model: ModelHandle
+    rooms: Rooms
+    plugin_state: PluginStateT = None  # type: ignore[assignment]
+    # Finds how the bot speaks in a world; None (a context built by hand): as `agent`/`model`.
+    world_lookup: Callable[[str], Awaitable[WorldVoice]] | None = None
+
+    async def world(self, world_id: str) -> WorldVoice:
+        """The bot as it speaks in `world_id`: the character and model names its admins
+        chose there (`/character`, `/model`), else the process's `agent` and `model`. A task
+        speaking in a room uses this, not `agent`/`model`, so it speaks as that world's bot."""
+        if self.world_lookup is None:
+            return WorldVoice(world_id, self.agent, self.model)
+        return await self.world_lookup(world_id)
 
 
 # ---------------------------------------------------------------------------- parts
@@ -221,6 +253,18 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Task:
+    """Work a plugin runs on a timer, in every process of the deployment (APScheduler's
+    interval job; runs never overlap). Several processes may run it at once: a task that
+    acts (sends, writes) claims each piece of work atomically in its own collection."""
+
+    name: str  # 1-32 of a-z, 0-9, _ (its model calls are accounted under `task:NAME`)
+    every_seconds: float
+    run: Callable[[TaskContext], Awaitable[Any]]
+    description: str = ""
+
+
+@dataclass(frozen=True)
 class Plugin:
     name: str
     description: str = ""
@@ -247,9 +291,17 @@ class Plugin:
     # async (PluginContext, world_id) -> lines for `/stats` about what the plugin keeps in
     # that world (e.g. "Moods noted: 12"), shown after Mnemo's own lines.
     stats: Callable[[PluginContext, str], Awaitable[Sequence[str]]] | None = None
+    # async (PluginContext, person_id, world_id) -> lines for the person's `/me` about what
+    # the plugin keeps for them (e.g. "Follow-up planned: your exam, Sat 10:00").
+    about: Callable[[PluginContext, str, str], Awaitable[Sequence[str]]] | None = None
+    # Timed work (see `Task`).
+    tasks: Sequence[Task] = ()
     # Offline answers for further tasks this plugin's parts name (task -> answer), including
     # "reply": a plugin may answer the offline reply (e.g. "what do you know about me?").
     offline_answers: Mapping[str, OfflineAnswer] = field(default_factory=dict)
+    # Characters a world's admins may choose with `/character` (besides the `characters/`
+    # files), chosen by their username, else their name (`load_character(path)` reads one).
+    characters: Sequence[Character] = ()
 
 
 __all__ = [
@@ -261,6 +313,7 @@ __all__ = [
     "CommandContext",
     "Context",
     "Conversations",
+    "Delivery",
     "Evaluator",
     "EvaluatorExample",
     "ExampleTurn",
@@ -271,5 +324,10 @@ __all__ = [
     "PluginContext",
     "Provided",
     "Provider",
+    "RoomSender",
+    "Rooms",
+    "Task",
+    "TaskContext",
     "UndeclaredCollection",
+    "WorldVoice",
 ]

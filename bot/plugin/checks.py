@@ -18,7 +18,8 @@ from pydantic_settings import BaseSettings
 from pydantic_settings.exceptions import SettingsError
 
 from bot.config.settings import describe_error
-from bot.plugin.api import Action, Command, Evaluator, Plugin, Provider
+from bot.domain.characters import Character
+from bot.plugin.api import Action, Command, Evaluator, Plugin, Provider, Task
 
 
 class PluginError(Exception):
@@ -106,8 +107,19 @@ def check_parts(plugin: Plugin, where: str) -> None:
                 _check_command(owner, label, part)
             else:
                 _check_callable(owner, f"{label} get", part.get)
-    for hook in ("setup", "teardown", "forget", "export", "stats"):
+    for hook in ("setup", "teardown", "forget", "export", "stats", "about"):
         _check_callable(owner, hook, getattr(plugin, hook), optional=True)
+    for index, task in enumerate(_check_sequence(owner, "tasks", plugin.tasks)):
+        if not isinstance(task, Task):
+            raise PluginError(f"{owner}: tasks[{index}] is {kind_name(task)}, not Task")
+        if not _COMMAND_NAME.fullmatch(task.name):
+            raise PluginError(
+                f"{owner}: task {task.name!r} name must be 1-32 lower-case letters, digits "
+                "or underscores"
+            )
+        if not task.every_seconds > 0:
+            raise PluginError(f"{owner}: task {task.name!r} every_seconds must be positive")
+        _check_callable(owner, f"task {task.name!r} run", task.run)
     _check_stores(owner, plugin)
     answers = plugin.offline_answers
     if not isinstance(answers, Mapping):
@@ -115,6 +127,12 @@ def check_parts(plugin: Plugin, where: str) -> None:
     for task, answer in answers.items():
         if not isinstance(task, str) or not task.strip() or not callable(answer):
             raise PluginError(f"{owner}: offline_answers[{task!r}] must map a task to a function")
+    for character in plugin.characters:
+        if not isinstance(character, Character):
+            raise PluginError(
+                f"{owner}: characters must be Character objects (bot.load_character), "
+                f"not {kind_name(character)}"
+            )
     model = plugin.settings_model
     if model is not None and not (isinstance(model, type) and issubclass(model, BaseModel)):
         raise PluginError(

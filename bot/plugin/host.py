@@ -9,7 +9,8 @@ plugin; adapters ask it for commands.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bot.plugin.api import (
@@ -26,10 +27,15 @@ from bot.plugin.api import (
     Plugin,
     PluginContext,
     Provider,
+    Rooms,
+    Task,
+    TaskContext,
+    WorldVoice,
 )
 from bot.storage.mongo import CORE_COLLECTIONS
 
 if TYPE_CHECKING:
+    from bot.domain.characters import WorldChoice
     from bot.domain.records import Memory, Trigger
     from bot.domain.state import State
     from bot.knowledge.store import Knowledge
@@ -75,6 +81,15 @@ class PluginHost:
         self.conversations = Conversations(store, agent=agent, max_message_chars=max_message_chars)
         self._states: dict[str, Any] = {}
         self._collections: dict[str, Collections] = {}
+        # Adapters connect here once running, so plugins' tasks can speak in a room later.
+        self.rooms = Rooms(store, agent_id=agent.id)
+        # Each world's character and model names, for tasks (`ctx.world`); the runtime sets
+        # it. Unset, every world speaks as the process's character.
+        self._world_choice: Callable[[str], Awaitable[WorldChoice]] | None = None
+
+    def use_world_choices(self, world_choice: Callable[[str], Awaitable[WorldChoice]]) -> None:
+        """Where tasks find a world's choice (bot/runtime/worlds.py `WorldChoices.of`)."""
+        self._world_choice = world_choice
 
     # ------------------------------------------------------------------ lifecycle
     async def setup(self) -> None:
@@ -129,21 +144,88 @@ class PluginHost:
     ) -> Context:
         plugin = self.registry.plugin_of(part)
         extra: dict[str, Any] = {} if callback is None else {"callback": callback}
+        voice = self._voice(state.world, part_task(part), world_id=message.world_id)
         return Context(
             message=message,
             state=state,
             settings=self.registry.settings.get(plugin.name),
-            model=ModelHandle(self._model, part_task(part), self._templates, self._ledger),
+            model=voice.model,
             collections=self.collections(plugin),
             conversations=self.conversations,
             knowledge=self._knowledge,
-            agent=self._agent,
+            agent=voice.agent,
             log=self.logger(plugin),
             plugin_state=self._states.get(plugin.name),
             job_id=job_id,
             trigger=trigger,
             **extra,
         )
+
+    def task_context(self, task: Task) -> TaskContext:
+        plugin = self.registry.plugin_of(task)
+        model_task = f"task:{task.name}"
+
+        async def world(world_id: str) -> WorldVoice:
+            # Read when asked (kept a few seconds by WorldChoices), so a task speaks as the
+            # world's bot is now, whichever process changed it.
+            found = None if self._world_choice is None else await self._world_choice(world_id)
+            return self._voice(found, model_task, world_id=world_id)
+
+        return TaskContext(
+            settings=self.registry.settings.get(plugin.name),
+            collections=self.collections(plugin),
+            conversations=self.conversations,
+            knowledge=self._knowledge,
+            agent=self._agent,
+            log=self.logger(plugin),
+            model=ModelHandle(self._model, model_task, self._templates, self._ledger),
+            rooms=self.rooms,
+            plugin_state=self._states.get(plugin.name),
+            world_lookup=world,
+        )
+
+    def _voice(self, choice: WorldChoice | None, model_task: str, *, world_id: str) -> WorldVoice:
+        """The bot as a world's admins chose it (`/character`, `/model`); the process's
+        character and model names without a choice."""
+        if choice is None:
+            return WorldVoice(
+                world_id,
+                self._agent,
+                ModelHandle(self._model, model_task, self._templates, self._ledger),
+            )
+        character = choice.character
+        agent = replace(
+            self._agent,
+            name=character.name,
+            names=tuple(character.names),
+            bio=" ".join(character.bio).strip(),
+        )
+        model_names = {
+            size: name
+            for size in ("small", "large")
+            if (name := choice.model_name(size)) is not None
+        }
+        model = ModelHandle(
+            self._model, model_task, character.templates, self._ledger, model_names=model_names
+        )
+        return WorldVoice(world_id, agent, model)
+
+    # ------------------------------------------------------------------ tasks
+    def tasks(self) -> list[Task]:
+        """Every plugin's timed tasks, in registration order."""
+        return [task for plugin in self.registry.plugins for task in plugin.tasks]
+
+    async def run_task(self, task: Task) -> Any:
+        """One run of a plugin's task now (what the scheduler calls on its timer)."""
+        return await task.run(self.task_context(task))
+
+    async def run_tasks(self) -> None:
+        """Every task once, now; one failing does not stop the rest (logged)."""
+        for task in self.tasks():
+            try:
+                await self.run_task(task)
+            except Exception:
+                log.exception("plugin task %s failed; its next run tries again", task.name)
 
     # ------------------------------------------------------------------ commands
     def commands(self) -> list[Command]:
@@ -200,6 +282,21 @@ class PluginHost:
                 found = await plugin.stats(self.plugin_context(plugin), world_id)
             except Exception:
                 log.exception("plugin %s stats failed", plugin.name)
+                continue
+            lines += [str(line) for line in found if str(line).strip()]
+        return lines
+
+    # ------------------------------------------------------------------ /me
+    async def about(self, person_id: str, world_id: str) -> list[str]:
+        """Every plugin's `/me` lines for a person in a world; a failing hook is left out."""
+        lines: list[str] = []
+        for plugin in self.registry.plugins:
+            if plugin.about is None:
+                continue
+            try:
+                found = await plugin.about(self.plugin_context(plugin), person_id, world_id)
+            except Exception:
+                log.exception("plugin %s /me lines failed", plugin.name)
                 continue
             lines += [str(line) for line in found if str(line).strip()]
         return lines

@@ -31,7 +31,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bot.plugin.api import Action, Command, Evaluator, OfflineAnswer, Plugin, Provider
+from bot.domain.characters import InstalledCharacter, character_key
+from bot.plugin.api import (
+    Action,
+    Command,
+    Evaluator,
+    OfflineAnswer,
+    Plugin,
+    Provider,
+    Task,
+)
 from bot.plugin.checks import PluginError, check_parts, kind_name, read_settings
 
 log = logging.getLogger(__name__)
@@ -64,10 +73,27 @@ class Registry:
     def commands(self) -> list[Command]:
         return [c for p in self.plugins for c in p.commands]
 
-    def plugin_of(self, part: Evaluator | Provider | Action | Command) -> Plugin:
+    @property
+    def characters(self) -> list[InstalledCharacter]:
+        """The characters plugins provide for `/character`, keyed by username, else name."""
+        return [
+            InstalledCharacter(
+                character_key(character.username or character.name), character, f"plugin {p.name}"
+            )
+            for p in self.plugins
+            for character in p.characters
+        ]
+
+    def plugin_of(self, part: Evaluator | Provider | Action | Command | Task) -> Plugin:
         # Identity, not equality: two frozen dataclasses with equal fields are still two parts.
         for plugin in self.plugins:
-            owned = (*plugin.evaluators, *plugin.providers, *plugin.actions, *plugin.commands)
+            owned = (
+                *plugin.evaluators,
+                *plugin.providers,
+                *plugin.actions,
+                *plugin.commands,
+                *plugin.tasks,
+            )
             if any(part is own for own in owned):
                 return plugin
         raise KeyError(part.name)

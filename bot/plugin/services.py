@@ -7,16 +7,17 @@ Part of the plugin API (re-exported by `bot`); kept apart from the types in
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from pymongo.errors import DuplicateKeyError
 
-from bot.domain.records import Account, Memory, Room
+from bot.domain.records import Account, Attachment, Content, Memory, Room, new_id, utcnow
 from bot.domain.state import State
 from bot.llm.base import JsonAnswer, ModelClass, ModelRequest
 from bot.llm.templating import render
@@ -32,6 +33,16 @@ if TYPE_CHECKING:
 
 _COLLECTION_NAME = re.compile(r"^[a-z0-9_]{1,48}$")
 
+log = logging.getLogger(__name__)
+
+# How a platform's adapter reaches one of its rooms with no message to answer: the sender
+# for `room` (the same shape as the sender a reply uses).
+RoomSender = Callable[[Room], Callable[[Content], Awaitable[None]]]
+# (person_id, room_id, world_id) -> may the person be learned about (and spoken of) there.
+ConsentCheck = Callable[[str, str, str], Awaitable[bool]]
+# What became of `Rooms.send`.
+Delivery = Literal["sent", "no_room", "not_connected", "not_allowed"]
+
 
 @dataclass(frozen=True)
 class Agent:
@@ -41,6 +52,17 @@ class Agent:
     name: str
     names: tuple[str, ...] = ()
     bio: str = ""
+
+
+@dataclass(frozen=True)
+class WorldVoice:
+    """The bot as it speaks in one world (`await ctx.world(world_id)` in a task): the
+    character its admins chose there (`/character`) as `agent`, and a model handle that
+    uses that character's templates and the world's own model names (`/model`)."""
+
+    world_id: str
+    agent: Agent
+    model: ModelHandle
 
 
 class UndeclaredCollection(LookupError):
@@ -194,18 +216,91 @@ class Conversations:
             names.update({i: a.in_world(world).name for i, a in accounts.items()})
         return names
 
-    def format(self, state: State, messages: Sequence[Memory]) -> str:
-        """Messages as prompts show them ("Name: text"), long ones cut."""
+    def format(self, state: State, messages: Sequence[Memory], *, attachments: bool = False) -> str:
+        """Messages as prompts show them ("Name: text"), long ones cut; with `attachments`,
+        each followed by what it carried, by title ("[image: cat.png]", "[file: a.pdf]")."""
         limit = self._max_chars
         lines = []
         for m in messages:
             text = m.content.text if len(m.content.text) <= limit else m.content.text[:limit] + "…"
+            if attachments and m.content.attachments:
+                text = " ".join([text, *map(_shown, m.content.attachments)]).strip()
             lines.append(f"{state.name_of(m.user_id)}: {text}")
         return "\n".join(lines)
 
     def cut(self, text: str) -> str:
         """One message's text cut as prompts cut it."""
         return text if len(text) <= self._max_chars else text[: self._max_chars] + "…"
+
+
+class Rooms:
+    """Speaking in a room later, with no message to answer (a follow-up, a reminder).
+
+    Each platform's adapter connects here once it runs (`connect`), so a plugin's timed task
+    can `await ctx.rooms.send(room_id, text, about=person_id)`: the text goes to the room
+    through its platform, and is stored as the bot's message there, so a person's answer has
+    it in the conversation. A process that runs without that platform (another process of
+    the deployment runs it, or none does) cannot send: `platforms` says which it can. Words
+    `about` a person are held to the same consent as learning: nothing is sent about someone
+    who opted out, or where learning is off."""
+
+    def __init__(self, store: MongoStore, *, agent_id: str) -> None:
+        self._store = store
+        self._agent_id = agent_id
+        self._senders: dict[str, RoomSender] = {}
+        self._consent: ConsentCheck | None = None
+
+    def connect(self, platform: str, sender: RoomSender) -> None:
+        """An adapter, once running: how to reach its rooms."""
+        self._senders[platform] = sender
+
+    def disconnect(self, platform: str) -> None:
+        """An adapter, when it stops."""
+        self._senders.pop(platform, None)
+
+    def require_consent(self, check: ConsentCheck) -> None:
+        """The runtime: how to tell whether a person may be learned about in a room."""
+        self._consent = check
+
+    @property
+    def platforms(self) -> frozenset[str]:
+        """The platforms this process can send to now."""
+        return frozenset(self._senders)
+
+    async def allowed(self, person_id: str, room_id: str, world_id: str) -> bool:
+        """False when the person opted out here, or learning is off in the room or world."""
+        return self._consent is None or await self._consent(person_id, room_id, world_id)
+
+    async def send(self, room_id: str, text: str, *, about: str | None = None) -> Delivery:
+        """Send `text` into the room and store it as the bot's message. "sent"; or why not:
+        "no_room" (unknown), "not_connected" (its platform does not run in this process),
+        "not_allowed" (`about` a person who may not be learned about there). A platform
+        error propagates: the caller decides whether to try again."""
+        room = await self._store.rooms.get(room_id)
+        if room is None:
+            return "no_room"
+        sender = self._senders.get(room.platform)
+        if sender is None:
+            return "not_connected"
+        if about is not None and not await self.allowed(about, room.id, room.world_id):
+            return "not_allowed"
+        content = Content(text=text, source=room.platform)
+        await sender(room)(content)
+        memory = Memory(
+            id=new_id(),
+            user_id=self._agent_id,
+            agent_id=self._agent_id,
+            room_id=room.id,
+            world_id=room.world_id,
+            content=content,
+            created_at=utcnow(),
+        )
+        try:
+            await self._store.memories.insert(memory)
+        except Exception:
+            # Sent already: not storing it loses only the conversation's copy.
+            log.warning("a message sent to room %s was not stored", room.id, exc_info=True)
+        return "sent"
 
 
 @dataclass(frozen=True)
@@ -220,6 +315,8 @@ class ModelHandle:
     task: str
     templates: Mapping[str, str] = field(default_factory=dict)
     ledger: UsageLedger | None = None
+    # The world's own model names by class ("small", "large"; `/model`), else the process's.
+    model_names: Mapping[str, str] = field(default_factory=dict)
 
     async def generate(
         self,
@@ -243,6 +340,7 @@ class ModelHandle:
                 state=state,
                 max_tokens=max_tokens,
                 json_answer=json_answer,
+                model_name=self.model_names.get(model_class),
             )
         )
 
@@ -261,4 +359,22 @@ class ModelHandle:
         return render(self.template(name, default), dict(values))
 
 
-__all__ = ["Agent", "Collections", "Conversations", "ModelHandle"]
+def _shown(attachment: Attachment) -> str:
+    """An attachment as a prompt names it: its kind and the file name the person gave it."""
+    image = (attachment.content_type or "").lower().startswith("image/")
+    if attachment.title:
+        return f"[{'image' if image else 'file'}: {attachment.title}]"
+    return "[a photo]" if image else "[a file]"
+
+
+__all__ = [
+    "Agent",
+    "Collections",
+    "ConsentCheck",
+    "Conversations",
+    "Delivery",
+    "ModelHandle",
+    "RoomSender",
+    "Rooms",
+    "WorldVoice",
+]

@@ -48,22 +48,27 @@ LEARNING_USAGE = "Usage: /learning off|on [server]"
 _WHOLE_WORLD = ("server", "world", "group", "everywhere", "all")
 
 
+# The bot's name in a world (its character there, as `/character` chose it), by world id.
+NameIn = Callable[[str], Awaitable[str]]
+
+
 def handlers(
-    policy: PrivacyPolicy, bot_name: str, listed: Callable[[], Iterable[Named]]
+    policy: PrivacyPolicy, bot_name_in: NameIn, listed: Callable[[], Iterable[Named]]
 ) -> dict[str, Callable[[Request], Awaitable[str]]]:
     """The answers to /privacy, /optout, /optin and /learning, by command name."""
-    return PrivacyCommands(policy, bot_name, listed).handlers()
+    return PrivacyCommands(policy, bot_name_in, listed).handlers()
 
 
 class PrivacyCommands:
     def __init__(
         self,
         policy: PrivacyPolicy,
-        bot_name: str,
+        bot_name_in: NameIn,
         listed: Callable[[], Iterable[Named]],
     ) -> None:
         self.policy = policy
-        self.bot_name = bot_name
+        # /privacy names the bot as people there know it, not the process's default character.
+        self.bot_name_in = bot_name_in
         # The commands this bot has (plugins vary): /privacy names only real ones.
         self._listed = listed
 
@@ -135,7 +140,7 @@ class PrivacyCommands:
         if self.policy.operator_text is not None:
             return self.policy.operator_text
         return built_in_notice(
-            bot_name=self.bot_name,
+            bot_name=await self.bot_name_in(request.world_id),
             retention=self.policy.retention,
             commands={command.name for command in self._listed()},
             state=await self._state(request),

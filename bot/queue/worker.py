@@ -339,6 +339,12 @@ class EvaluationQueue:
                 # The database may be briefly away; the next round tries again.
                 log.warning("evaluation leases: renewal or sweep failed: %s", error)
 
+    async def flush_room(self, message: Memory, timeout: float | None = None) -> bool:
+        """Learn now from a room's unlearned messages (as the idle flush would), from `message`
+        on, and wait up to `timeout` seconds; False when learning is still going on."""
+        await self.enqueue(message, did_respond=True, trigger="idle")
+        return await self.join(message.room_id, timeout)
+
     async def join(self, room_id: str | None = None, timeout: float | None = None) -> bool:
         """Wait until the room's (or every room's) queue is drained; False on time-out.
 

@@ -4,6 +4,10 @@ It gathers the conversation up to the message, the people in it and the room, th
 plugin provider concurrently and merges what they returned into the `State`. It also picks a
 prompt template (the character's own, else the built-in one). The reply path and the
 evaluation path both compose through it.
+
+The character is the world's (`/character`; bot/runtime/worlds.py): every state carries its
+world's choice (`State.world`), and the templates and model names follow it. The reply's
+window read brings the world's settings along, so a reply always uses the stored choice.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from bot.domain.characters import Character
+from bot.domain.characters import Character, CharacterCatalog, WorldChoice
 from bot.domain.records import Fact, Memory, Room, utcnow
 from bot.domain.state import State
 from bot.knowledge.store import Knowledge
@@ -22,6 +26,7 @@ from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
 from bot.runtime.prompts import BUILTIN_TEMPLATES, character_values, format_actions
 from bot.runtime.types import RuntimeOptions
+from bot.runtime.worlds import WORLD_SETTINGS_READ, WorldChoices
 from bot.storage.documents import load_all, millis
 from bot.storage.known_facts import PREFETCHED_FACTS
 from bot.storage.mongo import MongoStore
@@ -44,9 +49,14 @@ class StateComposer:
         registry: Registry,
         plugins: PluginHost,
         options: RuntimeOptions,
+        worlds: WorldChoices | None = None,
     ) -> None:
         self.agent_id = agent_id
+        # The process's character: every world's, until its admins choose another.
         self.character = character
+        self.worlds = worlds or WorldChoices(
+            store.worlds, CharacterCatalog.only(character, "default")
+        )
         self.store = store
         self.knowledge = knowledge
         self.registry = registry
@@ -54,8 +64,30 @@ class StateComposer:
         # Replaced by the runtime when its options change.
         self.options = options
 
-    def template(self, name: str, default: str | None = None) -> str:
-        return self.character.template(name, default or BUILTIN_TEMPLATES[name])
+    def template(self, name: str, default: str | None = None, *, state: State | None = None) -> str:
+        """The template `name`: the character's own (the state's world's character when a
+        state is given), else `default`, else the built-in one."""
+        return self.character_of(state).template(name, default or BUILTIN_TEMPLATES[name])
+
+    def character_of(self, state: State | None) -> Character:
+        return state.world.character if state is not None and state.world else self.character
+
+    @staticmethod
+    def model_name(state: State | None, model_class: str) -> str | None:
+        """The world's own model name for "small" or "large", or None (the process's)."""
+        return state.world.model_name(model_class) if state is not None and state.world else None
+
+    def names_in(self, world_id: str) -> list[str]:
+        """What people call the bot in this world (its character's name and username), as last
+        read for the world: at this message's intake, for a reply."""
+        return self.worlds.kept(world_id).character.names
+
+    async def world_of(self, world_id: str, window: Window | None = None) -> WorldChoice:
+        """The world's choice: from the window when it read the world's settings, else kept
+        or read (bot/runtime/worlds.py)."""
+        if window is not None and WORLD_SETTINGS_READ in window.extra:
+            return self.worlds.from_documents(world_id, window.extra[WORLD_SETTINGS_READ])
+        return await self.worlds.of(world_id)
 
     async def compose_state(
         self,
@@ -71,6 +103,8 @@ class StateComposer:
         if window is None:
             window = await self.window(memory, with_room=room is None)
         room = room or window.room
+        world = await self.world_of(memory.world_id, window)
+        character = world.character
         recent = window.messages
         if not any(m.id == memory.id for m in recent):
             recent = [*recent, memory][-self.options.recent_messages :]
@@ -85,15 +119,16 @@ class StateComposer:
         state = State(
             message=memory,
             agent_id=self.agent_id,
-            agent_name=self.character.name,
+            agent_name=character.name,
             sender=actors.get(memory.user_id),
             room=room,
             recent_messages=recent,
             actors=actors,
             data=dict(data or {}),
+            world=world,
         )
         state.data.setdefault("actions", [a.name for a in self.registry.actions])
-        state.values.update(character_values(self.character))
+        state.values.update(character_values(character))
         state.values.update(
             senderName=state.name_of(memory.user_id),
             recentMessages=self.format_messages(state, recent),
@@ -122,7 +157,13 @@ class StateComposer:
         facts = self.store.facts.about_read(
             _about_whom(memory), memory.world_id, limit=PREFETCHED_FACTS
         )
-        return await self.window(memory, with_room=with_room, extra={**extra, FACTS_AT_HAND: facts})
+        world = {WORLD_SETTINGS_READ: self.worlds.read(memory.world_id)}
+        window = await self.window(
+            memory, with_room=with_room, extra={**extra, FACTS_AT_HAND: facts, **world}
+        )
+        # Kept at once: whether to answer is decided by the names of the world's character.
+        self.worlds.from_documents(memory.world_id, window.extra[WORLD_SETTINGS_READ])
+        return window
 
     async def window(
         self,
@@ -190,7 +231,10 @@ class StateComposer:
         return [output.text for output in outputs]
 
     def format_messages(self, state: State, messages: list[Memory]) -> str:
-        return self.plugins.conversations.format(state, messages)
+        # The prompts composed here (the reply's, the evaluator selection's) show what people
+        # attached, by title; the images themselves go beside the reply's prompt only, when
+        # the model sees images (bot/runtime/reply_images.py).
+        return self.plugins.conversations.format(state, messages, attachments=True)
 
 
 def _about_whom(memory: Memory) -> list[str]:

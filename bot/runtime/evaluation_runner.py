@@ -215,7 +215,7 @@ class EvaluationRunner:
             "evaluatorNames": ", ".join(e.name for e in candidates),
             "evaluatorNamesJson": names_json([e.name for e in candidates]),
         }
-        prompt = render(self.composer.template("evaluationTemplate"), values)
+        prompt = render(self.composer.template("evaluationTemplate", state=state), values)
         names = [e.name for e in candidates]
         try:
             raw = await self.model.generate(
@@ -226,6 +226,7 @@ class EvaluationRunner:
                     state=state,
                     max_tokens=SELECTION_MAX_TOKENS,
                     json_answer=selection_answer(names),
+                    model_name=self.composer.model_name(state, ModelClass.SMALL),  # the world's
                 )
             )
         except ModelError as error:

@@ -77,7 +77,10 @@ class SafePoints:
 
 
 class SafePointModel:
-    """The runtime's model as one handler sees it: each call marks a safe point."""
+    """The runtime's model as one handler sees it: each call marks a safe point.
+
+    No `stream`: it wraps only evaluator handlers' model handles, which generate whole (a
+    `ModelHandle` has no stream); only the reply path streams, on the runtime's own model."""
 
     def __init__(self, inner: LanguageModel, points: SafePoints) -> None:
         self._inner = inner

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import aclosing
+from dataclasses import dataclass
 from datetime import timedelta
 
 from bot.domain.records import Content, Memory, Room, reply_id, utcnow
@@ -16,8 +18,9 @@ from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
-from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply
+from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, partial_reply_text
 from bot.llm.reply_checks import ReplyCheck, note_for
+from bot.llm.streaming import stream_text
 from bot.plugin.api import Action
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
@@ -26,7 +29,15 @@ from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.prompts import render, reply_answer
 from bot.runtime.ratelimit import ReplyLimit
-from bot.runtime.types import HandleResult, RuntimeOptions, Send, Typing
+from bot.runtime.reply_images import images_for_reply
+from bot.runtime.types import (
+    HandleResult,
+    ReplyStream,
+    RuntimeOptions,
+    Send,
+    StreamingSend,
+    Typing,
+)
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Window
 
@@ -40,9 +51,21 @@ EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 # the person's own words): not stored, so it never feeds a later prompt.
 FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 REPLACED_BY_FALLBACK = "replaced by the fallback"
+# Shown in place of a streamed reply that was stopped, while the model is asked again.
+RETHINKING = "…"
+# A streamed reply's words so far are checked (and shown) at most this often.
+STREAM_CHECK_SECONDS = 0.2
 # Tokens allowed per reply character of the cap (a token is ~4 characters of English; the
 # margin covers the JSON around the text and other languages).
 REPLY_TOKENS_PER_CHAR = 0.4
+
+
+@dataclass
+class _Screen:
+    """A reply being shown as it is written, and whether anything of it is on screen."""
+
+    stream: ReplyStream
+    shown: str = ""
 
 
 class Replier:
@@ -112,8 +135,8 @@ class Replier:
         """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
         may quote the message) and no action runs (actions may keep what they were given)."""
         state = await self.composer.compose_state(memory, room=room, window=window)
-        system = render(self.composer.template("systemTemplate"), state.values)
-        template = self.composer.template("messageHandlerTemplate")
+        system = render(self.composer.template("systemTemplate", state=state), state.values)
+        template = self.composer.template("messageHandlerTemplate", state=state)
         prompt = render(template, state.values)
         check = ReplyCheck(
             action_names=self._action_names(),
@@ -138,16 +161,26 @@ class Replier:
                 | {m.user_id for m in state.recent_messages}
             ],
         )
+        # Shown as it is written where the adapter can edit a message (or print as it comes).
+        screen = (
+            _Screen(send.open_stream())
+            if self.options.stream_replies and isinstance(send, StreamingSend)
+            else None
+        )
         try:
-            draft = await self._draft(prompt, system, state, memory)
-            problems = check.problems(draft.text) if draft.text else []
+            draft, problems = await self._draft(prompt, system, state, memory, check, screen)
             if problems:
                 self._reject_reply(problems, draft.text, memory, again=True)
+                if screen is not None and screen.shown:
+                    # Not left on screen while the model is asked again.
+                    await screen.stream.update(RETHINKING)
+                    screen.shown = RETHINKING
                 # Asked once more, told briefly what was wrong; the action is the one the
                 # structured field names, never one spelled out in the text.
                 retry_prompt = f"{prompt}\n\nNote: {note_for(problems)}"
-                draft = await self._draft(retry_prompt, system, state, memory)
-                problems = check.problems(draft.text) if draft.text else []
+                draft, problems = await self._draft(
+                    retry_prompt, system, state, memory, check, screen
+                )
                 if problems:
                     self._reject_reply(problems, draft.text, memory, again=False)
                     # Neither its words nor its choice of action are the model's to act on:
@@ -155,16 +188,24 @@ class Replier:
                     draft = ReplyDraft(FALLBACK_REPLY, None, readable=False)
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
-            await send(Content(text=MODEL_FAILED_REPLY))
+            if screen is not None and screen.shown:
+                await screen.stream.finish(MODEL_FAILED_REPLY)  # what was shown is replaced
+            else:
+                await send(Content(text=MODEL_FAILED_REPLY))
             return
         replies: list[Memory] = []
         sent = False
 
-        async def say(content: Content, *, store: bool = True) -> None:
+        async def say(content: Content, *, store: bool = True, on_screen: bool = False) -> None:
+            """Send a reply and record it; `on_screen`: the reply being shown, settled on
+            its final text (the message edited, the parts past the limit sent)."""
             nonlocal sent
             if not content.text.strip():
                 return
-            await send(content)
+            if on_screen and screen is not None:
+                await screen.stream.finish(content.text)
+            else:
+                await send(content)
             sent = result.responded = True  # known even if storing it fails later
             if not keep:
                 return
@@ -195,9 +236,18 @@ class Replier:
             if draft.text:
                 # Words recovered from an unreadable answer are sent, never stored as the
                 # bot's: stored, they return in later prompts and the model copies them.
-                await say(Content(text=draft.text, action=draft.action), store=draft.readable)
+                await say(
+                    Content(text=draft.text, action=draft.action),
+                    store=draft.readable,
+                    on_screen=True,
+                )
             elif action is None:
-                await say(Content(text=EMPTY_REPLY), store=False)
+                await say(Content(text=EMPTY_REPLY), store=False, on_screen=True)
+            elif screen is not None and screen.shown:
+                await screen.stream.cancel()
+        elif screen is not None and screen.shown:
+            # The action answers instead of the words: what was shown of them is taken back.
+            await screen.stream.cancel()
         if action is not None:
             # The message and what was sent so far are stored before the action, which may
             # take a while: a crash during it must not send those replies again.
@@ -224,19 +274,68 @@ class Replier:
             result.unstored.pop(0)
             result.position = max(result.position, position or 0)
 
-    async def _draft(self, prompt: str, system: str, state: State, memory: Memory) -> ReplyDraft:
-        raw = await self.model.generate(
-            ModelRequest(
-                prompt,
-                model_class=ModelClass.LARGE,
-                task=Task.REPLY,
-                state=state,
-                system=system,
-                max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
-                json_answer=reply_answer([a.name for a in self.registry.actions]),
-            )
+    async def _draft(
+        self,
+        prompt: str,
+        system: str,
+        state: State,
+        memory: Memory,
+        check: ReplyCheck,
+        screen: _Screen | None,
+    ) -> tuple[ReplyDraft, list[str]]:
+        """The model's reply and what is wrong with it (empty: it may be shown).
+
+        With a `screen`, the reply is shown as it is written, but only what passes the
+        checks so far: words that fail a check more words might pass are held back, and a
+        reply that fails one no more words can pass is stopped there (the model's request
+        closed) and returned with its problems, to be asked again."""
+        request = ModelRequest(
+            prompt,
+            model_class=ModelClass.LARGE,
+            task=Task.REPLY,
+            state=state,
+            system=system,
+            max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
+            json_answer=reply_answer([a.name for a in self.registry.actions]),
+            images=await images_for_reply(memory),
+            model_name=self.composer.model_name(state, ModelClass.LARGE),  # the world's
         )
-        return self._read_reply(raw, memory)
+        if screen is None:
+            draft = self._read_reply(await self.model.generate(request), memory)
+            return draft, check.problems(draft.text) if draft.text else []
+        answer = ""
+        checked = 0.0
+        async with aclosing(stream_text(self.model, request)) as pieces:
+            async for piece in pieces:
+                # What came before this piece is shown now, so an answer that comes whole
+                # (a model that does not stream) is read whole: sent once, checked once.
+                answer, before = answer + piece, answer
+                if not before:
+                    # Counted from the first words: a reply written within the first
+                    # interval is sent once, whole, with no edits.
+                    checked = time.perf_counter()
+                    continue
+                # The checks compare word runs with the whole prompt: run a few times a
+                # second, not for every token (the adapters edit less often than that).
+                if time.perf_counter() - checked < STREAM_CHECK_SECONDS:
+                    continue
+                partial = partial_reply_text(before)
+                if partial is None:
+                    continue
+                # Whole words only (the last one may still grow), within the reply's cap.
+                visible = _whole_words(partial)[: self.options.max_reply_chars]
+                if not visible or visible == screen.shown:
+                    continue
+                checked = time.perf_counter()
+                settled = check.settled_problems(visible)
+                if settled:
+                    return ReplyDraft(visible, None, readable=False), settled
+                if check.problems(visible):
+                    continue
+                await screen.stream.update(visible)
+                screen.shown = visible
+        draft = self._read_reply(answer, memory)
+        return draft, check.problems(draft.text) if draft.text else []
 
     def _action_names(self) -> list[str]:
         return [name for a in self.registry.actions for name in (a.name, *a.similes)]
@@ -291,3 +390,10 @@ class Replier:
         except Exception:
             log.exception("action %s validate failed", action.name)
             return None
+
+
+def _whole_words(text: str) -> str:
+    """`text` up to its last whitespace: a word at the end may not be finished."""
+    stripped = text.lstrip()
+    cut = max(stripped.rfind(" "), stripped.rfind("\n"), stripped.rfind("\t"))
+    return stripped[:cut].rstrip() if cut > 0 else ""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from bot.domain.records import Content, EvaluationJob, Memory, Room
 
@@ -19,6 +19,31 @@ Send = Callable[[Content], Awaitable[None]]
 Typing = Callable[[], AbstractAsyncContextManager[Any]]
 # How an adapter reaches a room it did not just hear from (to answer after a crash).
 SenderFor = Callable[[Room, Memory], Send]
+
+
+class ReplyStream(Protocol):
+    """One reply shown while the model writes it: a message the adapter posts at the first
+    `update` and edits as the text grows (as often as the platform allows), settled by
+    `finish` with the final text (and the parts past the platform's limit), or taken back by
+    `cancel`. Implemented per platform in bot/adapters/streaming.py."""
+
+    async def update(self, text: str) -> None:
+        """Show `text` (the reply so far, or another one replacing it)."""
+
+    async def finish(self, text: str) -> None:
+        """Show `text` as the reply, whole: the message edited to it, or sent."""
+
+    async def cancel(self) -> None:
+        """Take back what was shown (the reply is not sent after all)."""
+
+
+@runtime_checkable
+class StreamingSend(Protocol):
+    """A `Send` that can also show a reply as it grows (bot/adapters/streaming.py)."""
+
+    async def __call__(self, content: Content) -> None: ...
+
+    def open_stream(self) -> ReplyStream: ...
 
 
 @dataclass(frozen=True)
@@ -31,6 +56,8 @@ class RuntimeOptions:
     max_reply_chars: int = 4000
     # After a crash, a message stored but not answered is answered if younger than this (s).
     answer_window: float = 300.0
+    # Replies shown as the model writes them, where the adapter can (MNEMO_STREAM_REPLIES).
+    stream_replies: bool = True
 
 
 @dataclass

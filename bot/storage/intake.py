@@ -9,7 +9,7 @@ on MongoDB 8.0, two elsewhere (the inserts, the release). A crash between sendin
 and settling does not send it again: the reply was recorded in the data folder as soon as its
 send returned (bot/runtime/intake/sent_replies.py) and recovery stores it from there (the reply's
 id keeps it stored once). MongoDB unreachable while
-settling: the error reaches the outage journal (bot/runtime/intake/journaled.py), which keeps the
+settling: the error reaches the outage journal (bot/runtime/intake/intake.py), which keeps the
 message and the replies sent and stores them on replay.
 """
 

@@ -44,8 +44,20 @@ from bot.storage.model_usage import ModelUsage
 from bot.storage.rejects import FactRejects
 from bot.storage.rooms import Rooms
 from bot.storage.window_reads import ANCHOR
+from bot.storage.world_settings import COLLECTION as WORLD_SETTINGS
+from bot.storage.world_settings import WorldSettingsStore
 
-_COLLECTIONS = (Memories, Accounts, Rooms, Facts, JobStore, ModelUsage, Leases, FactRejects)
+_COLLECTIONS = (
+    Memories,
+    Accounts,
+    Rooms,
+    Facts,
+    JobStore,
+    ModelUsage,
+    Leases,
+    FactRejects,
+    WorldSettingsStore,
+)
 # The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
 CORE_COLLECTIONS = frozenset(
     {
@@ -58,6 +70,7 @@ CORE_COLLECTIONS = frozenset(
         "fact_rejects",
         "leases",
         "rate_limits",
+        WORLD_SETTINGS,
         ANCHOR,
     }
 )
@@ -66,7 +79,15 @@ CORE_COLLECTIONS = frozenset(
 # Collections a window read starts from or joins (`$unionWith`: bot/storage/window_reads.py), maybe
 # before anything was written to them: nx-27017 fails such a read on a collection that does
 # not exist, where MongoDB returns nothing.
-JOINED_COLLECTIONS = ("accounts", "rooms", "consent", "facts", "memories", ANCHOR)
+JOINED_COLLECTIONS = (
+    "accounts",
+    "rooms",
+    "consent",
+    "facts",
+    "memories",
+    WORLD_SETTINGS,
+    ANCHOR,
+)
 
 
 def _indexes() -> dict[str, list[IndexModel]]:
@@ -104,6 +125,8 @@ class MongoStore:
         # Claims not stored, counted by world and reason (bot/storage/rejects.py).
         self.rejects = FactRejects(self.db)
         self.leases = Leases(self.db)
+        # What each world's admins chose: character and model names (/character, /model).
+        self.worlds = WorldSettingsStore(self.db)
         # Strings that must never reach an error message (the URI's password).
         self._secrets = tuple(secret for secret in secrets if secret)
 

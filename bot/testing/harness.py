@@ -72,6 +72,7 @@ def test_settings(
     mongodb_timeout_seconds: float = 5.0,
     journal_max_mb: float = 50.0,
     metrics_port: int | None = None,
+    stream_replies: bool = True,
 ) -> Settings:
     """Settings for a test: everything under `data_dir`, nothing read from the environment
     except MNEMO_TEST_MONGODB_URI / MNEMO_TEST_MODEL_DIR as defaults."""
@@ -112,6 +113,7 @@ def test_settings(
             evaluation_max_attempts=evaluation_max_attempts,
             evaluation_retry_seconds=evaluation_retry_seconds,
             answer_window_minutes=answer_window_minutes,
+            stream_replies=stream_replies,
             plugins_dir=data_dir / "no-plugins",
             disabled_plugins=[],
             log_level="INFO",

@@ -11,7 +11,14 @@ queue is empty the responder is called with the request's JSON body (sync or asy
 the reply text or an outcome). Embeddings are deterministic unit vectors derived from a hash of
 each input, so equal texts embed equally and different texts almost never do. Every request is
 recorded with its JSON body and headers. Each outcome may carry a `delay` (seconds) before it is
-served, to exercise client time-outs. Streaming is not supported (answered with HTTP 400).
+served, to exercise client time-outs.
+
+A request with `"stream": true` is answered as OpenAI streams: server-sent events, one chunk per
+word of the reply (or the reply's own `chunks`), `chunk_delay` seconds apart, and the usage
+in a last chunk when `stream_options.include_usage` asks for it. `streaming="refuse"` answers
+such a request with HTTP 400 (an endpoint that cannot stream), `"ignore"` with the whole
+completion as JSON (an endpoint that ignores the parameter); `stream_usage=False` refuses
+`stream_options` with HTTP 400.
 
 It listens on 127.0.0.1 on a free port and never touches the network.
 """
@@ -27,6 +34,7 @@ import itertools
 import json
 import math
 import random
+import re
 import struct
 import time
 from collections import deque
@@ -56,6 +64,12 @@ class Reply:
     usage: Usage | Literal["auto"] | None = "auto"
     finish_reason: str = "stop"
     delay: float = 0.0
+    # Streamed: the pieces the text is sent in (None: word by word), and the pause between.
+    chunks: tuple[str, ...] | None = None
+    chunk_delay: float = 0.0
+    # Streamed: after the pieces, an error event with this message instead of the end (the
+    # model failed mid-answer, as an overloaded endpoint does).
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,15 +107,22 @@ def reply(
     usage: Usage | tuple[int, int] | Literal["auto"] | None = "auto",
     finish_reason: str = "stop",
     delay: float = 0.0,
+    chunks: tuple[str, ...] | None = None,
+    chunk_delay: float = 0.0,
+    error: str | None = None,
 ) -> Reply:
     """A completion whose message content is `text` (None sends `"content": null`).
 
     usage: "auto" counts words of the prompt and the reply; a (prompt, completion) pair or a
-    `Usage` is sent as given; None omits the field.
+    `Usage` is sent as given; None omits the field. `chunks` and `chunk_delay`: how a streamed
+    answer is sent (the pieces joined must be `text`). `error`: a streamed answer stops after
+    its pieces with an error event carrying this message.
     """
     if isinstance(usage, tuple):
         usage = Usage(*usage)
-    return Reply(text, usage, finish_reason, delay)
+    if chunks is not None and "".join(chunks) != (text or ""):
+        raise ValueError("the chunks joined must be the text")
+    return Reply(text, usage, finish_reason, delay, chunks, chunk_delay, error)
 
 
 def status(
@@ -125,11 +146,34 @@ def last_user_message(request: dict[str, Any]) -> str:
     for message in reversed(request.get("messages") or []):
         if message.get("role") != "user":
             continue
+        return _text_of(message.get("content"))
+    return ""
+
+
+def image_parts(request: dict[str, Any]) -> list[tuple[str, bytes]]:
+    """The images of a chat request's last user message, as (media type, bytes) decoded from
+    their `image_url` data URLs; a part holding anything else fails the test."""
+    for message in reversed(request.get("messages") or []):
+        if message.get("role") != "user":
+            continue
         content = message.get("content")
-        if isinstance(content, str):
-            return content
-        if isinstance(content, list):
-            return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+        found = []
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "image_url":
+                url = part["image_url"]["url"]
+                header, _, data = url.partition(",")
+                assert header.startswith("data:") and header.endswith(";base64"), header
+                found.append((header[len("data:") : -len(";base64")], base64.b64decode(data)))
+        return found
+    return []
+
+
+def _text_of(content: object) -> str:
+    """A message's text: the content itself, or its text parts joined (beside images)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
     return ""
 
 
@@ -159,6 +203,11 @@ def _count_words(text: str) -> int:
     return len(text.split())
 
 
+def _word_chunks(text: str) -> list[str]:
+    """`text` in pieces of one word and the space after it, as a model streams tokens."""
+    return re.findall(r"\s*\S+\s*", text) or ([text] if text else [])
+
+
 _ERROR_TYPES = {
     400: ("invalid_request_error", None),
     401: ("invalid_request_error", "invalid_api_key"),
@@ -180,9 +229,13 @@ class FakeOpenAIServer:
         *,
         responder: Responder | None = None,
         embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS,
+        streaming: Literal["sse", "refuse", "ignore"] = "sse",
+        stream_usage: bool = True,
     ) -> None:
         self.responder: Responder = responder or _default_responder
         self.embedding_dimensions = embedding_dimensions
+        self.streaming = streaming
+        self.stream_usage = stream_usage
         self.requests: list[RecordedRequest] = []
         self._queues: dict[Endpoint, deque[Outcome]] = {"chat": deque(), "embeddings": deque()}
         self._ids = itertools.count(1)
@@ -291,18 +344,23 @@ class FakeOpenAIServer:
         payload = await self._record(request)
         if not isinstance(payload, dict):
             return self._error(400, "request body must be a JSON object")
-        if payload.get("stream"):
-            return self._error(400, "streaming is not supported by FakeOpenAIServer")
+        streamed = bool(payload.get("stream")) and self.streaming != "ignore"
+        if streamed and self.streaming == "refuse":
+            return self._error(400, "streaming is not supported by this server")
+        if streamed and "stream_options" in payload and not self.stream_usage:
+            return self._error(400, "Unrecognized request argument supplied: stream_options")
         outcome = await self._next_outcome("chat", payload)
         assert outcome is not None
         await self._delay(outcome)
         if not isinstance(outcome, Reply):
             return self._special(outcome)
         messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
-        prompt = " ".join(m["content"] for m in messages if isinstance(m.get("content"), str))
+        prompt = " ".join(_text_of(m.get("content")) for m in messages)
         usage = outcome.usage
         if usage == "auto":
             usage = Usage(_count_words(prompt), _count_words(outcome.text or ""))
+        if streamed:
+            return await self._stream(request, payload, outcome, usage)
         body: dict[str, Any] = {
             "id": f"chatcmpl-fake{next(self._ids)}",
             "object": "chat.completion",
@@ -325,6 +383,71 @@ class FakeOpenAIServer:
                 "total_tokens": usage.prompt_tokens + usage.completion_tokens,
             }
         return web.json_response(body)
+
+    async def _stream(
+        self,
+        request: web.Request,
+        payload: dict[str, Any],
+        outcome: Reply,
+        usage: Usage | Literal["auto"] | None,
+    ) -> web.StreamResponse:
+        """The reply as OpenAI streams it: `chat.completion.chunk` events, then [DONE]."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        head = {
+            "id": f"chatcmpl-fake{next(self._ids)}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": payload.get("model", "fake-model"),
+            "system_fingerprint": "fp_fake",
+        }
+
+        async def event(choices: list[dict[str, Any]], **extra: Any) -> None:
+            data = json.dumps({**head, "choices": choices, **extra})
+            await response.write(f"data: {data}\n\n".encode())
+
+        def delta(content: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
+            return [{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}]
+
+        # The client may stop reading (a reply stopped early, a killed process).
+        with contextlib.suppress(ConnectionResetError):
+            await self._write_stream(response, payload, outcome, usage, event, delta)
+        return response
+
+    async def _write_stream(
+        self,
+        response: web.StreamResponse,
+        payload: dict[str, Any],
+        outcome: Reply,
+        usage: Usage | Literal["auto"] | None,
+        event: Callable[..., Awaitable[None]],
+        delta: Callable[..., list[dict[str, Any]]],
+    ) -> None:
+        text = outcome.text or ""
+        pieces = outcome.chunks if outcome.chunks is not None else _word_chunks(text)
+        await event(delta({"role": "assistant", "content": ""}))
+        for piece in pieces:
+            if outcome.chunk_delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), outcome.chunk_delay)
+            await event(delta({"content": piece}))
+        if outcome.error is not None:
+            data = json.dumps({"error": {"message": outcome.error}})
+            await response.write(f"data: {data}\n\n".encode())
+            await response.write_eof()
+            return
+        await event(delta({}, outcome.finish_reason))
+        options = payload.get("stream_options") or {}
+        if isinstance(usage, Usage) and isinstance(options, dict) and options.get("include_usage"):
+            total = usage.prompt_tokens + usage.completion_tokens
+            counts = {
+                "prompt_tokens": usage.prompt_tokens,
+                "completion_tokens": usage.completion_tokens,
+                "total_tokens": total,
+            }
+            await event([], usage=counts)
+        await response.write(b"data: [DONE]\n\n")
+        await response.write_eof()
 
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         payload = await self._record(request)

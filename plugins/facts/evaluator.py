@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from bot import (
     FIRST_PERSON,
     FIRST_PERSON_WORDS,
+    TAKEN_BACK,
     Account,
     Context,
     Evaluator,
@@ -52,6 +53,7 @@ from .claims import (
     Claim,
     People,
     describe_account,
+    named_naturally,
     not_kept,
     parse_claims,
     told_name,
@@ -209,8 +211,9 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     if parsed.malformed:
         ctx.model.reject(MALFORMED, raw, count=parsed.malformed)
     claims = _not_copied(ctx, parsed.claims, state, users, raw)
+    taken_back = 0
     if settings.merge_rules:
-        claims = _with_rule_claims(claims, state, prompt)
+        claims, taken_back = _with_rule_claims(claims, state, prompt)
     # Everything a claim is checked against below, including a plugin's own prompt: a claim
     # that repeats a long run of it is the prompt, not a person (bot/knowledge/grounding.py).
     ctx.knowledge.grounding.add_machinery(ctx.model.template(TEMPLATE_NAME, FACTS_TEMPLATE))
@@ -228,7 +231,7 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
         log.warning(
             "room %s: ignored %d fact id(s) the model invented", message.room_id, plan.invented
         )
-    rejected = list(plan.rejected)
+    rejected = [*plan.rejected, *[TAKEN_BACK] * taken_back]
     stored: list[Fact] = []
     if plan.facts:
         writes = await ctx.knowledge.add_facts(
@@ -271,15 +274,31 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     return stored
 
 
-def _with_rule_claims(claims: list[Claim], state: State, prompt: str) -> list[Claim]:
-    """The model's claims, and the offline rules' claims it did not make. With the offline
-    model both are the same claims, so nothing is added twice."""
+def _with_rule_claims(claims: list[Claim], state: State, prompt: str) -> tuple[list[Claim], int]:
+    """The model's claims, and the offline rules' claims it did not make (with the offline
+    model both are the same claims, so nothing is added twice); and how many of the model's
+    claims were dropped because their speaker took them back.
+
+    A known fact the rules read as taken back ("I sold the Volvo", "I quit teaching") is
+    closed even when the model says it again: a small model, shown "f1: Ben teaches maths",
+    answered "Ben teaches maths ... (update f1)" to "I quit teaching", and that claim, being
+    the same text as the rules' retraction, used to hide it, so the stale fact stayed."""
     request = OfflineRequest(task=NAME, prompt=prompt, state=state, model_class=ModelClass.LARGE)
     ruled = parse_claims(offline.extract(request) or "[]")
     if ruled is None:
-        return claims
-    made = {fact_text_key(claim.claim) for claim in claims}
-    return [*claims, *(claim for claim in ruled.claims if fact_text_key(claim.claim) not in made)]
+        return claims, 0
+    retractions = [claim for claim in ruled.claims if claim.change == "retract" and claim.fact]
+    retracted_ids = {claim.fact for claim in retractions}
+    retracted_texts = {fact_text_key(claim.claim) for claim in retractions}
+    kept = [
+        claim
+        for claim in claims
+        if fact_text_key(claim.claim) not in retracted_texts
+        and not (claim.change == "repeat" and claim.fact in retracted_ids)
+    ]
+    made = {fact_text_key(claim.claim) for claim in kept}
+    merged = [*kept, *(claim for claim in ruled.claims if fact_text_key(claim.claim) not in made)]
+    return merged, len(claims) - len(kept)
 
 
 async def _other_participants(
@@ -432,7 +451,7 @@ def _fact(claim: Claim, attributed: Attribution, users: Sequence[Memory], messag
         # redelivered or re-run extraction stores it once and closes nothing twice.
         id=stable_id("fact", message.id, subject_id, " ".join(claim.claim.casefold().split())),
         valid_from=said_at,
-        text=attributed.text,
+        text=named_naturally(attributed.text),
         type=claim.type,
         subject_id=subject_id,
         said_by=speaker if speaker != subject_id else None,

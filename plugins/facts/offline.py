@@ -18,7 +18,7 @@ from typing import Any
 from bot import Fact, OfflineRequest, State
 from bot.offline import cap, greets, normalise, reply_json, small_talk
 
-from .claims import FACT_REFS
+from .claims import FACT_REFS, name_fact_text
 from .offline_changes import (
     NOT_OCCUPATIONS,
     OCCUPATIONS,
@@ -601,11 +601,7 @@ def _claims(state: State) -> list[dict[str, Any]]:
         for statement in found_statements:
             in_bio = False
             if statement.kind == "name":
-                claim = (
-                    f"{account}'s name is {statement.value}"
-                    if account
-                    else f"Their name is {statement.value}"
-                )
+                claim = name_fact_text(account, statement.value)
                 # The account already shows this name: nothing new to learn.
                 in_bio = bool(account and account.lower() == statement.value.lower())
             else:

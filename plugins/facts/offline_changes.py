@@ -289,33 +289,34 @@ def _retractions(
         for slot, pattern in _RETRACTIONS:
             for match in pattern.finditer(message.content.text):
                 named = _content(_ANYMORE.sub("", match["x"]))
-                target = _named_fact(shown, message.user_id, slot, named, _slot)
-                if target is None or short[target.id] in updated:
-                    continue
-                if any(c.get("fact") == short[target.id] for c in found):
-                    continue
-                claim = _claim(target.text, "", message.user_id)
-                claim.update(change="retract", fact=short[target.id])
-                found.append(claim)
+                for target in _named_facts(shown, message.user_id, slot, named, _slot):
+                    if short[target.id] in updated:
+                        continue
+                    if any(c.get("fact") == short[target.id] for c in found):
+                        continue
+                    claim = _claim(target.text, "", message.user_id)
+                    claim.update(change="retract", fact=short[target.id])
+                    found.append(claim)
     return found
 
 
-def _named_fact(
+def _named_facts(
     shown: Sequence[Fact],
     user_id: str,
     slot: str | None,
     named: set[str],
     slot_fn: Callable[[Fact], str | None],
-) -> Fact | None:
-    """The speaker's known fact that shares the most words with what they named (in the
-    slot the verb says, when it says one); None when nothing matches."""
-    best, best_overlap = None, 0
+) -> list[Fact]:
+    """The speaker's known facts that share the most words with what they named (in the
+    slot the verb says, when it says one); none when nothing matches. Every one of them:
+    "I sold the Volvo" takes back "drives a blue Volvo" and "drives a blue Volvo to work
+    every day" alike (a live run kept the one that lost a tie)."""
+    overlaps: list[tuple[int, Fact]] = []
     for fact in shown:
         if fact.subject_id != user_id:
             continue
         if slot is not None and slot_fn(fact) not in (slot, None):
             continue
-        overlap = len(named & _content(fact.text))
-        if overlap > best_overlap:
-            best, best_overlap = fact, overlap
-    return best
+        overlaps.append((len(named & _content(fact.text)), fact))
+    most = max((overlap for overlap, _ in overlaps), default=0)
+    return [fact for overlap, fact in overlaps if overlap == most and most > 0]

@@ -28,7 +28,8 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -250,11 +251,21 @@ class SentMessage:
     channel_id: int
     content: str
     payload: dict[str, Any]
+    message_id: int | None = None
 
     @property
     def reply_to(self) -> int | None:
         reference = self.payload.get("message_reference")
         return int(reference["message_id"]) if reference else None
+
+
+@dataclass(frozen=True)
+class EditedMessage:
+    """One edit of a message the bot posted: its new content, and when (time.monotonic)."""
+
+    message_id: int
+    content: str
+    at: float
 
 
 class RecordingHTTP:
@@ -269,21 +280,60 @@ class RecordingHTTP:
         self.commands: dict[int | None, list[dict[str, Any]]] = {}
         self.registrations: list[int | None] = []
         self.payloads: dict[int, dict[str, Any]] = {}
+        self.edits: list[EditedMessage] = []
+        self.deleted: list[int] = []
         self.fail_sends_with: int | None = None
+        # Attachments' files on Discord's CDN, by URL (`Attachment.read()`), and the URLs read.
+        self.cdn: dict[str, bytes] = {}
+        self.downloads: list[str] = []
 
     async def send_message(self, channel_id: int, *, params: Any) -> dict[str, Any]:
         payload = dict(params.payload or {})
         if self.fail_sends_with is not None:
             raise _http_error(self.fail_sends_with)
-        self.sent.append(SentMessage(int(channel_id), payload.get("content") or "", payload))
         message = message_payload(
             self._snowflakes(), int(channel_id), self.bot, payload.get("content") or ""
+        )
+        self.sent.append(
+            SentMessage(int(channel_id), payload.get("content") or "", payload, int(message["id"]))
         )
         self.payloads[int(message["id"])] = message
         return message
 
+    async def edit_message(
+        self, channel_id: int, message_id: int, *, params: Any
+    ) -> dict[str, Any]:
+        """PATCH a message: recorded with the time it came (time.monotonic)."""
+        payload = dict(params.payload or {})
+        message = self.payloads.get(int(message_id))
+        if message is None:
+            raise _http_error(404)
+        content = payload.get("content") or ""
+        self.edits.append(EditedMessage(int(message_id), content, time.monotonic()))
+        message = {**message, "content": content, "edited_timestamp": message["timestamp"]}
+        self.payloads[int(message_id)] = message
+        return message
+
+    async def delete_message(
+        self, channel_id: int, message_id: int, *, reason: str | None = None
+    ) -> None:
+        if self.payloads.pop(int(message_id), None) is None:
+            raise _http_error(404)
+        self.deleted.append(int(message_id))
+
+    def text_of(self, message_id: int) -> str | None:
+        """What a message reads now (after its edits); None once deleted."""
+        message = self.payloads.get(int(message_id))
+        return None if message is None else str(message.get("content") or "")
+
     async def send_typing(self, channel_id: int) -> None:
         self.typing.append(int(channel_id))
+
+    async def get_from_cdn(self, url: str) -> bytes:
+        if url not in self.cdn:  # as discord.py's own get_from_cdn answers a 404
+            raise discord.NotFound(_FakeResponse(404), "404: Not Found")  # type: ignore[arg-type]
+        self.downloads.append(url)
+        return self.cdn[url]
 
     async def close(self) -> None:
         """`Client.close()` closes its HTTP session: nothing is open here."""
@@ -438,12 +488,14 @@ class FakeDiscord:
         reply_to: discord.Message | None = None,
         reply_ping: bool = False,
         attachments: Sequence[tuple[str, str, int]] = (),
+        files: Mapping[str, bytes] | None = None,
         kind: int = 0,
         webhook: bool = False,
         manage_server: bool = False,
     ) -> discord.Message:
         """A message as the gateway delivers it. Mentions are read from `text` (<@id>,
-        <@&id>) like Discord does; `attachments` are (filename, content type, size)."""
+        <@&id>) like Discord does; `attachments` are (filename, content type, size), and
+        `files` the bytes the CDN serves for them, by filename."""
         where = self.channel(guild, channel).id if guild is not None else self.dm_channel_id(author)
         people = self._people_in(text)
         reference = None
@@ -485,6 +537,9 @@ class FakeDiscord:
             webhook_id=self.snowflakes() if webhook else None,
         )
         self.http.payloads[message_id] = payload
+        for attachment in payload["attachments"]:
+            if (data := (files or {}).get(attachment["filename"])) is not None:
+                self.http.cdn[attachment["url"]] = data
         return self.parse(payload)
 
     def parse(self, payload: dict[str, Any]) -> discord.Message:

@@ -2,7 +2,7 @@
 
     async with FakeTelegramServer() as server:
         adapter = TelegramAdapter(settings, base_url=server.base_url)
-        await adapter.start(runtime)
+        await adapter.start(app.adapter_services)
         sarah = server.user("Sarah")
         server.push_message(server.private_chat(sarah), sarah, "hi")
         [reply] = await server.wait_for_sent(1)
@@ -95,6 +95,18 @@ class SentMessage:
 
 
 @dataclass(frozen=True)
+class EditedMessage:
+    """An editMessageText the server accepted: `text` is what people read after it, `at`
+    when it arrived (time.monotonic), to check the edits' pace."""
+
+    message_id: int
+    chat_id: int
+    text: str
+    at: float
+    html: str | None = None
+
+
+@dataclass(frozen=True)
 class SentDocument:
     """A file the bot sent (sendDocument), as the server received it."""
 
@@ -154,12 +166,19 @@ class FakeTelegramServer:
         self.flood_waits = 0
         self.flood_wait_seconds = 1
         self.sent: list[SentMessage] = []
+        self.edits: list[EditedMessage] = []
+        # (chat id, message id) of each message the bot deleted.
+        self.deleted: list[tuple[int, int]] = []
         self.documents: list[SentDocument] = []
         # Users who opened a private chat with the bot (Telegram's "Start"): only they can be
         # written to privately; anyone else gets "403 Forbidden: bot can't initiate ...".
         self.started: set[int] = set()
         self.calls: list[Call] = []
         self.administrators: dict[int, list[FakeUser]] = {}
+        # Files people sent, by file_id (getFile, then a GET of /file/bot<token>/<path>), and
+        # the file_ids downloaded, in order.
+        self.files: dict[str, bytes] = {}
+        self.downloads: list[str] = []
         self._poll = _Poll()
         self._next_update = itertools.count(1)
         self._next_message: dict[int, itertools.count[int]] = {}
@@ -183,6 +202,7 @@ class FakeTelegramServer:
     async def __aenter__(self) -> FakeTelegramServer:
         app = web.Application()
         app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
+        app.router.add_route("GET", "/file/bot{token}/files/{file_id}", self._download)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -240,7 +260,7 @@ class FakeTelegramServer:
         reply_to: int | JSONDict | SentMessage | None = None,
         entities: Sequence[JSONDict] | None = None,
         text_mentions: Sequence[tuple[str, FakeUser]] = (),
-        photo: bool = False,
+        photo: bool | Sequence[bytes] = False,
         document: JSONDict | None = None,
         caption: str | None = None,
         extra: JSONDict | None = None,
@@ -250,6 +270,8 @@ class FakeTelegramServer:
 
         Entities are worked out as Telegram does: `@name` mentions and a leading `/command`;
         `text_mentions` adds (shown name, user) mentions of people without a username.
+        `photo`: True for two sizes with no file behind them, or the file of each size,
+        smallest first, which getFile serves. A `document` with a `data` key is served too.
         """
         message = self._new_message(chat, user)
         if text is not None:
@@ -261,13 +283,26 @@ class FakeTelegramServer:
             message["caption"] = caption
             if found_caption := _entities(caption):
                 message["caption_entities"] = found_caption
-        if photo:
+        if photo is True:
             message["photo"] = [
                 _photo_size("small", 90, 1_200),
                 _photo_size("large", 1280, 98_000),
             ]
+        elif photo:
+            sizes = []
+            for number, data in enumerate(photo):
+                size = _photo_size(
+                    f"{message['message_id']}-{number}", 90 * (number + 1), len(data)
+                )
+                self.files[size["file_id"]] = data
+                sizes.append(size)
+            message["photo"] = sizes
         if document is not None:
+            document = dict(document)
+            data = document.pop("data", None)
             message["document"] = {"file_id": "doc", "file_unique_id": "doc-u", **document}
+            if data is not None:
+                self.files[message["document"]["file_id"]] = data
         if reply_to is not None:
             message["reply_to_message"] = self._original(chat.id, reply_to)
         message.update(extra or {})
@@ -529,18 +564,75 @@ class FakeTelegramServer:
         )
         return message
 
+    async def _api_getfile(self, params: JSONDict) -> JSONDict:
+        file_id = str(params.get("file_id"))
+        if file_id not in self.files:
+            raise _ApiError(400, "Bad Request: invalid file_id")
+        return {
+            "file_id": file_id,
+            "file_unique_id": f"{file_id}-u",
+            "file_size": len(self.files[file_id]),
+            "file_path": f"files/{file_id}",
+        }
+
+    async def _download(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token or self._revoked:
+            return _error(401, "Unauthorized")
+        file_id = request.match_info["file_id"]
+        if file_id not in self.files:
+            return _error(404, "Not Found")
+        self.downloads.append(file_id)
+        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
+
     async def _api_editmessagetext(self, params: JSONDict) -> JSONDict | bool:
         chat_id = int(params["chat_id"])
         key = (chat_id, int(params["message_id"]))
         message = self._messages.get(key)
         if message is None:
             raise _ApiError(400, "Bad Request: message to edit not found")
-        message = {**message, "text": str(params["text"]), "edit_date": int(time.time())}
+        sent_text = str(params["text"])
+        text = sent_text
+        if params.get("parse_mode") == "HTML":
+            if self.refuse_html:
+                raise _ApiError(400, "Bad Request: can't parse entities: unsupported start tag")
+            text, _ = parse_telegram_html(sent_text)
+        if not text.strip():
+            raise _ApiError(400, "Bad Request: message text is empty")
+        if text == message.get("text") and not params.get("reply_markup"):
+            # Telegram refuses an edit that changes nothing.
+            raise _ApiError(
+                400,
+                "Bad Request: message is not modified: specified new message content and "
+                "reply markup are exactly the same as a current content and reply markup "
+                "of the message",
+            )
+        self.edits.append(
+            EditedMessage(
+                key[1],
+                chat_id,
+                text,
+                time.monotonic(),
+                sent_text if params.get("parse_mode") == "HTML" else None,
+            )
+        )
+        message = {**message, "text": text, "edit_date": int(time.time())}
         message.pop("reply_markup", None)
         if params.get("reply_markup"):
             message["reply_markup"] = params["reply_markup"]
         self._messages[key] = message
         return message
+
+    async def _api_deletemessage(self, params: JSONDict) -> bool:
+        key = (int(params["chat_id"]), int(params["message_id"]))
+        if self._messages.pop(key, None) is None:
+            raise _ApiError(400, "Bad Request: message to delete not found")
+        self.deleted.append(key)
+        return True
+
+    def text_of(self, chat_id: int, message_id: int) -> str | None:
+        """What a message the bot sent reads now (after its edits); None once deleted."""
+        message = self._messages.get((chat_id, message_id))
+        return None if message is None else str(message.get("text", ""))
 
     async def _api_getchatadministrators(self, params: JSONDict) -> list[JSONDict]:
         chat_id = int(params["chat_id"])

@@ -21,17 +21,19 @@ import aiohttp
 import discord
 from discord import app_commands
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.discord.commands import DiscordCommands, answer
-from bot.adapters.discord.convert import PLATFORM, intents, to_memory
+from bot.adapters.discord.convert import PLATFORM, images_of, intents, to_memory
 from bot.adapters.discord.registration import CommandSync, Registrations
 from bot.adapters.errors import PlatformError, PlatformStartupError
+from bot.adapters.images import ImageLimits, image_loader
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
+from bot.adapters.streaming import EDIT_INTERVAL, EditedReply, StreamingSender
 from bot.commands.command_set import Commands
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Content, Memory, Room
-from bot.runtime.agent import AgentRuntime, Send
+from bot.runtime.types import Send
 
 log = logging.getLogger(__name__)
 
@@ -71,41 +73,88 @@ def typing_in(channel: discord.abc.Messageable) -> Callable[[], AbstractAsyncCon
     return typing
 
 
-def sender_for(message: discord.Message, *, reply: bool) -> Send:
+def sender_for(
+    message: discord.Message, *, reply: bool, edit_interval: float = EDIT_INTERVAL
+) -> Send:
     """The runtime's `send` callback: long replies in parts of at most 2,000 characters.
 
     In a server the first part is a Discord reply to the message (without a ping), so it is
     clear whom Mnemo answers in a busy channel.
     """
     reference = message.to_reference(fail_if_not_exists=False) if reply else None
-    return channel_sender(message.channel, reference)
+    return channel_sender(message.channel, reference, edit_interval=edit_interval)
 
 
 def channel_sender(
-    channel: discord.abc.Messageable, reference: discord.MessageReference | None = None
-) -> Send:
-    """Send into `channel` in parts; the first part replies to `reference` when given."""
-    references = [reference] if reference is not None else []
+    channel: discord.abc.Messageable,
+    reference: discord.MessageReference | None = None,
+    *,
+    edit_interval: float = EDIT_INTERVAL,
+) -> StreamingSender:
+    """Send into `channel` in parts, or stream a reply as one message edited as it grows
+    (bot/adapters/streaming.py); the first part replies to `reference` when given."""
+    replies = ChannelReplies(channel, reference, edit_interval=edit_interval)
+    return StreamingSender(replies.send, replies.open_stream)
 
-    async def send(content: Content) -> None:
-        for part in split_message(content.text, DISCORD_LIMIT):
-            options: dict[str, Any] = {}
-            if references:
-                options = {"reference": references.pop(), "mention_author": False}
-            try:
-                await channel.send(part, **options)
-            except discord.HTTPException as error:
-                log.warning(
-                    "discord: cannot send to %s (HTTP %s); is Send Messages allowed?",
-                    _where(channel),
-                    error.status,
-                )
-                return
-            except _NETWORK_ERRORS as error:
-                log.warning("discord: cannot send to %s (%s)", _where(channel), error)
+
+class ChannelReplies:
+    """The replies to one message in one channel (`PlatformMessages` for a streamed one).
+
+    discord.py keeps to Discord's rate limits itself (it waits out a 429 and the buckets);
+    a streamed reply is edited at most once per `EDIT_INTERVAL` on top of that."""
+
+    def __init__(
+        self,
+        channel: discord.abc.Messageable,
+        reference: discord.MessageReference | None = None,
+        *,
+        edit_interval: float = EDIT_INTERVAL,
+    ) -> None:
+        self.channel = channel
+        self._references = [reference] if reference is not None else []
+        self.edit_interval = edit_interval
+
+    async def send(self, content: Content) -> None:
+        for part in self.parts(content.text):
+            if await self.post(part, first=False) is None:
                 return
 
-    return send
+    def open_stream(self) -> EditedReply[discord.Message]:
+        return EditedReply(self, interval=self.edit_interval)
+
+    def parts(self, text: str) -> list[str]:
+        return split_message(text, DISCORD_LIMIT)
+
+    async def post(self, part: str, *, first: bool) -> discord.Message | None:
+        options: dict[str, Any] = {}
+        if self._references:
+            # Only the reply's first message replies to the person's (without a ping).
+            options = {"reference": self._references.pop(), "mention_author": False}
+        try:
+            return await self.channel.send(part, **options)
+        except discord.HTTPException as error:
+            log.warning(
+                "discord: cannot send to %s (HTTP %s); is Send Messages allowed?",
+                _where(self.channel),
+                error.status,
+            )
+        except _NETWORK_ERRORS as error:
+            log.warning("discord: cannot send to %s (%s)", _where(self.channel), error)
+        return None
+
+    async def edit(self, message: discord.Message, part: str) -> bool:
+        try:
+            await message.edit(content=part)
+            return True
+        except (discord.HTTPException, *_NETWORK_ERRORS) as error:
+            log.warning("discord: cannot edit a reply in %s (%s)", _where(self.channel), error)
+            return False
+
+    async def delete(self, message: discord.Message) -> None:
+        try:
+            await message.delete()
+        except (discord.HTTPException, *_NETWORK_ERRORS) as error:
+            log.warning("discord: cannot take back a reply in %s (%s)", _where(self.channel), error)
 
 
 def _shards_of(client: discord.Client) -> str:
@@ -151,8 +200,13 @@ class DiscordAdapter:
         ready_timeout: float = 60.0,
         learn_wait: float = 30.0,
         stop_grace: float = 20.0,
+        edit_interval: float = EDIT_INTERVAL,
     ) -> None:
         self.settings = settings
+        # None: the model does not see images, and none is ever downloaded.
+        self._image_limits = ImageLimits.of(settings)
+        # Seconds between two edits of a streamed reply (bot/adapters/streaming.py).
+        self.edit_interval = edit_interval
         self.ready_timeout = ready_timeout
         # On stop, messages being answered get this long to finish before disconnecting.
         self.stop_grace = stop_grace
@@ -173,7 +227,7 @@ class DiscordAdapter:
         self.slash = DiscordCommands(settings, lambda: self.commands)
         self._commands: Commands | None = None
         self.lanes: RoomLanes[int] = RoomLanes(PLATFORM)
-        self._runtime: AgentRuntime | None = None
+        self._services: AdapterServices | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._synced_once = False
         self._background: set[asyncio.Task[Any]] = set()
@@ -190,10 +244,10 @@ class DiscordAdapter:
             self.tree.add_command(command)
 
     @property
-    def runtime(self) -> AgentRuntime:
-        if self._runtime is None:
+    def services(self) -> AdapterServices:
+        if self._services is None:
             raise RuntimeError("DiscordAdapter.start() (or bind()) was not called")
-        return self._runtime
+        return self._services
 
     @property
     def commands(self) -> Commands:
@@ -201,23 +255,23 @@ class DiscordAdapter:
             raise RuntimeError("DiscordAdapter.start() (or bind()) was not called")
         return self._commands
 
-    def bind(self, runtime: AgentRuntime) -> None:
-        """Attach the runtime without connecting (start() does this too); the plugins'
+    def bind(self, services: AdapterServices) -> None:
+        """Attach Mnemo's services without connecting (start() does this too); the plugins'
         commands join the slash commands."""
-        if self._runtime is runtime:
+        if self._services is services:
             return
-        self._runtime = runtime
-        self._commands = Commands(runtime, learn_wait=self.learn_wait)
+        self._services = services
+        self._commands = Commands(services.commands, learn_wait=self.learn_wait)
         for command in self.slash.from_plugins(self._commands.all()):
             self.tree.add_command(command, override=True)
 
     # ------------------------------------------------------------------ lifecycle
-    async def start(self, runtime: AgentRuntime) -> None:
+    async def start(self, services: AdapterServices) -> None:
         """Log in, connect in this event loop, and return once Discord says ready."""
         token = self.settings.discord_token
         if token is None or not token.get_secret_value().strip():
             raise PlatformStartupError(NO_TOKEN)
-        self.bind(runtime)
+        self.bind(services)
         try:
             await self.client.login(token.get_secret_value())
         except discord.LoginFailure:
@@ -237,16 +291,21 @@ class DiscordAdapter:
             self.client.connect(reconnect=True), name="discord-gateway"
         )
         await self._wait_ready(self._gateway)
+        # Plugins may speak in a channel later, with no message to answer (a follow-up).
+        services.plugin_rooms.connect(PLATFORM, self._room_sender)
         # Messages a crash left unanswered in Discord channels are answered now (in the
         # background: it takes model calls).
-        self._spawn(self._answer_unanswered(runtime))
+        self._spawn(self._answer_unanswered(services))
 
-    async def _answer_unanswered(self, runtime: AgentRuntime) -> None:
+    def _room_sender(self, room: Room) -> Send:
+        return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
+
+    async def _answer_unanswered(self, services: AdapterServices) -> None:
         def sender(room: Room, message: Memory) -> Send:
             # The Discord message is gone from memory after a restart: the reply quotes nothing.
             return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
 
-        await runtime.answer_unanswered(PLATFORM, sender)
+        await services.answer_unanswered(PLATFORM, sender)
 
     async def _wait_ready(self, gateway: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(self.client.wait_until_ready())
@@ -287,6 +346,8 @@ class DiscordAdapter:
     async def stop(self) -> None:
         """Take no new messages, let the ones being answered finish, then disconnect."""
         self._stopping = True
+        if self._services is not None:
+            self._services.plugin_rooms.disconnect(PLATFORM)
         await self.lanes.close(self.stop_grace)
         await self.client.close()
         gateway, self._gateway = self._gateway, None
@@ -316,27 +377,36 @@ class DiscordAdapter:
         log.info("discord: connection resumed")
 
     async def on_message(self, message: discord.Message) -> None:
-        runtime, me = self._runtime, self.client.user
-        if runtime is None or me is None or self._stopping:
+        services, me = self._services, self.client.user
+        if services is None or me is None or self._stopping:
             return
-        incoming = to_memory(message, me, agent_id=runtime.agent_id)
+        incoming = to_memory(message, me, agent_id=services.agent_id)
         if incoming is None:
             return
+        if self._image_limits is not None and message.attachments:
+            # Downloaded only if Mnemo answers it (bot/adapters/images.py).
+            where = f"discord message {message.channel.id}/{message.id}"
+            loader = image_loader(images_of(message), self._image_limits, where=where)
+            incoming.memory.carry_images(loader)
         # Queued before any await: discord.py starts a task per event in arrival order, so
         # the channel's lane gets them in that order. This task ends once it is answered.
         handled = self.lanes.submit(
-            message.channel.id, lambda: self._handle(runtime, message, incoming)
+            message.channel.id, lambda: self._handle(services, message, incoming)
         )
         await asyncio.wait([handled])
 
     async def _handle(
-        self, runtime: AgentRuntime, message: discord.Message, incoming: Incoming
+        self, services: AdapterServices, message: discord.Message, incoming: Incoming
     ) -> None:
         try:
-            await runtime.note_profiles(incoming.mentioned)
-            await runtime.handle(
+            await services.note_profiles(incoming.mentioned)
+            await services.handle(
                 incoming.memory,
-                sender_for(message, reply=incoming.room.kind == "group"),
+                sender_for(
+                    message,
+                    reply=incoming.room.kind == "group",
+                    edit_interval=self.edit_interval,
+                ),
                 typing=typing_in(message.channel),
                 account=incoming.account,
                 room=incoming.room,

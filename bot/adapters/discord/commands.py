@@ -144,7 +144,7 @@ class DiscordCommands:
 
     def __init__(self, settings: PlatformSettings, commands: Callable[[], Commands]) -> None:
         self.admins = admin_accounts(settings, PLATFORM)
-        # The layer exists once the runtime is bound; the built-in slash commands before.
+        # The layer exists once the adapter is bound; the built-in slash commands before.
         self._commands = commands
 
     def is_admin(self, interaction: discord.Interaction) -> bool:

@@ -11,6 +11,7 @@ from datetime import datetime
 import discord
 
 from bot.adapters.base import Incoming
+from bot.adapters.images import ImageFile, media_type_of
 from bot.domain.records import (
     Account,
     Attachment,
@@ -140,6 +141,16 @@ def _attachment(attachment: discord.Attachment) -> Attachment:
         content_type=attachment.content_type,
         size=attachment.size,
     )
+
+
+def images_of(message: discord.Message) -> list[ImageFile]:
+    """The message's attachments whose type is an image, each downloaded through discord.py
+    (`Attachment.read`, from Discord's CDN) only when called."""
+    return [
+        ImageFile(a.filename, media_type, a.size, a.read)
+        for a in message.attachments
+        if (media_type := media_type_of(a.content_type))
+    ]
 
 
 def _mentions_bot(message: discord.Message, bot_user: discord.abc.User) -> bool:

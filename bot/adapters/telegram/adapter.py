@@ -38,21 +38,22 @@ from telegram.ext import (
     filters,
 )
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.errors import PlatformError, PlatformStartupError
+from bot.adapters.images import ImageFile, ImageLimits, image_loader
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.telegram.commands import FORGET_DATA, TelegramCommands
-from bot.adapters.telegram.convert import PLATFORM, BotIdentity, to_memory
+from bot.adapters.telegram.convert import PLATFORM, BotIdentity, images_of, to_memory
 from bot.adapters.telegram.keeping import KeptFirst, proceed
-from bot.adapters.telegram.send import keep_typing, send_text
+from bot.adapters.telegram.send import ChatReplies, keep_typing, send_text
 from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import Commands
 from bot.config.settings import PlatformSettings
-from bot.domain.records import Content, Memory, Room, utcnow
-from bot.runtime.agent import AgentRuntime, Send
-from bot.runtime.intake.journaled import AtDoor
+from bot.domain.records import Memory, Room, utcnow
+from bot.runtime.intake.intake import AtDoor
+from bot.runtime.types import Send
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,10 @@ class TelegramAdapter:
         admin_cache_seconds: float = 60.0,
         typing_interval: float = TYPING_INTERVAL,
         stop_grace: float = 10.0,
+        edit_interval: float | None = None,
     ) -> None:
+        """`edit_interval`: seconds between two edits of a streamed reply (None: Telegram's
+        pace for the chat, send.py)."""
         if settings.telegram_token is None:
             raise PlatformStartupError("telegram: TELEGRAM_TOKEN is not set")
         self.settings = settings
@@ -87,12 +91,13 @@ class TelegramAdapter:
         self.admin_cache_seconds = admin_cache_seconds
         self.typing_interval = typing_interval
         self.stop_grace = stop_grace
+        self.edit_interval = edit_interval
         self._usernames: dict[str, int] = {}
         self._commands: TelegramCommands | None = None
         self._recovery: asyncio.Task[int] | None = None
         self._lanes: RoomLanes[int] = RoomLanes(PLATFORM)
         self._app: Application | None = None
-        self._runtime: AgentRuntime | None = None
+        self._services: AdapterServices | None = None
         self._identity: BotIdentity | None = None
         self._closed = asyncio.Event()
         self._failure: str | None = None
@@ -100,6 +105,8 @@ class TelegramAdapter:
         # Webhook mode: the server Telegram POSTs to; what it may acknowledge (keeping.py).
         self._webhook: WebhookServer | None = None
         self._kept = KeptFirst(self.send)
+        # None: the model does not see images, and none is ever downloaded.
+        self._image_limits = ImageLimits.of(settings)
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -108,14 +115,14 @@ class TelegramAdapter:
             raise RuntimeError("the Telegram adapter is not started")
         return self._identity
 
-    async def start(self, runtime: AgentRuntime) -> None:
+    async def start(self, services: AdapterServices) -> None:
         """Log in, register the commands and start receiving updates; returns once running.
 
         Raises PlatformStartupError with one line (never the token) when that is impossible.
         """
-        self._runtime = runtime
+        self._services = services
         self._commands = TelegramCommands(
-            Commands(runtime, learn_wait=self.learn_wait),
+            Commands(services.commands, learn_wait=self.learn_wait),
             self.settings,
             self,
             usernames=self._usernames,
@@ -139,13 +146,17 @@ class TelegramAdapter:
             raise
         await self._require_commands().register_menu(app.bot)
         log.info("telegram: running as @%s", me.username)
+        # Plugins may speak in a chat later, with no message to answer (a follow-up).
+        services.plugin_rooms.connect(PLATFORM, lambda room: self._sender_for(room, None))
         # Messages a crash left unanswered in Telegram chats are answered now (in the
         # background: it takes model calls).
         self._recovery = asyncio.create_task(
-            runtime.answer_unanswered(PLATFORM, self._sender_for), name="telegram-recovery"
+            services.answer_unanswered(PLATFORM, self._sender_for), name="telegram-recovery"
         )
 
     async def stop(self) -> None:
+        if self._services is not None:
+            self._services.plugin_rooms.disconnect(PLATFORM)
         if self._recovery is not None and not self._recovery.done():
             self._recovery.cancel()
         app, self._app = self._app, None
@@ -254,17 +265,40 @@ class TelegramAdapter:
         incoming = to_memory(
             message,
             self.identity,
-            agent_id=self._require_runtime().agent_id,
+            agent_id=self._require_services().agent_id,
             received_at=self._received_at(),
         )
         if incoming is None:
             return
+        self._carry_images(message, incoming)
         # Kept before Telegram is told it arrived (keeping.py), in its lane's order.
         webhook = self.settings.telegram_webhook_url is not None  # Telegram retries a 503
-        runtime = self._require_runtime()
-        kept = self._kept.start(runtime, message, incoming, platform_retries=webhook)
+        services = self._require_services()
+        kept = self._kept.start(services.keep_first, message, incoming, platform_retries=webhook)
         self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming, kept))
         await self._kept.settle(update.update_id, kept)
+
+    def _carry_images(self, message: Message, incoming: Incoming) -> None:
+        """With a model that sees images: how to download the message's photo or image file,
+        called only if Mnemo answers it (bot/adapters/images.py)."""
+        limits = self._image_limits
+        if limits is None:
+            return
+        bot = message.get_bot()
+
+        def downloader(file_id: str) -> Callable[[], Awaitable[bytes]]:
+            async def download() -> bytes:
+                file = await bot.get_file(file_id)
+                return bytes(await file.download_as_bytearray())
+
+            return download
+
+        files = [
+            ImageFile(image.name, image.media_type, image.size, downloader(image.file_id))
+            for image in images_of(message, limits.max_bytes)
+        ]
+        where = f"telegram message {message.chat.id}/{message.message_id}"
+        incoming.memory.carry_images(image_loader(files, limits, where=where))
 
     async def _fetched_kept(self) -> None:
         """Before a getUpdates call confirms what was fetched: every fetched update handled."""
@@ -275,23 +309,18 @@ class TelegramAdapter:
     async def _handle(self, message: Message, incoming: Incoming, kept: Awaitable[AtDoor]) -> None:
         if not await proceed(kept):
             return  # journaled (the replay answers it), refused, or not kept (sent again)
-        runtime = self._require_runtime()
+        services = self._require_services()
         reply_to = message.message_id if incoming.room.kind == "group" else None
         thread = message.message_thread_id if message.is_topic_message else None
-        quote = reply_to
         replied = asyncio.Event()
-
-        async def send(content: Content) -> None:
-            # Only the first reply quotes the message; the rest follow it.
-            nonlocal quote
-            replied.set()  # no "typing…" after the answer, while it is being stored
-            await self.send(message.chat.id, content.text, quote, thread, markdown=True)
-            quote = None
-
-        await runtime.note_profiles(incoming.mentioned)
-        await runtime.handle(
+        # Only the first reply quotes the message; the rest follow it.
+        replies = ChatReplies(
+            self, message.chat.id, thread, reply_to, replied, edit_interval=self.edit_interval
+        )
+        await services.note_profiles(incoming.mentioned)
+        await services.handle(
             incoming.memory,
-            send,
+            replies.sender(),
             typing=lambda: self._typing(message.chat.id, thread, replied),
             account=incoming.account,
             room=incoming.room,
@@ -333,20 +362,16 @@ class TelegramAdapter:
             raise RuntimeError("the Telegram adapter is not started")
         return self._commands
 
-    def _require_runtime(self) -> AgentRuntime:
-        if self._runtime is None:
+    def _require_services(self) -> AdapterServices:
+        if self._services is None:
             raise RuntimeError("the Telegram adapter is not started")
-        return self._runtime
+        return self._services
 
-    def _sender_for(self, room: Room, message: Memory) -> Send:
+    def _sender_for(self, room: Room, message: Memory | None) -> Send:
         """How to answer, after a restart, a message of this chat that a crash left
         unanswered (its Telegram message is gone from memory: the reply quotes nothing)."""
         chat_id = int(room.platform_id or 0)
-
-        async def send(content: Content) -> None:
-            await self.send(chat_id, content.text, markdown=True)
-
-        return send
+        return ChatReplies(self, chat_id, edit_interval=self.edit_interval).sender()
 
     # ------------------------------------------------------------------ outgoing
     @property

@@ -108,7 +108,7 @@ class TelegramCommands:
         assert user is not None
         name, args = command_parts(message.text or "")
         account, room = account_of(user), room_of(message.chat)
-        await self.commands.runtime.note_profiles([account], room)
+        await self.commands.services.note_profiles([account], room)
         is_admin = await self._is_admin(user.id, message.chat)
         if name == "start":
             name = "help"
@@ -279,7 +279,7 @@ class TelegramCommands:
         name = who.removeprefix("@").casefold()
         if name in self._usernames:
             return account_id(PLATFORM, self._usernames[name])
-        store = self.commands.runtime.store
+        store = self.commands.services.store
         account = await store.accounts.find_by_username(PLATFORM, name)
         return None if account is None else account.id
 

@@ -14,6 +14,7 @@ from telegram import Chat, Message, MessageEntity, User
 from telegram.constants import ChatType
 
 from bot.adapters.base import Incoming
+from bot.adapters.images import media_type_of
 from bot.domain.records import (
     Account,
     Attachment,
@@ -175,6 +176,32 @@ def _attachments(message: Message) -> list[Attachment]:
                     size=media.file_size,
                 )
             )
+    return found
+
+
+@dataclass(frozen=True)
+class TelegramImage:
+    """An image a message carries, as Telegram describes it (downloaded by the adapter)."""
+
+    file_id: str
+    media_type: str | None
+    size: int | None
+    name: str
+
+
+def images_of(message: Message, max_bytes: int) -> list[TelegramImage]:
+    """The images of a message a model may see: a photo in the largest size Telegram has
+    within `max_bytes` (the smallest when none is: the limit then leaves it out), or a
+    document sent as a file whose type is an image."""
+    found: list[TelegramImage] = []
+    if message.photo:
+        fitting = [p for p in message.photo if p.file_size is None or p.file_size <= max_bytes]
+        photo = fitting[-1] if fitting else message.photo[0]  # sizes come smallest first
+        found.append(TelegramImage(photo.file_id, "image/jpeg", photo.file_size, "photo"))
+    document = message.document
+    if document is not None and (media_type := media_type_of(document.mime_type)):
+        name = document.file_name or "image"
+        found.append(TelegramImage(document.file_id, media_type, document.file_size, name))
     return found
 
 

@@ -2,7 +2,7 @@
 
 Telegram never sends an acknowledged update again, so each message is made safe first (its
 evaluation job written, holding a copy, or journaled while MongoDB is away:
-`KeptIntake.keep_first`), and only then acknowledged: the webhook answers its POST
+`Intake.keep_first`), and only then acknowledged: the webhook answers its POST
 (webhook.py), polling's next getUpdates confirms it (updates.py). One that could not be kept
 (any write failure: a full disk too) is not acknowledged: the webhook answers 503, and polling
 asks for it again (its offset stays at the oldest update not kept). Keeping runs as soon as the
@@ -18,10 +18,9 @@ from collections.abc import Awaitable, Callable
 
 from telegram import Message
 
-from bot.adapters.base import Incoming
+from bot.adapters.base import Incoming, KeepFirst
 from bot.domain.records import Content
-from bot.runtime.agent import AgentRuntime
-from bot.runtime.intake.journaled import AtDoor
+from bot.runtime.intake.intake import AtDoor
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +45,7 @@ class KeptFirst:
 
     def start(
         self,
-        runtime: AgentRuntime,
+        keep_first: KeepFirst,
         message: Message,
         incoming: Incoming,
         *,
@@ -60,7 +59,7 @@ class KeptFirst:
             await self._send(message.chat.id, content.text, reply_to, thread)
 
         return asyncio.ensure_future(
-            runtime.kept.keep_first(
+            keep_first(
                 incoming.memory,
                 incoming.account,
                 incoming.room,

@@ -6,12 +6,18 @@ it keeps every request within Telegram's limits (30 messages a second, 20 a minu
 and waits out a flood wait ("429 Too Many Requests: retry after N") before retrying. Here only
 what it does not do: retrying after network trouble, and sending a part again as plain text
 when Telegram refuses its HTML ("can't parse entities"), so a reply is never lost to markup.
+
+A streamed reply (bot/adapters/streaming.py) is one message edited as the text grows:
+`ChatReplies` posts, edits (an edit to the same text, "message is not modified", is no
+failure) and deletes it, at most one edit per `PRIVATE_EDIT_INTERVAL` in a private chat and
+per `GROUP_EDIT_INTERVAL` in a group, where Telegram allows about 20 messages a minute.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Protocol
 
 from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
@@ -19,11 +25,16 @@ from telegram.constants import ChatAction
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError, TimedOut
 
 from bot.adapters.split import TELEGRAM_LIMIT, split_message
+from bot.adapters.streaming import EditedReply, StreamingSender
 from bot.adapters.telegram.markdown import plain_text, to_telegram_html
+from bot.domain.records import Content
 
 log = logging.getLogger(__name__)
 
 HTML = "HTML"
+# Seconds between two edits of a streamed reply (see the module's docstring).
+PRIVATE_EDIT_INTERVAL = 1.2
+GROUP_EDIT_INTERVAL = 3.0
 
 
 class HasBot(Protocol):
@@ -123,6 +134,94 @@ async def send_part(
             return None
     log.error("telegram: gave up sending to %s after %d attempts", chat_id, attempts)
     return None
+
+
+async def edit_part(
+    bot: Bot | None, message: Message, text: str, *, parse_mode: str | None
+) -> bool:
+    """Change a sent message to `text` (at most 4,096 characters); False when it could not be.
+
+    The same text again ("message is not modified") is no failure; HTML Telegram refuses is
+    sent again as plain text."""
+    if bot is None:
+        return False
+    while True:
+        try:
+            await bot.edit_message_text(
+                text, chat_id=message.chat_id, message_id=message.message_id, parse_mode=parse_mode
+            )
+            return True
+        except BadRequest as error:
+            reason = str(error).lower()
+            if "message is not modified" in reason:
+                return True
+            if parse_mode is not None and "can't parse entities" in reason:
+                text, parse_mode = plain_text(text), None
+                continue
+            log.warning("telegram: cannot edit a reply in %s (%s)", message.chat_id, error)
+            return False
+        except TelegramError as error:
+            # Flood control already waited, a time-out may have edited it, or the chat is
+            # closed to the bot: the reply's last edit, if this was it, posts it anew.
+            log.warning("telegram: editing a reply in %s failed (%s)", message.chat_id, error)
+            return False
+
+
+@dataclass
+class ChatReplies:
+    """The replies to one message in one chat: sent whole (`send`) or streamed
+    (`open_stream`). Only the first message quotes `quote`; the first one sent stops the
+    "typing…" indicator (`replied`)."""
+
+    owner: HasBot
+    chat_id: int
+    thread: int | None = None
+    quote: int | None = None
+    replied: asyncio.Event | None = None
+    edit_interval: float | None = None
+
+    def sender(self) -> StreamingSender:
+        return StreamingSender(self.send, self.open_stream)
+
+    async def send(self, content: Content) -> None:
+        self._replying()
+        quote, self.quote = self.quote, None
+        await send_text(
+            self.owner.bot, self.chat_id, content.text, quote, self.thread, markdown=True
+        )
+
+    def open_stream(self) -> EditedReply[Message]:
+        interval = self.edit_interval
+        if interval is None:
+            interval = GROUP_EDIT_INTERVAL if self.chat_id < 0 else PRIVATE_EDIT_INTERVAL
+        return EditedReply(self, interval=interval)
+
+    # PlatformMessages[Message]: the model's Markdown as Telegram HTML, as `send` sends it.
+    def parts(self, text: str) -> list[str]:
+        return to_telegram_html(text, TELEGRAM_LIMIT)
+
+    async def post(self, part: str, *, first: bool) -> Message | None:
+        self._replying()
+        quote, self.quote = self.quote, None
+        return await send_part(
+            self.owner.bot, self.chat_id, part, quote, self.thread, None, parse_mode=HTML
+        )
+
+    async def edit(self, message: Message, part: str) -> bool:
+        return await edit_part(self.owner.bot, message, part, parse_mode=HTML)
+
+    async def delete(self, message: Message) -> None:
+        bot = self.owner.bot
+        if bot is None:
+            return
+        try:
+            await bot.delete_message(message.chat_id, message.message_id)
+        except TelegramError as error:
+            log.warning("telegram: cannot take back a reply in %s (%s)", message.chat_id, error)
+
+    def _replying(self) -> None:
+        if self.replied is not None:
+            self.replied.set()  # no "typing…" after the answer, while it is being stored
 
 
 async def keep_typing(

@@ -5,8 +5,8 @@ bot/storage/intake.py). A process killed between the two used to leave no trace 
 reply went out, so recovery answered the message again. Right after `send` returns, and
 before the coroutine yields to the event loop again, the reply is appended here: one JSON
 line per reply (`SentReply`), keyed by the message's id, in `sent_replies.jsonl` in the data
-folder. Recovery (bot/runtime/intake/recovery.py, or a redelivery through `handle()`) then
-stores the recorded replies instead of answering again.
+folder. Recovery (start-up's, in bot/runtime/intake/intake.py, or a redelivery through
+`handle()`) then stores the recorded replies instead of answering again.
 
 Durability: a plain `write` to the file (no fsync, which would block the event loop on every
 reply). The bytes are in the kernel once `write` returns, so they survive the process being

@@ -1,0 +1,180 @@
+"""`/character [name]` and `/model [small|large] [name|default]`: a world's own character and
+model names, chosen by its admins (issue 21.3). Without arguments each shows the current
+choice and the options. The choice is kept in `world_settings` (bot/storage/world_settings.py)
+and used for everything done in the world (bot/runtime/worlds.py); `/stats` shows it.
+
+Registered with the other built-in commands in bot/commands/command_set.py (`BUILT_IN` and
+the handlers), from `COMMANDS` and `handlers()` here.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+
+from bot.commands.parsing import echo
+from bot.commands.types import CommandInfo, Request
+from bot.domain.characters import InstalledCharacter, WorldChoice
+from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest
+from bot.runtime.worlds import WorldChoices
+from bot.storage.world_settings import MAX_MODEL_NAME
+
+log = logging.getLogger(__name__)
+
+COMMANDS: tuple[CommandInfo, ...] = (
+    CommandInfo(
+        "character", "Admins: the character I speak as here", usage="[name]", admin_only=True
+    ),
+    CommandInfo(
+        "model",
+        "Admins: the models I use here",
+        usage="[small|large] [name|default]",
+        admin_only=True,
+    ),
+)
+
+# What endpoints call their models: "gpt-4o-mini", "llama3.1:8b", "Qwen/Qwen2.5-7B-Instruct".
+# No whitespace, no markup or mention characters (an answer shows the name back).
+MODEL_NAME = re.compile(rf"^[A-Za-z0-9._:/+-]{{1,{MAX_MODEL_NAME}}}$")
+DEFAULT_WORDS = ("default", "reset", "none")
+MODEL_USAGE = (
+    "Usage: /model small|large <model name> to choose one here, "
+    "/model small|large default to go back to the bot's setting."
+)
+# The task a model name's check is accounted under.
+MODEL_CHECK_TASK = "model_check"
+
+Handler = Callable[[Request], Awaitable[str]]
+
+
+def handlers(worlds: WorldChoices, model: LanguageModel) -> dict[str, Handler]:
+    """The answers to /character and /model, by command name."""
+    choosing = WorldChoosing(worlds, model)
+    return {"character": choosing.character, "model": choosing.model}
+
+
+class WorldChoosing:
+    def __init__(self, worlds: WorldChoices, model: LanguageModel) -> None:
+        self.worlds = worlds
+        self.language_model = model
+
+    # ------------------------------------------------------------------ /character
+    async def character(self, request: Request) -> str:
+        wanted = request.args.strip()
+        choice = await self.worlds.of(request.world_id)
+        if not wanted:
+            return f"{describe_character(choice)}\n{self._options(choice)}"
+        if wanted.casefold() in DEFAULT_WORDS:
+            await self.worlds.change(request.world_id, character=None)
+            log.info("%s: world %s went back to the default character", *_where(request))
+            return f"Here I am {_called(self.worlds.catalog.default)} again (the default)."
+        found = self.worlds.catalog.find(wanted)
+        if found is None:
+            return f"I have no character called {echo(wanted)}.\n{self._options(choice)}"
+        await self.worlds.change(request.world_id, character=found.key)
+        log.info("%s: world %s chose the character %s", *_where(request), found.key)
+        return f"Here I am now {_called(found)}."
+
+    def _options(self, choice: WorldChoice) -> str:
+        names = ", ".join(
+            _called(installed) + (" (default)" if installed is self.worlds.catalog.default else "")
+            for installed in self.worlds.catalog.all
+        )
+        return (
+            f"Installed: {names}.\n"
+            "/character <name> chooses one here; /character default goes back to the default."
+        )
+
+    # ------------------------------------------------------------------ /model
+    async def model(self, request: Request) -> str:
+        words = request.args.split()
+        choice = await self.worlds.of(request.world_id)
+        if not words:
+            return f"{describe_models(choice, self.worlds.default_models)}\n{MODEL_USAGE}"
+        size = words[0].casefold()
+        if size not in (ModelClass.SMALL, ModelClass.LARGE) or len(words) != 2:
+            return MODEL_USAGE
+        model_class = ModelClass(size)
+        field = f"{model_class.value}_model"
+        name = words[1]
+        if name.casefold() in DEFAULT_WORDS:
+            await self.worlds.change(request.world_id, **{field: None})
+            log.info("%s: world %s went back to the default %s model", *_where(request), size)
+            default = self.worlds.default_models.get(size)
+            shown = f" ({default})" if default else ""
+            return f"Here the {size} model is the bot's setting again{shown}."
+        if not MODEL_NAME.fullmatch(name):
+            return (
+                f"{echo(name)} is not a model name I can use: at most {MAX_MODEL_NAME} letters, "
+                "digits and . _ : / + -, no spaces. Nothing changed."
+            )
+        note = ""
+        if not self.worlds.default_models:
+            note = (
+                " (I run on the offline model now, which answers the same whatever the name: "
+                "it is used once a model endpoint is set)"
+            )
+        else:
+            refused = await self._check(model_class, name)
+            if refused is not None:
+                return refused
+        await self.worlds.change(request.world_id, **{field: name})
+        log.info("%s: world %s chose the %s model %s", *_where(request), size, name)
+        return f"Here the {size} model is now {name}{note}."
+
+    async def _check(self, model_class: ModelClass, name: str) -> str | None:
+        """One tiny request with the model name: None when the endpoint answers it, else why
+        it is refused (a name the endpoint does not serve fails every reply here)."""
+        try:
+            await self.language_model.generate(
+                ModelRequest(
+                    "Answer with the word OK.",
+                    model_class=model_class,
+                    task=MODEL_CHECK_TASK,
+                    max_tokens=1,
+                    model_name=name,
+                )
+            )
+        except ModelError as error:
+            log.info("the model %s was refused by the endpoint: %s", name, error)
+            return f"The model endpoint did not answer with {name}: {error}. Nothing changed."
+        return None
+
+
+# ---------------------------------------------------------------------- descriptions
+def describe_character(choice: WorldChoice) -> str:
+    if choice.missing_character is not None:
+        return (
+            f"Here I am {choice.character.name}: the character chosen here "
+            f"({echo(choice.missing_character)}) is no longer installed."
+        )
+    return f"Here I am {choice.character.name} ({choice.character_key})."
+
+
+def describe_models(choice: WorldChoice, defaults: dict[str, str]) -> str:
+    parts = []
+    for size in (ModelClass.SMALL.value, ModelClass.LARGE.value):
+        own = choice.model_name(size)
+        if own is not None:
+            parts.append(f"{size}: {own} (chosen here)")
+        else:
+            default = defaults.get(size)
+            parts.append(f"{size}: {default} (the default)" if default else f"{size}: the default")
+    offline = "" if defaults else " (the offline model is in use)"
+    return f"Models here: {', '.join(parts)}{offline}."
+
+
+def describe_world(choice: WorldChoice, defaults: dict[str, str]) -> str:
+    """The `/stats` line: "Character: Archivist (archivist). Models here: ..." """
+    character = describe_character(choice).removeprefix("Here I am ")
+    return f"Character: {character} {describe_models(choice, defaults)}"
+
+
+def _called(installed: InstalledCharacter) -> str:
+    name = installed.character.name
+    return name if name.casefold() == installed.key.casefold() else f"{name} ({installed.key})"
+
+
+def _where(request: Request) -> tuple[str, str]:
+    return request.platform, request.world_id

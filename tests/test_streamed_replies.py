@@ -1,0 +1,590 @@
+"""Streamed replies (issue 21.1): the reply grows on screen as the model writes it, through the
+real `openai` client against the local fake OpenAI server (streaming SSE chunks), the real
+python-telegram-bot and discord.py code paths against their fakes, and a real runtime
+(MongoDB wire protocol, Chroma, the ONNX embedder). Only the finished reply is stored; a
+streamed reply that shows the machinery is stopped and replaced on screen."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import itertools
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot import Action, Context, Plugin
+from bot.adapters.console import ConsoleChat
+from bot.adapters.discord import DiscordAdapter
+from bot.adapters.telegram import TelegramAdapter
+from bot.app.composition import App
+from bot.config.settings import ModelSettings, PlatformSettings
+from bot.domain.records import Content, message_id, reply_id, room_id
+from bot.llm.accounting import UsageLedger
+from bot.llm.base import ModelClass, ModelError, ModelRequest, Task
+from bot.llm.openai_model import OpenAIModel
+from bot.llm.parsing import partial_reply_text
+from bot.llm.streaming import stream_text
+from bot.runtime.replying import FALLBACK_REPLY, MODEL_FAILED_REPLY, REPLACED_BY_FALLBACK
+from bot.testing.harness import open_test_app
+from bot.testing.openai_server import FakeOpenAIServer, raw, reply, status
+from bot.testing.scripted import ScriptedModel
+from tests.fakes.discord_fakes import FakeDiscord
+from tests.fakes.telegram_server import FakeTelegramServer
+
+# Seconds between two edits in these tests (the product waits 1.2 s, 3 s in Telegram groups).
+EDIT_INTERVAL = 0.25
+PICNIC = (
+    "A picnic sounds lovely! Pick a shady spot, bring something cold to drink, and tell me "
+    "who is coming along this time."
+)
+RETRY = "That sounds like a wonderful plan. Where are you thinking of going for it?"
+
+
+def answer(text: str) -> str:
+    return json.dumps({"text": text, "action": "NONE"})
+
+
+def streamed(text: str, chunk_delay: float = 0.07) -> object:
+    """The reply template's JSON, streamed word by word."""
+    return reply(answer(text), chunk_delay=chunk_delay)
+
+
+def model_settings(base_url: str, **overrides: object) -> ModelSettings:
+    return ModelSettings(
+        _env_file=None,  # type: ignore[call-arg]
+        openai_api_key="sk-test",
+        openai_base_url=base_url,
+        small_model="small",
+        large_model="large",
+        **overrides,
+    )
+
+
+@asynccontextmanager
+async def mnemo_with(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, server: FakeOpenAIServer, **overrides: object
+) -> AsyncIterator[tuple[App, OpenAIModel]]:
+    model = OpenAIModel(model_settings(server.base_url), UsageLedger())
+    try:
+        async with open_test_app(
+            tmp_path, model=model, mongodb_uri=mongo_uri, model_dir=model_dir, **overrides
+        ) as app:
+            yield app, model
+    finally:
+        await model.close()
+
+
+@dataclass
+class Telegram:
+    app: App
+    adapter: TelegramAdapter
+    server: FakeTelegramServer
+
+    def __post_init__(self) -> None:
+        self.sarah = self.server.user("Sarah")
+        self.chat = self.server.private_chat(self.sarah)
+        self.chat_id = self.chat.id
+
+    async def said(self, text: str) -> int:
+        """Sarah writes in her chat with the bot; returns the id of the bot's reply message
+        once it is answered and stored."""
+        sarah, chat = self.sarah, self.chat
+        before = len(self.server.sent)
+        self.server.push_message(chat, sarah, text)
+        await self.server.wait_for_sent(before + 1, chat_id=chat.id)
+        await self.server.drained()
+        await self.adapter.wait_idle()
+        assert await self.app.runtime.evaluations.join(room_id("telegram", chat.id), 30)
+        return self.server.sent[before].message_id
+
+    def edits_of(self, message: int) -> list[tuple[str, float]]:
+        return [(e.text, e.at) for e in self.server.edits if e.message_id == message]
+
+
+@asynccontextmanager
+async def on_telegram(app: App) -> AsyncIterator[Telegram]:
+    async with FakeTelegramServer() as server:
+        adapter = TelegramAdapter(
+            PlatformSettings(
+                _env_file=None,  # type: ignore[call-arg]
+                telegram_token=SecretStr(server.token),
+                telegram_webhook_url=None,
+            ),
+            base_url=server.base_url,
+            poll_timeout=1,
+            typing_interval=0.2,
+            edit_interval=EDIT_INTERVAL,
+        )
+        await adapter.start(app.adapter_services)
+        try:
+            yield Telegram(app, adapter, server)
+        finally:
+            await adapter.stop()
+
+
+async def stored_replies(app: App, chat_id: int, message_number: int) -> list[str]:
+    """The bot's stored replies to the chat's message number `message_number`."""
+    memory_id = message_id("telegram", chat_id, message_number)
+    texts = []
+    for index in range(3):
+        found = await app.store.memories.get(reply_id(memory_id, app.runtime.agent_id, index))
+        if found is not None:
+            texts.append(found.content.text)
+    return texts
+
+
+def growing(texts: list[str]) -> bool:
+    return all(later.startswith(earlier) for earlier, later in itertools.pairwise(texts))
+
+
+# --------------------------------------------------------------------------- Telegram
+
+
+async def test_a_telegram_reply_grows_in_one_message_then_settles_and_only_it_is_stored(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(streamed(PICNIC))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _),
+            on_telegram(app) as telegram,
+        ):
+            message = await telegram.said("I am planning a picnic on Sunday")
+            chat = telegram.chat_id
+            server = telegram.server
+
+            # One message, first sent with the opening words, then edited as it grew.
+            assert [m.chat_id for m in server.sent] == [chat]
+            first = server.sent[0].text
+            assert PICNIC.startswith(first) and first != PICNIC
+            edits = telegram.edits_of(message)
+            texts = [first] + [text for text, _ in edits]
+            assert len(edits) >= 3 and growing(texts)
+            # Spaced by the edit interval (Telegram's flood limits), settled on the final text.
+            gaps = [b - a for (_, a), (_, b) in itertools.pairwise(edits)]
+            assert min(gaps) >= EDIT_INTERVAL * 0.9
+            assert texts[-1] == PICNIC and server.text_of(chat, message) == PICNIC
+            # Never any JSON syntax on screen.
+            assert not any('"' in text or "{" in text or "action" in text for text in texts)
+            # Only the finished reply is stored, once.
+            assert await stored_replies(app, chat, 1) == [PICNIC]
+        request = openai_server.chat_requests[0].json
+        assert request["stream"] is True and request["stream_options"] == {"include_usage": True}
+
+
+async def test_a_streamed_reply_naming_an_action_is_stopped_and_replaced_by_the_retry(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    leaky = "Sure, I can help with that. NONE of it is a problem, I will sort it all out now."
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(streamed(leaky, chunk_delay=0.06), streamed(RETRY))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _),
+            on_telegram(app) as telegram,
+        ):
+            started = time.monotonic()
+            message = await telegram.said("Can you help me plan my week?")
+            chat, server = telegram.chat_id, telegram.server
+            texts = [server.sent[0].text] + [text for text, _ in telegram.edits_of(message)]
+
+            # The words before the action's name were shown; the name never was.
+            assert texts[0].startswith("Sure")
+            assert not any("NONE" in text for text in texts)
+            # Stopped there: the retry's words replace them in the same message.
+            assert texts[-1] == RETRY and server.text_of(chat, message) == RETRY
+            assert len(server.sent) == 1
+            assert await stored_replies(app, chat, 1) == [RETRY]
+            assert app.ledger.rejects(Task.REPLY) == {"reply with action name": 1}
+            # The first answer was not read to its end (about 17 words at 0.06 s).
+            assert time.monotonic() - started < 17 * 0.06 + 3
+        assert len(openai_server.chat_requests) == 2
+        assert "Note:" in json.dumps(openai_server.chat_requests[1].json)
+
+
+async def test_a_reply_failing_twice_is_replaced_on_screen_by_the_fallback(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    leaky = "Sure thing, here is my answer for you. NONE of this matters much, really."
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(streamed(leaky), streamed(leaky))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _),
+            on_telegram(app) as telegram,
+        ):
+            message = await telegram.said("What should I do today?")
+            chat, server = telegram.chat_id, telegram.server
+            texts = [server.sent[0].text] + [text for text, _ in telegram.edits_of(message)]
+
+            assert not any("NONE" in text for text in texts)
+            assert texts[-1] == FALLBACK_REPLY
+            assert server.text_of(chat, message) == FALLBACK_REPLY
+            # The fallback is sent, never stored (it would feed later prompts).
+            assert await stored_replies(app, chat, 1) == []
+            rejects = app.ledger.rejects(Task.REPLY)
+            assert rejects["reply with action name"] == 2 and rejects[REPLACED_BY_FALLBACK] == 1
+
+
+async def test_a_model_failing_mid_reply_replaces_the_words_shown_and_none_are_stored(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    whole = answer(PICNIC)
+    cut = whole[: whole.index(" bring")]  # the endpoint fails a dozen words in
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(reply(cut, chunk_delay=0.07, error="the model is overloaded"))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _),
+            on_telegram(app) as telegram,
+        ):
+            message = await telegram.said("I am planning a picnic on Sunday")
+            chat, server = telegram.chat_id, telegram.server
+            texts = [server.sent[0].text] + [text for text, _ in telegram.edits_of(message)]
+
+            # Words of the reply were on screen before the failure...
+            assert texts[0] and PICNIC.startswith(texts[0])
+            # ...and are replaced by the failure message, in the same message.
+            assert texts[-1] == MODEL_FAILED_REPLY
+            assert server.text_of(chat, message) == MODEL_FAILED_REPLY
+            assert len(server.sent) == 1
+            # Nothing of the broken reply is kept; the person's message is.
+            assert await stored_replies(app, chat, 1) == []
+            said = await app.store.memories.get(message_id("telegram", chat, 1))
+            assert said is not None and said.content.text == "I am planning a picnic on Sunday"
+        # Not asked again with half the answer already shown.
+        assert sum(bool(r.json.get("stream")) for r in openai_server.chat_requests) == 1
+
+
+async def test_with_streaming_off_the_reply_is_sent_once_whole(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(streamed(PICNIC))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server, stream_replies=False) as (
+                app,
+                _,
+            ),
+            on_telegram(app) as telegram,
+        ):
+            message = await telegram.said("I am planning a picnic on Sunday")
+
+            assert [m.text for m in telegram.server.sent] == [PICNIC]
+            assert telegram.edits_of(message) == []
+            assert await stored_replies(app, telegram.chat_id, 1) == [PICNIC]
+        assert "stream" not in openai_server.chat_requests[0].json
+
+
+async def test_an_endpoint_that_cannot_stream_is_asked_whole_once_and_remembered(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with FakeOpenAIServer(streaming="refuse") as openai_server:
+        openai_server.enqueue(answer(PICNIC), answer(RETRY))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, model),
+            on_telegram(app) as telegram,
+        ):
+            first = await telegram.said("I am planning a picnic on Sunday")
+            assert telegram.server.text_of(telegram.chat_id, first) == PICNIC
+            assert telegram.edits_of(first) == []
+            second = await telegram.said("Any tips?")
+            assert telegram.server.text_of(telegram.chat_id, second) == RETRY
+            assert not model.streams
+        # Refused once (400), asked whole; the next reply is not offered a stream again.
+        streams = [bool(r.json.get("stream")) for r in openai_server.chat_requests]
+        assert streams == [True, False, False]
+
+
+# --------------------------------------------------------------------------- Discord
+
+
+async def test_a_discord_reply_grows_in_one_message_then_settles(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(streamed(PICNIC))
+        async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
+            adapter = DiscordAdapter(
+                PlatformSettings(_env_file=None),  # type: ignore[call-arg]
+                learn_wait=10,
+                edit_interval=EDIT_INTERVAL,
+            )
+            adapter.bind(app.adapter_services)
+            discord = FakeDiscord(adapter.client, tree=adapter.tree)
+            sam = discord.person("Sam")
+            await adapter.on_message(discord.message(sam, "I am planning a picnic on Sunday"))
+
+            [sent] = discord.http.sent
+            assert sent.message_id is not None
+            edits = [e for e in discord.http.edits if e.message_id == sent.message_id]
+            texts = [sent.content] + [e.content for e in edits]
+            assert len(edits) >= 3 and growing(texts)
+            assert min(b.at - a.at for a, b in itertools.pairwise(edits)) >= (EDIT_INTERVAL * 0.9)
+            assert discord.http.text_of(sent.message_id) == PICNIC
+
+
+# --------------------------------------------------------------------------- console
+
+
+class Recorded(io.StringIO):
+    """Standard output that remembers each write and when it came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[tuple[float, str]] = []
+
+    def write(self, text: str) -> int:
+        self.writes.append((time.monotonic(), text))
+        return super().write(text)
+
+
+async def test_the_console_prints_the_reply_as_it_comes(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(streamed(PICNIC))
+        async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
+            out = Recorded()
+            console = ConsoleChat(
+                user_name="sarah",
+                stdin=io.StringIO("I am planning a picnic on Sunday\n"),
+                stdout=out,
+                stream_replies=True,
+                learn_timeout=10,
+            )
+            await console.run(app.adapter_services)
+
+    name = app.runtime.character.name
+    assert f"{name}: {PICNIC}\n" in out.getvalue()
+    start = next(i for i, (_, text) in enumerate(out.writes) if text.startswith(f"{name}: "))
+    pieces = [text for _, text in out.writes[start:]]
+    end = pieces.index("\n")
+    # Printed in many pieces over the time the model took, not at once.
+    assert end >= 5 and pieces[0] != f"{name}: {PICNIC}"
+    assert out.writes[start + end][0] - out.writes[start][0] > 0.3
+
+
+# --------------------------------------------------------------------------- the model
+
+
+async def test_the_model_streams_holding_its_queue_slot_and_time_out_over_the_stream() -> None:
+    async with FakeOpenAIServer() as server:
+        ledger = UsageLedger()
+        model = OpenAIModel(
+            model_settings(server.base_url, concurrency=1, timeout_seconds=1.0), ledger
+        )
+        server.enqueue(reply("one two three four", usage=(9, 4), chunk_delay=0.1))
+        request = ModelRequest("hi", model_class=ModelClass.LARGE, task=Task.REPLY)
+        pieces: list[tuple[float, str]] = []
+        async with aclosing(model.stream(request)) as stream:
+            async for piece in stream:
+                pieces.append((time.monotonic(), piece))
+                # While the answer streams, the one slot is taken: other calls wait.
+                assert model.queue.in_flight == 1
+        assert "".join(p for _, p in pieces) == "one two three four"
+        assert len(pieces) == 4 and pieces[-1][0] - pieces[0][0] >= 0.25
+        assert model.queue.in_flight == 0
+        usage = ledger.snapshot()[Task.REPLY]
+        assert (usage.calls, usage.prompt_tokens, usage.completion_tokens) == (1, 9, 4)
+
+        # The time-out bounds the whole stream, however steadily the chunks come.
+        server.enqueue(reply("a b c d e f g h i j k l", chunk_delay=0.2))
+        with pytest.raises(ModelError, match="timed out"):
+            async with aclosing(model.stream(request)) as stream:
+                async for _ in stream:
+                    pass
+        assert model.queue.in_flight == 0
+        await model.close()
+
+
+async def test_stopping_a_stream_early_frees_the_slot_and_counts_the_call() -> None:
+    async with FakeOpenAIServer() as server:
+        ledger = UsageLedger()
+        model = OpenAIModel(model_settings(server.base_url, concurrency=1), ledger)
+        server.enqueue(reply("one two three four five six", chunk_delay=0.05), "next")
+        request = ModelRequest("hi", model_class=ModelClass.LARGE, task=Task.REPLY)
+        async with aclosing(stream_text(model, request)) as stream:
+            async for _ in stream:
+                break
+        assert model.queue.in_flight == 0
+        assert ledger.snapshot()[Task.REPLY].calls == 1
+        # The next call gets the slot at once.
+        assert await asyncio.wait_for(model.generate(request), 5) == "next"
+        await model.close()
+
+
+async def test_structured_output_and_its_fallbacks_hold_when_streaming() -> None:
+    async with FakeOpenAIServer() as server:
+        model = OpenAIModel(model_settings(server.base_url), UsageLedger())
+        server.enqueue(status(400, message="response_format json_schema is not supported"))
+        server.enqueue(answer("Hi there"))
+        from bot.runtime.prompts import reply_answer
+
+        request = ModelRequest(
+            "hi", model_class=ModelClass.LARGE, task=Task.REPLY, json_answer=reply_answer([])
+        )
+        text = "".join([piece async for piece in model.stream(request)])
+        assert text == answer("Hi there")
+        formats = [r.json["response_format"]["type"] for r in server.chat_requests]
+        assert formats == ["json_schema", "json_object"]
+        assert all(r.json["stream"] for r in server.chat_requests)
+        await model.close()
+
+
+async def test_a_model_without_stream_answers_in_one_piece() -> None:
+    model = ScriptedModel(answers={Task.REPLY: ["whole answer"]})
+    request = ModelRequest("hi", model_class=ModelClass.LARGE, task=Task.REPLY)
+    assert [piece async for piece in stream_text(model, request)] == ["whole answer"]
+
+
+@pytest.mark.parametrize(
+    ("so_far", "shown"),
+    [
+        ('{"text": "Hello the', "Hello the"),
+        ('```json\n{"action": "NONE", "text": "Hi Sa', "Hi Sa"),
+        ('{"text": "Line one\\nLine', "Line one\nLine"),
+        ('{"text": "Done.", "action": "NO', "Done."),
+        ('{"tex', None),
+        ("Plain prose so far", "Plain prose so far"),
+        ("Plain prose then {", "Plain prose then "),
+        ('{"text": "{\\"text\\": \\"wrapped', None),
+    ],
+)
+def test_the_partial_text_of_a_reply_never_shows_its_syntax(so_far: str, shown: str | None) -> None:
+    assert partial_reply_text(so_far) == shown
+
+
+async def test_a_discord_reply_past_the_limit_streams_its_first_message_then_sends_the_rest(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    paragraph = "Here is one more thought about the trip and how to plan it well. " * 6
+    long_reply = "\n\n".join([paragraph.strip()] * 7)  # about 2,800 characters
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(reply(answer(long_reply), chunk_delay=0.005))
+        async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
+            adapter = DiscordAdapter(
+                PlatformSettings(_env_file=None),  # type: ignore[call-arg]
+                learn_wait=10,
+                edit_interval=EDIT_INTERVAL,
+            )
+            adapter.bind(app.adapter_services)
+            discord = FakeDiscord(adapter.client, tree=adapter.tree)
+            sam = discord.person("Sam")
+            await adapter.on_message(discord.message(sam, "Tell me everything about the trip"))
+
+            first, second = discord.http.sent
+            assert first.message_id is not None and second.message_id is not None
+            # The first message grew up to the limit, then was settled on the final split.
+            shown = [first.content] + [
+                e.content for e in discord.http.edits if e.message_id == first.message_id
+            ]
+            assert all(len(text) <= 2000 for text in shown) and len(shown) >= 3
+            final_first = discord.http.text_of(first.message_id)
+            assert final_first is not None and len(final_first) <= 2000
+            # It grew as written; the last edit is the final split (cut between paragraphs,
+            # which may be shorter than what was shown when it stopped growing).
+            assert growing(shown[:-1]) and shown[-1] == final_first
+            # The rest came as a new message, never edited; together they are the reply.
+            assert not any(e.message_id == second.message_id for e in discord.http.edits)
+            assert f"{final_first}\n\n{second.content}" == long_reply
+
+
+async def test_a_telegram_edit_to_the_same_text_is_no_failure() -> None:
+    from telegram import Bot
+
+    from bot.adapters.telegram.send import HTML, edit_part, send_part
+
+    async with FakeTelegramServer() as server:
+        sarah = server.user("Sarah")
+        chat = server.private_chat(sarah)
+        async with Bot(server.token, base_url=server.base_url) as bot:
+            sent = await send_part(
+                bot, chat.id, "Hello <b>there</b>", None, None, None, parse_mode=HTML
+            )
+            assert sent is not None
+            # Telegram answers "message is not modified": the text is on screen, as wanted.
+            assert await edit_part(bot, sent, "Hello <b>there</b>", parse_mode=HTML)
+            assert server.edits == []
+            assert await edit_part(bot, sent, "Hello <b>there</b>, Sarah", parse_mode=HTML)
+            assert server.text_of(chat.id, sent.message_id) == "Hello there, Sarah"
+
+
+async def test_an_endpoint_ignoring_stream_is_read_whole_and_an_error_event_is_a_model_error() -> (
+    None
+):
+    request = ModelRequest("hi", model_class=ModelClass.LARGE, task=Task.REPLY)
+    async with FakeOpenAIServer(streaming="ignore") as server:
+        model = OpenAIModel(model_settings(server.base_url), UsageLedger())
+        server.enqueue(reply("all at once", usage=(3, 3)))
+        assert [piece async for piece in model.stream(request)] == ["all at once"]
+        assert len(server.chat_requests) == 1 and not model.streams
+        await model.close()
+    async with FakeOpenAIServer() as server:
+        ledger = UsageLedger()
+        model = OpenAIModel(model_settings(server.base_url), ledger)
+        broken = b'data: {"error": {"message": "the model is overloaded"}}\n\n'
+        server.enqueue(raw(broken, "text/event-stream"))
+        with pytest.raises(ModelError, match="bad response: the model is overloaded"):
+            _ = [piece async for piece in model.stream(request)]
+        assert ledger.snapshot()[Task.REPLY].failures == 1
+        assert model.streams  # an error is not a refusal to stream
+        await model.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [(b"not json at all", "not valid JSON"), (b'{"id": "x", "choices": []}', "empty choices")],
+)
+async def test_a_malformed_body_to_a_stream_fails_as_a_whole_answer_would(
+    body: bytes, message: str
+) -> None:
+    request = ModelRequest("hi", model_class=ModelClass.LARGE, task=Task.REPLY)
+    async with FakeOpenAIServer() as server:
+        model = OpenAIModel(model_settings(server.base_url), UsageLedger())
+        server.enqueue(raw(body))
+        with pytest.raises(ModelError, match=message):
+            _ = [piece async for piece in model.stream(request)]
+        assert model.streams  # one bad body says nothing about streaming
+        await model.close()
+
+
+async def test_words_streamed_before_an_action_that_answers_for_itself_are_taken_back(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    async def remind(ctx: Context) -> None:
+        await ctx.callback(Content(text="Reminder set for 5pm."))
+
+    reminders = Plugin(
+        "reminders",
+        actions=[
+            Action("SET_REMINDER", "sets a reminder", handler=remind, suppress_initial_message=True)
+        ],
+    )
+    words = "Sure, I will set that reminder for you at five this afternoon, no problem at all."
+    streamed_answer = json.dumps({"text": words, "action": "SET_REMINDER"})
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(reply(streamed_answer, chunk_delay=0.07))
+        async with (
+            mnemo_with(tmp_path, mongo_uri, model_dir, openai_server, plugins=[reminders]) as (
+                app,
+                _,
+            ),
+            on_telegram(app) as telegram,
+        ):
+            chat, server = telegram.chat_id, telegram.server
+            server.push_message(telegram.chat, telegram.sarah, "remind me at 5pm")
+            await server.wait_for_sent(2, chat_id=chat)
+            await server.drained()
+            await telegram.adapter.wait_idle()
+
+            streamed_message, reminder = server.sent
+            assert words.startswith(streamed_message.text)  # shown while it was written
+            # The action answered instead: its words were taken back, its own line stays.
+            assert server.deleted == [(chat, streamed_message.message_id)]
+            assert server.text_of(chat, reminder.message_id) == "Reminder set for 5pm."
+            assert await stored_replies(app, chat, 1) == ["Reminder set for 5pm."]
