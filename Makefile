@@ -98,12 +98,16 @@ LLAMA_PYTHON ?=
 GGUF ?=
 ONLY ?= family-move-job-car,likes-and-dislikes,retract-misspoke-library,group-injection
 RECORD ?= bench-results/live/live-model.jsonl
+# BENCH=cost runs `mnemo bench cost --live` instead (reply latency), with BENCH_ARGS.
+BENCH ?= memory
+BENCH_ARGS ?=
 bench-live: $(STAMP_BENCH)
 	@test -n "$(LLAMA_PYTHON)" && test -n "$(GGUF)" || { \
 		echo "make bench-live LLAMA_PYTHON=<llama-cpp-python env>/bin/python GGUF=<model.gguf>"; \
 		echo "(see docs/live-model.md)"; exit 2; }
 	nice -n 5 $(BIN)/python -m benchmarks.live_model --llama-python "$(LLAMA_PYTHON)" \
-		--gguf "$(GGUF)" --only "$(ONLY)" --record "$(RECORD)" --out bench-results/live
+		--gguf "$(GGUF)" --only "$(ONLY)" --record "$(RECORD)" --out bench-results/live \
+		--bench "$(BENCH)" --bench-args "$(BENCH_ARGS)"
 
 clean:
 	rm -rf $(VENV) $(LOCK_VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -184,7 +184,8 @@ async def run(args: argparse.Namespace, server: subprocess.Popen[bytes], record:
         bench = [mnemo, "bench", args.bench, "--out", str(out), "--no-charts"]
         if args.bench == "cost":
             bench += ["--live"]  # the cost bench asks the endpoint only when told
-        bench += ["--only", args.only] if args.only else []
+        # Conversations are the memory bench's (make bench-live passes its default list).
+        bench += ["--only", args.only] if args.only and args.bench == "memory" else []
         bench += shlex.split(args.bench_args)
         if args.model_dir:
             bench += ["--model-dir", args.model_dir]
