@@ -233,7 +233,7 @@ class StateComposer:
     def format_messages(self, state: State, messages: list[Memory]) -> str:
         # The prompts composed here (the reply's, the evaluator selection's) show what people
         # attached, by title; the images themselves go beside the reply's prompt only, when
-        # the model sees images (bot/runtime/reply_images.py).
+        # the model sees images (bot/runtime/replying.py).
         return self.plugins.conversations.format(state, messages, attachments=True)
 
 

@@ -29,7 +29,6 @@ from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.prompts import render, reply_answer
 from bot.runtime.ratelimit import ReplyLimit
-from bot.runtime.reply_images import images_for_reply
 from bot.runtime.types import (
     HandleResult,
     ReplyStream,
@@ -297,7 +296,9 @@ class Replier:
             system=system,
             max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
             json_answer=reply_answer([a.name for a in self.registry.actions]),
-            images=await images_for_reply(memory),
+            # Only the reply to the message that carried them (the adapter's loader; the same
+            # bytes when asked again): evaluations read the stored message, which has none.
+            images=() if memory.images is None else await memory.images(),
             model_name=self.composer.model_name(state, ModelClass.LARGE),  # the world's
         )
         if screen is None:
