@@ -31,7 +31,8 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -49,6 +50,7 @@ from bot.domain.records import Content
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest
 from bot.llm.openai_model import OpenAIModel
+from bot.llm.streaming import stream_text
 from bot.ops.spend import flush_usage
 from bot.plugin.loading import PluginError, Registry, discover, plugin_sources
 from bot.storage.facts import fact_text_key
@@ -57,6 +59,7 @@ from bot.testing.openai_server import (
     FakeOpenAIServer,
     Outcome,
     RecordedRequest,
+    Relay,
     Reply,
     Responder,
     last_user_message,
@@ -242,6 +245,23 @@ class TimedModel:
             seconds = time.perf_counter() - started
             self.calls.append(TimedCall(request, seconds, failed, started=started))
 
+    async def stream(self, request: ModelRequest) -> AsyncGenerator[str, None]:
+        """The wrapped model's stream, timed the same way: to its end, or to where the
+        runtime stopped reading it (a reply stopped early, as in production)."""
+        request = replace(request, task=str(request.task))
+        started = time.perf_counter()
+        failed = False
+        try:
+            async with aclosing(stream_text(self.inner, request)) as pieces:
+                async for piece in pieces:
+                    yield piece
+        except Exception:
+            failed = True
+            raise
+        finally:
+            seconds = time.perf_counter() - started
+            self.calls.append(TimedCall(request, seconds, failed, started=started))
+
     async def close(self) -> None:
         await self.inner.close()
 
@@ -355,14 +375,8 @@ class ServerClock:
         messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
         system = next((m["content"] for m in messages if m.get("role") == "system"), None)
         prompt = last_user_message(request)
-        failed = True
-        try:
-            answer = self.responder(request)
-            if inspect.isawaitable(answer):
-                answer = await answer
-            failed = not isinstance(answer, str | Reply)
-            return answer
-        finally:
+
+        def served(failed: bool) -> None:
             self.served.append(
                 ServedRequest(
                     prompt_kind(prompt),
@@ -374,6 +388,34 @@ class ServerClock:
                     failed,
                 )
             )
+
+        try:
+            answer = self.responder(request)
+            if inspect.isawaitable(answer):
+                answer = await answer
+        except BaseException:
+            served(failed=True)
+            raise
+        if isinstance(answer, Relay):
+            # Answered when its stream ends, or when the runtime stopped reading it.
+            return replace(answer, pieces=_timed(answer.pieces, served))
+        served(failed=not isinstance(answer, str | Reply))
+        return answer
+
+
+async def _timed(
+    pieces: AsyncGenerator[str, None], served: Callable[[bool], None]
+) -> AsyncGenerator[str, None]:
+    failed = False
+    try:
+        async with aclosing(pieces) as relayed:
+            async for piece in relayed:
+                yield piece
+    except Exception:
+        failed = True
+        raise
+    finally:
+        served(failed)
 
 
 def _claim(text: str, subject: str) -> dict[str, Any]:

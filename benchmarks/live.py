@@ -11,7 +11,9 @@ measured. What was learned is read back from the stores at the end.
 
 from __future__ import annotations
 
+import json
 import time
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +21,14 @@ import aiohttp
 
 from benchmarks.stats import BenchError
 from bot.config.settings import ModelSettings
-from bot.testing.openai_server import Outcome, last_user_message, reply, status
+from bot.testing.openai_server import (
+    Outcome,
+    Relay,
+    Usage,
+    last_user_message,
+    reply,
+    status,
+)
 
 # The bench's client asks its proxy for these; the endpoint gets the configured names.
 FAKE_SMALL = "fake-small"
@@ -66,17 +75,17 @@ class LiveAnswers:
         base = (self.settings.openai_base_url or "https://api.openai.com/v1").rstrip("/")
         started = time.perf_counter()
         timeout = aiohttp.ClientTimeout(total=self.settings.timeout_seconds)
+        url = f"{base}/chat/completions"
+        if body.get("stream"):
+            return await self._relay(kind, url, body, headers, timeout, started)
         async with (
             aiohttp.ClientSession(timeout=timeout) as session,
-            session.post(f"{base}/chat/completions", json=body, headers=headers) as response,
+            session.post(url, json=body, headers=headers) as response,
         ):
             payload = await response.json(content_type=None)
         seconds = time.perf_counter() - started
         if response.status != 200:
-            error = payload.get("error") if isinstance(payload, dict) else None
-            message = error.get("message") if isinstance(error, dict) else str(payload)[:300]
-            self.answers.append((kind, seconds, f"HTTP {response.status}: {message}"))
-            return status(response.status, message=str(message))
+            return self._refused(kind, seconds, response.status, payload)
         content = payload["choices"][0]["message"].get("content") or ""
         usage = payload.get("usage") or {}
         self.answers.append((kind, seconds, content))
@@ -84,3 +93,62 @@ class LiveAnswers:
             content,
             usage=(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
         )
+
+    def _refused(self, kind: str, seconds: float, code: int, payload: object) -> Outcome:
+        """The endpoint's error, passed back as the same status and message."""
+        error = payload.get("error") if isinstance(payload, dict) else None
+        message = error.get("message") if isinstance(error, dict) else str(payload)[:300]
+        self.answers.append((kind, seconds, f"HTTP {code}: {message}"))
+        return status(code, message=str(message))
+
+    async def _relay(
+        self,
+        kind: str,
+        url: str,
+        body: dict[str, Any],
+        headers: dict[str, str],
+        timeout: aiohttp.ClientTimeout,
+        started: float,
+    ) -> Outcome:
+        """A streamed request, streamed from the endpoint as it writes: when the bot stops
+        reading (a reply stopped early), the endpoint's request is closed and its model
+        stops, as it would be without the proxy."""
+        session = aiohttp.ClientSession(timeout=timeout)
+        try:
+            response = await session.post(url, json=body, headers=headers)
+            if response.status != 200:
+                payload = await response.json(content_type=None)
+                response.release()
+                await session.close()
+                return self._refused(kind, time.perf_counter() - started, response.status, payload)
+        except BaseException:
+            await session.close()
+            raise
+        used: list[Usage] = []
+
+        async def pieces() -> AsyncGenerator[str, None]:
+            said: list[str] = []
+            try:
+                async for line in response.content:
+                    text = line.decode("utf-8", "replace").strip()
+                    if not text.startswith("data:") or text[5:].strip() == "[DONE]":
+                        continue
+                    chunk = json.loads(text[5:])
+                    usage = chunk.get("usage")
+                    if isinstance(usage, dict):
+                        prompt, completion = (
+                            usage.get("prompt_tokens"),
+                            usage.get("completion_tokens"),
+                        )
+                        used.append(Usage(int(prompt or 0), int(completion or 0)))
+                    for choice in chunk.get("choices") or []:
+                        piece = (choice.get("delta") or {}).get("content")
+                        if isinstance(piece, str) and piece:
+                            said.append(piece)
+                            yield piece
+            finally:
+                response.release()
+                await session.close()
+                self.answers.append((kind, time.perf_counter() - started, "".join(said)))
+
+        return Relay(pieces(), usage=lambda: used[-1] if used else None)

@@ -68,7 +68,7 @@ class Recorder:
     seq: int = 0
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    async def handle(self, request: web.Request) -> web.Response:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
         self.seq += 1
         body = await request.read()
         record: dict[str, Any] = {"seq": self.seq, "path": request.path}
@@ -95,8 +95,16 @@ class Recorder:
                 request.method, self.upstream + request.path_qs, data=body, headers=headers
             ) as answer,
         ):
-            status, data = answer.status, await answer.read()
             kind = answer.headers.get("Content-Type", "application/json")
+            if kind.startswith("text/event-stream"):
+                # Passed on as it comes: a client that stops reading closes the request to
+                # the model, which stops writing (a reply stopped early).
+                try:
+                    return await self._relay(request, answer, record)
+                finally:
+                    record.update(seconds=round(time.perf_counter() - started, 2))
+                    self._write(record)
+            status, data = answer.status, await answer.read()
         record.update(seconds=round(time.perf_counter() - started, 2), status=status)
         try:
             parsed = json.loads(data)
@@ -108,10 +116,55 @@ class Recorder:
             )
         except (ValueError, AttributeError, IndexError):
             record["response_text"] = data[:2000].decode("utf-8", "replace")
+        self._write(record)
+        return web.Response(body=data, status=status, content_type=kind.split(";")[0])
+
+    async def _relay(
+        self, request: web.Request, answer: aiohttp.ClientResponse, record: dict[str, Any]
+    ) -> web.StreamResponse:
+        """An event stream passed on line by line; the record gets the text it carried, and
+        `stopped` when the client went before the end."""
+        response = web.StreamResponse(
+            status=answer.status, headers={"Content-Type": "text/event-stream"}
+        )
+        await response.prepare(request)
+        pieces: list[str] = []
+        record.update(status=answer.status, content="", finish_reason=None, usage=None)
+        try:
+            async for line in answer.content:
+                await response.write(line)
+                _read_event(line, pieces, record)
+            await response.write_eof()
+        except (ConnectionResetError, asyncio.CancelledError):
+            record["stopped"] = True
+            raise
+        finally:
+            record["content"] = "".join(pieces)
+        return response
+
+    def _write(self, record: dict[str, Any]) -> None:
         if "prompt" in record:
             with self.path.open("a", encoding="utf-8") as out:
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        return web.Response(body=data, status=status, content_type=kind.split(";")[0])
+
+
+def _read_event(line: bytes, pieces: list[str], record: dict[str, Any]) -> None:
+    """One line of a chat completion's event stream: its text piece, finish reason, usage."""
+    text = line.decode("utf-8", "replace").strip()
+    if not text.startswith("data:") or text[5:].strip() == "[DONE]":
+        return
+    try:
+        chunk = json.loads(text[5:])
+    except ValueError:
+        return
+    if not isinstance(chunk, dict):
+        return
+    record["usage"] = chunk.get("usage") or record.get("usage")
+    for choice in chunk.get("choices") or []:
+        piece = (choice.get("delta") or {}).get("content")
+        if isinstance(piece, str):
+            pieces.append(piece)
+        record["finish_reason"] = choice.get("finish_reason") or record.get("finish_reason")
 
 
 async def _wait_for(url: str, server: subprocess.Popen[bytes], limit: float) -> None:

@@ -38,7 +38,8 @@ import re
 import struct
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -97,7 +98,20 @@ class Raw:
     delay: float = 0.0
 
 
-Outcome = Reply | Status | Raw
+@dataclass(frozen=True)
+class Relay:
+    """A streamed answer passed on as another endpoint writes it (benchmarks/live.py: a proxy
+    in front of a real model). `pieces` gives the text in pieces; `usage` is asked once they
+    end. When the client stops reading, `pieces` is closed, so the other endpoint's request
+    is closed too and its model stops writing. Asked without `stream`, the pieces are joined
+    into one completion."""
+
+    pieces: AsyncGenerator[str, None]
+    usage: Callable[[], Usage | None] = lambda: None
+    delay: float = 0.0
+
+
+Outcome = Reply | Status | Raw | Relay
 Responder = Callable[[dict[str, Any]], "str | Outcome | Awaitable[str | Outcome]"]
 
 
@@ -253,8 +267,8 @@ class FakeOpenAIServer:
         """
         for outcome in outcomes:
             item = reply(outcome) if isinstance(outcome, str) else outcome
-            if endpoint == "embeddings" and isinstance(item, Reply):
-                raise TypeError("embeddings take Status or Raw outcomes, not Reply")
+            if endpoint == "embeddings" and isinstance(item, Reply | Relay):
+                raise TypeError("embeddings take Status or Raw outcomes, not a reply")
             self._queues[endpoint].append(item)
 
     @property
@@ -352,6 +366,12 @@ class FakeOpenAIServer:
         outcome = await self._next_outcome("chat", payload)
         assert outcome is not None
         await self._delay(outcome)
+        if isinstance(outcome, Relay):
+            if streamed:
+                return await self._stream(request, payload, outcome, None)
+            async with aclosing(outcome.pieces) as pieces:
+                text = "".join([piece async for piece in pieces])
+            outcome = Reply(text, outcome.usage())
         if not isinstance(outcome, Reply):
             return self._special(outcome)
         messages = [m for m in payload.get("messages") or [] if isinstance(m, dict)]
@@ -388,7 +408,7 @@ class FakeOpenAIServer:
         self,
         request: web.Request,
         payload: dict[str, Any],
-        outcome: Reply,
+        outcome: Reply | Relay,
         usage: Usage | Literal["auto"] | None,
     ) -> web.StreamResponse:
         """The reply as OpenAI streams it: `chat.completion.chunk` events, then [DONE]."""
@@ -418,25 +438,25 @@ class FakeOpenAIServer:
         self,
         response: web.StreamResponse,
         payload: dict[str, Any],
-        outcome: Reply,
+        outcome: Reply | Relay,
         usage: Usage | Literal["auto"] | None,
         event: Callable[..., Awaitable[None]],
         delta: Callable[..., list[dict[str, Any]]],
     ) -> None:
-        text = outcome.text or ""
-        pieces = outcome.chunks if outcome.chunks is not None else _word_chunks(text)
         await event(delta({"role": "assistant", "content": ""}))
-        for piece in pieces:
-            if outcome.chunk_delay > 0:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), outcome.chunk_delay)
-            await event(delta({"content": piece}))
-        if outcome.error is not None:
+        # Closed however the writing ends: a relayed request goes when the client does.
+        async with aclosing(self._pieces_of(outcome)) as pieces:
+            async for piece in pieces:
+                await event(delta({"content": piece}))
+        if isinstance(outcome, Reply) and outcome.error is not None:
             data = json.dumps({"error": {"message": outcome.error}})
             await response.write(f"data: {data}\n\n".encode())
             await response.write_eof()
             return
-        await event(delta({}, outcome.finish_reason))
+        finish_reason = outcome.finish_reason if isinstance(outcome, Reply) else "stop"
+        await event(delta({}, finish_reason))
+        if isinstance(outcome, Relay):
+            usage = outcome.usage()
         options = payload.get("stream_options") or {}
         if isinstance(usage, Usage) and isinstance(options, dict) and options.get("include_usage"):
             total = usage.prompt_tokens + usage.completion_tokens
@@ -449,13 +469,29 @@ class FakeOpenAIServer:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
 
+    async def _pieces_of(self, outcome: Reply | Relay) -> AsyncGenerator[str, None]:
+        """A streamed answer's pieces: a reply's words (or chunks), `chunk_delay` apart; a
+        relay's as they come."""
+        if isinstance(outcome, Relay):
+            async with aclosing(outcome.pieces) as relayed:
+                async for piece in relayed:
+                    yield piece
+            return
+        text = outcome.text or ""
+        for piece in outcome.chunks if outcome.chunks is not None else _word_chunks(text):
+            if outcome.chunk_delay > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stopping.wait(), outcome.chunk_delay)
+            yield piece
+
     async def _embeddings(self, request: web.Request) -> web.StreamResponse:
         payload = await self._record(request)
         if not isinstance(payload, dict) or "input" not in payload:
             return self._error(400, "'input' is required")
         outcome = await self._next_outcome("embeddings", payload)
         if outcome is not None:
-            assert not isinstance(outcome, Reply)  # enqueue() refuses a Reply for embeddings
+            # enqueue() refuses a Reply or a Relay for embeddings
+            assert not isinstance(outcome, Reply | Relay)
             await self._delay(outcome)
             return self._special(outcome)
         inputs = payload["input"]
