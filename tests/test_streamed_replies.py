@@ -10,8 +10,9 @@ import asyncio
 import io
 import itertools
 import json
+import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ from bot.llm.parsing import partial_reply_text
 from bot.llm.streaming import stream_text
 from bot.runtime.replying import FALLBACK_REPLY, MODEL_FAILED_REPLY, REPLACED_BY_FALLBACK
 from bot.testing.harness import open_test_app
-from bot.testing.openai_server import FakeOpenAIServer, raw, reply, status
+from bot.testing.openai_server import FakeOpenAIServer, Relay, raw, reply, status
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -367,6 +368,50 @@ async def test_the_console_prints_the_reply_as_it_comes(
     # Printed in many pieces over the time the model took, not at once.
     assert end >= 5 and pieces[0] != f"{name}: {PICNIC}"
     assert out.writes[start + end][0] - out.writes[start][0] > 0.3
+
+
+async def test_a_reply_nobody_watches_grow_is_still_stopped_where_it_fails_for_good(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """A piped console shows nothing as it comes, yet the model's answer is read as it is
+    written: a copy of the person's line stops the model's request there (the person does
+    not wait for the model to finish a reply nobody will see), and only the retry is shown."""
+    line = "I have a cat called Miso, a grumpy old tabby who rules the flat."
+    filler = " She is the queen of every room in the house, and she knows it well."
+    copy = answer(line + filler * 5)
+    pieces = re.findall(r"\S+\s*", copy)
+    pulled: list[str] = []
+    closed_after: list[int] = []
+
+    async def the_model_writing() -> AsyncGenerator[str, None]:
+        try:
+            for piece in pieces:
+                await asyncio.sleep(0.05)
+                pulled.append(piece)
+                yield piece
+        finally:
+            closed_after.append(len(pulled))
+
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(Relay(the_model_writing()), streamed(RETRY))
+        async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
+            out = Recorded()
+            console = ConsoleChat(
+                user_name="sarah", stdin=io.StringIO(line + "\n"), stdout=out, learn_timeout=10
+            )
+            await console.run(app.adapter_services)
+            rejects = app.ledger.rejects(Task.REPLY)
+
+    name = app.runtime.character.name
+    # Printed once, whole: the retry; nothing of the copy.
+    assert f"{name}: {RETRY}\n" in out.getvalue() and "grumpy old tabby" not in out.getvalue()
+    replies = [text for _, text in out.writes if text.startswith(f"{name}: ")]
+    assert replies == [f"{name}: {RETRY}"]
+    # The copy's request was closed a few words in, long before the model's last word.
+    assert len(closed_after) == 1 and closed_after[0] < len(pieces) // 3
+    assert rejects == {"reply with parroting": 1}
+    first, second = openai_server.chat_requests[:2]
+    assert first.json["stream"] is True and "Note:" in json.dumps(second.json)
 
 
 # --------------------------------------------------------------------------- the model

@@ -31,9 +31,10 @@ class RuntimeSettings(SettingsGroup):
     evaluator_timeout: float = Field(120.0, gt=0)
     # Longer replies are cut at the last sentence end that fits, before they are split and stored.
     reply_max_chars: int = Field(4000, ge=100, le=100_000)
-    # Replies shown as the model writes them (one message edited as the text grows, printed
-    # as it comes in the console), where the model endpoint streams. Only the finished reply
-    # is stored. False: each reply is sent once, whole.
+    # Replies read as the model writes them (a reply that fails a check for good is stopped
+    # there) and shown so where the adapter can (one message edited as the text grows,
+    # printed as it comes in the console), where the model endpoint streams. Only the
+    # finished reply is stored. False: each reply is asked for and sent once, whole.
     stream_replies: bool = True
     # Pending evaluations of a room whose conversation went quiet are run after this long,
     # so what was said last is learned even if nobody speaks again.

@@ -284,10 +284,12 @@ class Replier:
     ) -> tuple[ReplyDraft, list[str]]:
         """The model's reply and what is wrong with it (empty: it may be shown).
 
-        With a `screen`, the reply is shown as it is written, but only what passes the
-        checks so far: words that fail a check more words might pass are held back, and a
-        reply that fails one no more words can pass is stopped there (the model's request
-        closed) and returned with its problems, to be asked again."""
+        The answer is read as the model writes it (unless MNEMO_STREAM_REPLIES=false): a
+        reply that fails a check no more words can pass is stopped there (the model's request
+        closed) and returned with its problems, to be asked again, whether or not anyone
+        watches it grow. With a `screen`, it is also shown as it is written, but only what
+        passes the checks so far: words that fail a check more words might pass are held
+        back."""
         request = ModelRequest(
             prompt,
             model_class=ModelClass.LARGE,
@@ -301,11 +303,15 @@ class Replier:
             images=() if memory.images is None else await memory.images(),
             model_name=self.composer.model_name(state, ModelClass.LARGE),  # the world's
         )
-        if screen is None:
+        if not self.options.stream_replies:
             draft = self._read_reply(await self.model.generate(request), memory)
             return draft, check.problems(draft.text) if draft.text else []
+        # Read as it is written even when nothing is shown (a console piped, an adapter that
+        # cannot edit): a reply that fails for good stops the request there, instead of the
+        # person waiting for the model to write to its end a reply that is then refused.
         answer = ""
         checked = 0.0
+        last_checked = ""
         async with aclosing(stream_text(self.model, request)) as pieces:
             async for piece in pieces:
                 # What came before this piece is shown now, so an answer that comes whole
@@ -325,13 +331,13 @@ class Replier:
                     continue
                 # Whole words only (the last one may still grow), within the reply's cap.
                 visible = _whole_words(partial)[: self.options.max_reply_chars]
-                if not visible or visible == screen.shown:
+                if not visible or visible == last_checked:
                     continue
-                checked = time.perf_counter()
+                checked, last_checked = time.perf_counter(), visible
                 settled = check.settled_problems(visible)
                 if settled:
                     return ReplyDraft(visible, None, readable=False), settled
-                if check.problems(visible):
+                if screen is None or check.problems(visible):
                     continue
                 await screen.stream.update(visible)
                 screen.shown = visible
