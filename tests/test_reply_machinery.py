@@ -152,22 +152,33 @@ async def test_the_action_is_taken_from_the_field_and_a_clean_reply_is_sent_once
 async def test_the_reply_prompt_is_short_and_has_nothing_to_copy(
     tmp_path: Path, model_dir: Path
 ) -> None:
-    model = ScriptedModel(answers={"reply": ['{"text": "Hi Sarah!", "action": "NONE"}']})
+    model = ScriptedModel(
+        answers={"reply": ['{"text": "Hi Sarah!", "action": "NONE"}'] * 2},
+        default='{"name": "Run a marathon", "objectives": []}',
+    )
     async with open_test_app(tmp_path, plugins=[goals_plugin], model=model) as app:
         chat = TestChat(app.runtime, name="Sarah")
         await chat.say("Hi, I'm Sarah")
+        await chat.say("My goal is to run a marathon this year")
         character = app.character
-    [call] = model.calls_for("reply")
-    assert call.system is not None
-    everything = f"{call.system}\n{call.prompt}"
+    greeting, goal = model.calls_for("reply")
+    assert greeting.system is not None
+    everything = f"{greeting.system}\n{greeting.prompt}"
     # The lore and the example conversations are what a small model gave back as replies.
     assert all(line not in everything for line in character.lore)
     assert all(m.content.text not in everything for c in character.message_examples for m in c)
-    task = call.prompt.split("# Task", 1)[1]
-    assert "CREATE_GOAL" in task and '"' not in task.split("CREATE_GOAL", 1)[1].split("\n")[0]
+    # An action is offered only for a message it validates on (as elizaOS composes the
+    # state): a greeting is offered none, and its answer's schema allows none.
+    task = greeting.prompt.split("# Task", 1)[1]
+    assert "CREATE_GOAL" not in task and '"action" is "NONE".' in task
+    assert greeting.json_answer is not None and greeting.json_answer.schema is not None
+    assert greeting.json_answer.schema["properties"]["action"]["enum"] == ["NONE"]
+    # A goal is offered CREATE_GOAL, described without an example to copy.
+    offered = goal.prompt.split("# Task", 1)[1]
+    assert "CREATE_GOAL" in offered and '"' not in offered.split("CREATE_GOAL", 1)[1].split("\n")[0]
     # 419 words of standing text before this change (system, lore, traits, two example
     # conversations, the task); the conversation and what is known are not counted.
-    standing = f"{call.system}\n{task}"
+    standing = f"{goal.system}\n{offered}"
     assert len(standing.split()) <= 150
 
 

@@ -24,7 +24,7 @@ from bot.knowledge.store import Knowledge
 from bot.plugin.api import Provided, Provider
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
-from bot.runtime.prompts import BUILTIN_TEMPLATES, character_values, format_actions
+from bot.runtime.prompts import BUILTIN_TEMPLATES, action_choice, character_values, format_actions
 from bot.runtime.types import RuntimeOptions
 from bot.runtime.worlds import WORLD_SETTINGS_READ, WorldChoices
 from bot.storage.documents import load_all, millis
@@ -135,6 +135,7 @@ class StateComposer:
             actors=", ".join(a.name for a in actors.values()),
             actions=format_actions(self.registry.actions),
             actionNames=", ".join(a.name for a in self.registry.actions),
+            actionChoice=action_choice(self.registry.actions),
             currentTime=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
         )
         if providers:

@@ -42,8 +42,7 @@ MESSAGE_HANDLER_TEMPLATE = """{{providers}}
 
 # Task
 Write {{agentName}}'s reply to {{senderName}}'s last message, in new words of your own.
-{{actions}}Answer with one JSON object: "text" is the reply; "action" is "NONE" or one \
-action name from the list."""
+{{actions}}Answer with one JSON object: "text" is the reply; "action" is {{actionChoice}}."""
 
 # No placeholder name to copy (["EVALUATOR_NAME"] came back verbatim from a real model): the
 # two examples are real answers, all of the candidates or none of them.
@@ -92,6 +91,11 @@ def character_values(character: Character, *, max_lore: int = 5, max_examples: i
             "# How " + character.name + " talks\n" + "\n\n".join(examples) if examples else ""
         ),
     }
+
+
+def action_choice(actions: Sequence[Action]) -> str:
+    """What the reply's "action" may be: "NONE", or one of the actions listed above it."""
+    return '"NONE" or one action name from the list' if actions else '"NONE"'
 
 
 def format_actions(actions: Sequence[Action]) -> str:

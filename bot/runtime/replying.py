@@ -7,8 +7,10 @@ by the adapter) and stores the replies as the bot's messages.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import timedelta
@@ -27,7 +29,7 @@ from bot.plugin.loading import Registry
 from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
-from bot.runtime.prompts import render, reply_answer
+from bot.runtime.prompts import action_choice, format_actions, render, reply_answer
 from bot.runtime.ratelimit import ReplyLimit
 from bot.runtime.types import (
     HandleResult,
@@ -134,6 +136,7 @@ class Replier:
         """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
         may quote the message) and no action runs (actions may keep what they were given)."""
         state = await self.composer.compose_state(memory, room=room, window=window)
+        offered = await self._offer_actions(memory, state) if keep else []
         system = render(self.composer.template("systemTemplate", state=state), state.values)
         template = self.composer.template("messageHandlerTemplate", state=state)
         prompt = render(template, state.values)
@@ -167,7 +170,9 @@ class Replier:
             else None
         )
         try:
-            draft, problems = await self._draft(prompt, system, state, memory, check, screen)
+            draft, problems = await self._draft(
+                prompt, system, state, memory, check, screen, offered
+            )
             if problems:
                 self._reject_reply(problems, draft.text, memory, again=True)
                 if screen is not None and screen.shown:
@@ -178,7 +183,7 @@ class Replier:
                 # structured field names, never one spelled out in the text.
                 retry_prompt = f"{prompt}\n\nNote: {note_for(problems)}"
                 draft, problems = await self._draft(
-                    retry_prompt, system, state, memory, check, screen
+                    retry_prompt, system, state, memory, check, screen, offered
                 )
                 if problems:
                     self._reject_reply(problems, draft.text, memory, again=False)
@@ -230,7 +235,7 @@ class Replier:
             # Stored with the message and the job's release, or before an action runs, below.
             result.unstored.append(reply)
 
-        action = await self._chosen_action(draft, memory, state, say) if keep else None
+        action = self._chosen_action(draft, offered)
         if action is None or not action.suppress_initial_message:
             if draft.text:
                 # Words recovered from an unreadable answer are sent, never stored as the
@@ -281,6 +286,7 @@ class Replier:
         memory: Memory,
         check: ReplyCheck,
         screen: _Screen | None,
+        offered: Sequence[Action],
     ) -> tuple[ReplyDraft, list[str]]:
         """The model's reply and what is wrong with it (empty: it may be shown).
 
@@ -297,7 +303,7 @@ class Replier:
             state=state,
             system=system,
             max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
-            json_answer=reply_answer([a.name for a in self.registry.actions]),
+            json_answer=reply_answer([a.name for a in offered]),
             # Only the reply to the message that carried them (the adapter's loader; the same
             # bytes when asked again): evaluations read the stored message, which has none.
             images=() if memory.images is None else await memory.images(),
@@ -383,20 +389,40 @@ class Replier:
             )
         return ReplyDraft(text, draft.action, readable=draft.readable)
 
-    async def _chosen_action(
-        self, draft: ReplyDraft, memory: Memory, state: State, say: Send
-    ) -> Action | None:
+    async def _offer_actions(self, memory: Memory, state: State) -> list[Action]:
+        """The actions whose `validate` holds for this message, as elizaOS composes a reply's
+        state: only those are offered to the model (listed in the prompt, the only names its
+        structured answer may hold), and only those can run. Offered every action on every
+        message, a 0.5B model wrote "I'll create a goal ..." into most of its replies, for
+        messages no goal could come from."""
+
+        async def valid(action: Action) -> bool:
+            try:
+                return bool(await action.validate(self.plugins.context(action, memory, state)))
+            except Exception:
+                log.exception("action %s validate failed", action.name)
+                return False
+
+        actions = self.registry.actions
+        verdicts = await asyncio.gather(*(valid(action) for action in actions))
+        offered = [action for action, ok in zip(actions, verdicts, strict=True) if ok]
+        state.data["actions"] = [action.name for action in offered]
+        state.values.update(
+            actions=format_actions(offered),
+            actionNames=", ".join(action.name for action in offered),
+            actionChoice=action_choice(offered),
+        )
+        return offered
+
+    def _chosen_action(self, draft: ReplyDraft, offered: Sequence[Action]) -> Action | None:
+        """The offered action the reply names, if any (an unknown or unoffered name is
+        ignored: the model's choice is a suggestion, the validation is ours)."""
         action = self.registry.find_action(draft.action)
-        if action is None:
+        if action is None or action not in offered:
             if draft.action:
-                log.info("model named unknown action %r; ignoring it", draft.action)
+                log.info("model named action %r, not offered for this message", draft.action)
             return None
-        context = self.plugins.context(action, memory, state, callback=say)
-        try:
-            return action if await action.validate(context) else None
-        except Exception:
-            log.exception("action %s validate failed", action.name)
-            return None
+        return action
 
 
 def _whole_words(text: str) -> str:
