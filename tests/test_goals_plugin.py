@@ -15,7 +15,9 @@ from bot.llm.base import Task
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.goals import Goal, GoalStore, Objective, plugin
+from plugins.goals.action import UNCLEAR_REPLY
 from plugins.goals.commands import add_goal
+from plugins.goals.guard import COPIED_EXAMPLE, NAMES_NOTHING
 
 UPDATE = "evaluator:UPDATE_GOAL"
 CREATE = "action:CREATE_GOAL"
@@ -316,6 +318,40 @@ async def test_without_a_usable_model_answer_the_goal_is_read_from_the_message(
     assert goal.user_id == chat.account.id
     assert "Goal saved: Learn Portuguese" in chat.replies[1]
     assert "already keeping track" in chat.replies[-1]
+
+
+async def test_a_goal_that_names_no_thing_is_not_tracked_on_its_own(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """A live 0.5B run stored the goal "Finish it in under two hours": the model's draft
+    copied the template's example (its recorded answer, below, is refused), and the
+    message's own words named only "it". The person's goal it fits is named instead; with
+    none, the bot asks what the goal is; nothing new is tracked either way."""
+    action = '{"text": "Two hours is a good target.", "action": "CREATE_GOAL"}'
+    recorded = (
+        '{"name": "Finish the beginner course", "objectives": ["Have a ten-minute conversation"]}'
+    )
+    model = scripted(updates=["[]"] * 4, replies=(action,) * 2, create=recorded)
+    model.add_answers(CREATE, recorded)
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        race = await goal_for(
+            app, chat, "Run the Lisbon half marathon in under two hours", ["Finish an 18 km run"]
+        )
+        await say(chat, "I want to finish it in under two hours. My best so far is 2:05.")
+        other = TestChat(app.runtime, name="Tom")
+        await say(other, "I want to get it done before summer.")
+        goals = await goals_of(app).in_world(chat.room.world_id)
+        tom_goals = [g for g in goals if g.user_id == other.account.id]
+        rejects = app.ledger.rejects(CREATE)
+
+    assert [goal.id for goal in goals] == [race.id] and tom_goals == []
+    assert chat.replies == [
+        "Two hours is a good target.",
+        "I'm already keeping track of that: Run the Lisbon half marathon in under two hours.",
+    ]
+    assert other.replies[-1] == UNCLEAR_REPLY
+    assert rejects == {COPIED_EXAMPLE: 2, NAMES_NOTHING: 2}
 
 
 async def test_each_goal_check_reads_only_what_came_since_the_last_one(

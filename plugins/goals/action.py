@@ -21,7 +21,13 @@ from bot import (
 )
 
 from .commands import add_goal, parse_goal_spec
-from .guard import OBJECTIVE_NOT_IN_MESSAGE, check_draft
+from .guard import (
+    NAMES_NOTHING,
+    OBJECTIVE_NOT_IN_MESSAGE,
+    check_draft,
+    goal_it_refers_to,
+    names_its_thing,
+)
 from .merge import normalise
 from .store import Goal, GoalStore
 
@@ -211,6 +217,18 @@ async def handle(ctx: Context) -> Goal | None:
             log.info("CREATE_GOAL: the message states no goal; nothing tracked")
         return None
     existing = await GoalStore.of(ctx.collections).in_room(message.room_id, only_in_progress=True)
+    if not names_its_thing(draft.name):
+        # "I want to finish it in under two hours": what "it" is was said before. Tracked as
+        # it stands, the goal means nothing later; the person's own goal it fits, or asking.
+        ctx.model.reject(NAMES_NOTHING, draft.name)
+        mine = [goal for goal in existing if goal.user_id == message.user_id]
+        meant = goal_it_refers_to(draft.name, mine)
+        if meant is not None:
+            await ctx.callback(Content(text=f"I'm already keeping track of that: {meant.name}."))
+            return meant
+        log.info("CREATE_GOAL: %r names no thing; asked what the goal is", draft.name)
+        await ctx.callback(Content(text=UNCLEAR_REPLY))
+        return None
     for goal in existing:
         # Saying the same goal twice should not leave two copies to track.
         if goal.user_id == message.user_id and normalise(goal.name) == normalise(draft.name):

@@ -22,6 +22,7 @@ from .store import Goal
 # Why a draft (or part of it) was not used: counted per reason by the model handle's `reject`.
 NOT_IN_MESSAGE = "goal shares no word with the message"
 COPIED_EXAMPLE = "goal copies the template's example"
+NAMES_NOTHING = "goal names no thing ('finish it')"
 OBJECTIVE_NOT_IN_MESSAGE = "objective shares no word with the message"
 
 # A shorter word this long or longer matches a longer one it starts ("run" and "running",
@@ -75,6 +76,35 @@ class Checked:
     reason: str | None
     objectives: list[str]
     dropped: int = 0
+
+
+# A goal's thing, named only by a word that points back ("I want to finish it in under two
+# hours", of a race named earlier): tracked alone, "Finish it in under two hours" is a goal
+# nobody can read later.
+_POINTERS = frozenset("it that this them those these one".split())  # noqa: SIM905 (a word list)
+
+
+def names_its_thing(name: str) -> bool:
+    """Whether a goal's name says what it is about: not when the word after its verb only
+    points back at something said before ("Finish it ...", "Do that")."""
+    words = normalise(name).split()
+    return not (len(words) > 1 and words[1] in _POINTERS)
+
+
+def goal_it_refers_to(name: str, goals: Sequence[Goal]) -> Goal | None:
+    """The goal in progress a goal naming no thing most likely means: the one sharing a
+    content word with it, by its name or an objective ("Finish it in under two hours" and
+    "Run the Lisbon half marathon in under two hours"), when exactly one does."""
+    said = content_words(name) - _PROGRESS_WORDS
+    about = [
+        goal
+        for goal in goals
+        if any(
+            shares_a_word(text, said)
+            for text in (goal.name, *(o.description for o in goal.objectives))
+        )
+    ]
+    return about[0] if len(about) == 1 else None
 
 
 def check_draft(name: str, objectives: Sequence[str], message: str, template: str) -> Checked:
