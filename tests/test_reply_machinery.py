@@ -228,7 +228,11 @@ def test_ordinary_replies_pass() -> None:
             "I moved to Porto to be near her.",
             "I work at the bakery on Main Street.",
         ],
-        ["Welcome back!", "That sounds lovely, tell me more!"],
+        [
+            "Welcome back!",
+            "That sounds lovely, tell me more!",
+            "I'm already keeping track of that: Run the Lisbon half marathon in under two hours.",
+        ],
     )
     for reply in [
         "Helsinki! How is the new flat?",
@@ -240,5 +244,7 @@ def test_ordinary_replies_pass() -> None:
         "You said: I moved to Porto to be near her.",  # a quotation, addressed to its author
         "That sounds lovely, tell me more!",  # a set phrase, said before
         "None of that sounds boring. Want to create a goal for it?",
+        # A goal's name again, in a new sentence: nine words of an earlier message.
+        "How is the plan to run the Lisbon half marathon in under two hours going?",
     ]:
         assert check.problems(reply) == [], reply

@@ -14,7 +14,7 @@ import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -370,6 +370,45 @@ async def test_the_console_prints_the_reply_as_it_comes(
     assert out.writes[start + end][0] - out.writes[start][0] > 0.3
 
 
+@dataclass
+class SlowModel:
+    """A model's answer written a piece every 50 ms, through a Relay: how many pieces were
+    written when the bot closed the request (`closed_after`), of all there were."""
+
+    pieces: list[str]
+    closed_after: list[int] = field(default_factory=list)
+
+    @classmethod
+    def writing(cls, text: str) -> SlowModel:
+        return cls(re.findall(r"\S+\s*", answer(text)))
+
+    def relay(self) -> Relay:
+        async def writing() -> AsyncGenerator[str, None]:
+            written = 0
+            try:
+                for piece in self.pieces:
+                    await asyncio.sleep(0.05)
+                    written += 1
+                    yield piece
+            finally:
+                self.closed_after.append(written)
+
+        return Relay(writing())
+
+
+async def console_says(app: App, *lines: str) -> Recorded:
+    """A piped console (nothing shown as it grows) where Sarah says `lines`."""
+    out = Recorded()
+    console = ConsoleChat(
+        user_name="sarah",
+        stdin=io.StringIO("".join(f"{line}\n" for line in lines)),
+        stdout=out,
+        learn_timeout=10,
+    )
+    await console.run(app.adapter_services)
+    return out
+
+
 async def test_a_reply_nobody_watches_grow_is_still_stopped_where_it_fails_for_good(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
@@ -377,41 +416,57 @@ async def test_a_reply_nobody_watches_grow_is_still_stopped_where_it_fails_for_g
     written: a copy of the person's line stops the model's request there (the person does
     not wait for the model to finish a reply nobody will see), and only the retry is shown."""
     line = "I have a cat called Miso, a grumpy old tabby who rules the flat."
-    filler = " She is the queen of every room in the house, and she knows it well."
-    copy = answer(line + filler * 5)
-    pieces = re.findall(r"\S+\s*", copy)
-    pulled: list[str] = []
-    closed_after: list[int] = []
-
-    async def the_model_writing() -> AsyncGenerator[str, None]:
-        try:
-            for piece in pieces:
-                await asyncio.sleep(0.05)
-                pulled.append(piece)
-                yield piece
-        finally:
-            closed_after.append(len(pulled))
-
+    copy = SlowModel.writing(
+        line + " She is the queen of every room in the house, and she knows it well." * 5
+    )
     async with FakeOpenAIServer() as openai_server:
-        openai_server.enqueue(Relay(the_model_writing()), streamed(RETRY))
+        openai_server.enqueue(copy.relay(), streamed(RETRY))
         async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
-            out = Recorded()
-            console = ConsoleChat(
-                user_name="sarah", stdin=io.StringIO(line + "\n"), stdout=out, learn_timeout=10
-            )
-            await console.run(app.adapter_services)
+            out = await console_says(app, line)
             rejects = app.ledger.rejects(Task.REPLY)
 
     name = app.runtime.character.name
     # Printed once, whole: the retry; nothing of the copy.
-    assert f"{name}: {RETRY}\n" in out.getvalue() and "grumpy old tabby" not in out.getvalue()
     replies = [text for _, text in out.writes if text.startswith(f"{name}: ")]
-    assert replies == [f"{name}: {RETRY}"]
+    assert replies == [f"{name}: {RETRY}"] and "grumpy old tabby" not in out.getvalue()
     # The copy's request was closed a few words in, long before the model's last word.
-    assert len(closed_after) == 1 and closed_after[0] < len(pieces) // 3
+    assert len(copy.closed_after) == 1 and copy.closed_after[0] < len(copy.pieces) // 3
     assert rejects == {"reply with parroting": 1}
     first, second = openai_server.chat_requests[:2]
     assert first.json["stream"] is True and "Note:" in json.dumps(second.json)
+
+
+async def test_a_reply_going_round_in_circles_is_stopped_a_dozen_words_in(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """A live 0.5B model answered message after message with its own earlier reply (its
+    words below, from a recorded run), adding a name in front: stopped once a dozen of its
+    words have come back, not when the model is done; asked again; never shown."""
+    earlier = (
+        "I'm excited about starting a new job at the children's hospital in Lisbon. The half "
+        "marathon runs are my biggest goals right now. I'll be running 15 km without stopping "
+        "for now and finishing an 18 km long run next week."
+    )
+    again = SlowModel.writing(
+        "Sarah, I'm excited about starting a new job at the children's hospital in Lisbon. The "
+        "half marathon runs are my biggest goals right now. I'll be running 15 km without "
+        "stopping and finishing an 18 km long run next week."
+    )
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(streamed(earlier), again.relay(), streamed(RETRY))
+        async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
+            out = await console_says(
+                app,
+                "I work as a nurse at a children's hospital, mostly on night shifts.",
+                "Night shifts are rough, but I really love working with the kids.",
+            )
+            rejects = app.ledger.rejects(Task.REPLY)
+
+    name = app.runtime.character.name
+    replies = [text for _, text in out.writes if text.startswith(f"{name}: ")]
+    assert replies == [f"{name}: {earlier}", f"{name}: {RETRY}"]
+    assert len(again.closed_after) == 1 and again.closed_after[0] < len(again.pieces) // 2
+    assert rejects == {"reply with its own earlier reply": 1}
 
 
 # --------------------------------------------------------------------------- the model

@@ -55,6 +55,12 @@ _FIRST_PERSON = frozenset({"i", "i'm", "im", "my", "me", "we", "our", "us", "i'v
 # share of the reply): set phrases ("That sounds lovely, tell me more!") may well come twice.
 REPEAT_MIN_WORDS = 8
 REPEAT_SHARE = 0.8
+# A run this long of one of its earlier messages is the bot going round in circles whatever
+# else the reply says: a 0.5B model opened reply after reply with the same 20 words ("I'm
+# excited about starting a new job at the children's hospital in Lisbon. The half marathon
+# ..."). Set phrases and goal names are shorter. No more words take it away, so a reply read
+# as it is written is stopped there.
+REPEAT_COPY_RUN = 12
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 
@@ -118,7 +124,8 @@ class ReplyCheck:
     def settled_problems(self, partial: str) -> list[str]:
         """The problems of a reply still being written that no more words can take away:
         an action's name, a long run of the prompt's words, a speaker's label, a copy of
-        the person's words that is nearly all of their line or long and in their voice.
+        the person's words that is nearly all of their line or long and in their voice, a
+        long run of one of the bot's own earlier messages.
         (The checks that weigh a share of the reply, `problems`, may pass once it is longer;
         a streamed reply failing only those is held back, not stopped.)"""
         found = []
@@ -131,6 +138,8 @@ class ReplyCheck:
             found.append(PROMPT_TEXT)
         if any(_copies_a_line(partial, line) for line in self.person_lines):
             found.append(PARROTING)
+        if any(longest_shared_run(said, words(line)) >= REPEAT_COPY_RUN for line in self.own_lines):
+            found.append(REPEATED)
         return found
 
 
@@ -184,7 +193,7 @@ def _repeats(reply: str, own_lines: Sequence[str]) -> bool:
         return False
     for line in own_lines:
         run = longest_shared_run(said, words(line))
-        if run >= REPEAT_MIN_WORDS and run >= REPEAT_SHARE * len(said):
+        if run >= REPEAT_COPY_RUN or (run >= REPEAT_MIN_WORDS and run >= REPEAT_SHARE * len(said)):
             return True
     return False
 
