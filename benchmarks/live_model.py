@@ -135,7 +135,12 @@ class Recorder:
                 await response.write(line)
                 _read_event(line, pieces, record)
             await response.write_eof()
-        except (ConnectionResetError, asyncio.CancelledError):
+        except (ConnectionResetError, aiohttp.ClientPayloadError):
+            # The bot stopped reading (a reply stopped early), or the server cut this stream
+            # when the bot's next request came (llama-cpp-python's interrupt_requests): the
+            # request ended early, which is what the record says.
+            record["stopped"] = True
+        except asyncio.CancelledError:
             record["stopped"] = True
             raise
         finally:

@@ -4,8 +4,10 @@ tests/data/real-model, the task named, so a live run can be replayed in tests.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 from openai import AsyncOpenAI
@@ -13,7 +15,7 @@ from openai import AsyncOpenAI
 from benchmarks.facts_prompt import conversation_of, variant, window_lines
 from benchmarks.live_model import Recorder, bench_environment, task_of
 from benchmarks.memory import DEFAULT_DATA, load_conversations
-from bot.testing.openai_server import FakeOpenAIServer
+from bot.testing.openai_server import FakeOpenAIServer, reply
 
 
 async def test_the_proxy_forwards_and_records_each_call(tmp_path: Path) -> None:
@@ -47,6 +49,51 @@ async def test_the_proxy_forwards_and_records_each_call(tmp_path: Path) -> None:
     assert row["task"] == "facts" and row["content"] == answer and row["status"] == 200
     assert row["roles"] == ["user"] and row["params"]["temperature"] == 0.1
     assert row["prompt"] == "TASK: Extract Claims about people" and row["seconds"] >= 0
+
+
+async def test_the_proxy_passes_a_stream_on_as_it_comes_and_records_where_it_stopped(
+    tmp_path: Path,
+) -> None:
+    """A streamed reply goes through as the model writes it; a client that stops reading
+    closes the model's request (the model stops), and the record holds what was written."""
+    record = tmp_path / "live.jsonl"
+    words = " ".join(f"word{n}" for n in range(60))
+    async with FakeOpenAIServer() as server:
+        server.enqueue(reply(words, chunk_delay=0.02), reply("one two three", chunk_delay=0.02))
+        recorder = Recorder(server.base_url.removesuffix("/v1"), record)
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", recorder.handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        client = AsyncOpenAI(api_key="sk-local", base_url=f"http://127.0.0.1:{port}/v1")
+        messages: Any = [{"role": "system", "content": "x"}, {"role": "user", "content": "# Task"}]
+        try:
+            stream = await client.chat.completions.create(
+                model="local-model", messages=messages, stream=True
+            )
+            seen = []
+            async for chunk in stream:
+                if chunk.choices and chunk.choices[0].delta.content:
+                    seen.append(chunk.choices[0].delta.content)
+                if len(seen) == 5:
+                    break
+            await stream.close()
+            whole = await client.chat.completions.create(
+                model="local-model", messages=messages, stream=True
+            )
+            finished = "".join([c.choices[0].delta.content or "" async for c in whole if c.choices])
+        finally:
+            await client.close()
+            await asyncio.sleep(0.2)  # the proxy notices the first client went
+            await runner.cleanup()
+    assert "".join(seen) == "word0 word1 word2 word3 word4 " and finished == "one two three"
+    first, second = (json.loads(line) for line in record.read_text().splitlines())
+    assert first["task"] == "reply" and first["stopped"] is True
+    assert first["content"].startswith("word0 word1") and len(first["content"]) < len(words)
+    assert second["content"] == "one two three" and "stopped" not in second
 
 
 def test_tasks_are_named_from_the_prompt_and_the_bench_gets_the_llama_settings() -> None:
