@@ -46,9 +46,16 @@ from bot.app.model_choice import make_model
 from bot.config.settings import ModelSettings, Settings
 from bot.domain.records import Fact
 from bot.llm.accounting import UsageLedger
+from bot.llm.base import Task
 from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
 from bot.runtime.prompts import BUILTIN_TEMPLATES
-from bot.runtime.replying import EMPTY_REPLY, FALLBACK_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY
+from bot.runtime.replying import (
+    EMPTY_REPLY,
+    FALLBACK_REPLY,
+    MODEL_FAILED_REPLY,
+    RATE_LIMITED_REPLY,
+    REPLACED_BY_FALLBACK,
+)
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat
 
@@ -357,6 +364,10 @@ def _standing_text(app: App) -> list[str]:
     ]
 
 
+def _fallbacks_sent(app: App) -> int:
+    return app.ledger.rejects(Task.REPLY).get(REPLACED_BY_FALLBACK, 0)
+
+
 async def run_conversation(
     app: App,
     conversation: Conversation,
@@ -379,11 +390,17 @@ async def run_conversation(
         last = chat.message(turn.text, number=number)
         said.setdefault(turn.speaker, []).append(turn.text)
         before = len(chat.replies)
+        replaced_before = _fallbacks_sent(app)
         await chat.send(last)
-        for reply in chat.replies[before:]:
+        # A reply the model could not give is replaced (bot/runtime/replying.py), by an
+        # acknowledgement the offline model also says: counted as a fallback by the ledger's
+        # count, not by its words.
+        replaced = _fallbacks_sent(app) > replaced_before
+        for index, reply in enumerate(chat.replies[before:]):
             if replies is not None:
                 check = ReplyCheck(names, standing, said[turn.speaker], list(shown), speakers)
-                replies.add(check, reply, FALLBACKS)
+                instead = (reply,) if replaced and index == 0 else ()
+                replies.add(check, reply, (*FALLBACKS, *instead))
             shown.append(reply)
         await chat.settle(learn_wait)
         if extract_every and number % extract_every == 0:

@@ -21,6 +21,7 @@ from bot.config.settings import ModelSettings, OpsSettings
 from bot.llm.accounting import UsageLedger
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
+from bot.plugin.offline_model import ACKNOWLEDGEMENTS, acknowledgement
 from bot.runtime.replying import FALLBACK_REPLY
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer
@@ -119,8 +120,11 @@ async def test_twice_bad_is_replaced_by_the_fallback_which_is_never_stored(
         result = await chat.say(INTRO)
         stored = [m.content.text for m in await app.store.memories.recent(chat.room.id, 10)]
         rejects = app.ledger.rejects("reply")
-    # Only the fallback: the action the twice-bad answer named does not run either.
-    assert chat.replies == [FALLBACK_REPLY] and result.action is None
+    # Only the fallback, an acknowledgement of what she said (it was understood and is kept:
+    # asking her to say it again would have her repeat herself); the action the twice-bad
+    # answer named does not run either.
+    assert chat.replies == [acknowledgement(INTRO)] and result.action is None
+    assert chat.replies[0] in ACKNOWLEDGEMENTS
     assert result.responded and not result.replies and stored == [INTRO]
     assert model.calls_for("action:CREATE_GOAL") == []
     assert rejects == {
@@ -130,6 +134,20 @@ async def test_twice_bad_is_replaced_by_the_fallback_which_is_never_stored(
     }
     first, again = model.calls_for("reply")
     assert again.prompt.startswith(first.prompt) and "action" in again.prompt[len(first.prompt) :]
+
+
+async def test_a_question_the_model_cannot_answer_is_asked_again_not_acknowledged(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    question = "What do you remember about my sister?"
+    echo = json.dumps({"text": question, "action": "NONE"})
+    model = ScriptedModel(answers={"reply": [echo, echo]})
+    async with open_test_app(tmp_path, plugins=[goals_plugin], model=model) as app:
+        chat = TestChat(app.runtime, name="Priya")
+        await chat.say(question)
+        rejects = app.ledger.rejects("reply")
+    assert chat.replies == [FALLBACK_REPLY]
+    assert rejects == {"reply with parroting": 2, "replaced by the fallback": 1}
 
 
 async def test_the_action_is_taken_from_the_field_and_a_clean_reply_is_sent_once(

@@ -44,7 +44,9 @@ _QUESTION = re.compile(
     r"|did|should|explain|tell\s+me)\b",
     re.I,
 )
-_NEUTRAL_REPLIES = (
+# What the bot says to a statement when it has nothing more to say: offline, and when a
+# model's reply could not be shown (bot/runtime/replying.py).
+ACKNOWLEDGEMENTS = (
     "Got it.",
     "I hear you.",
     "Noted.",
@@ -68,6 +70,16 @@ def cap(text: str, limit: int = MAX_REPLY_CHARS) -> str:
 def reply_json(text: str, action: str | None = None) -> str:
     """A reply in the shape the reply template asks a model for."""
     return json.dumps({"text": cap(text), "action": action or "NONE"}, ensure_ascii=False)
+
+
+def asks(text: str) -> bool:
+    """Whether the message reads as a question (a question mark, or a question word first)."""
+    return _QUESTION.search(normalise(text)) is not None
+
+
+def acknowledgement(text: str) -> str:
+    """A short acknowledgement of a statement, the same one for the same text."""
+    return _stable_choice(ACKNOWLEDGEMENTS, normalise(text))
 
 
 def greets(text: str) -> bool:
@@ -175,12 +187,12 @@ class OfflineModel:
         talk = small_talk(text, name)
         if talk is not None:
             return reply_json(talk)
-        if _QUESTION.search(text):
+        if asks(text):
             return reply_json(
                 "I'm running offline right now, so I can't really answer that, "
                 "but I'm keeping track of what you tell me."
             )
-        return reply_json(_stable_choice(_NEUTRAL_REPLIES, text))
+        return reply_json(acknowledgement(text))
 
 
 _NAME_QUESTION = re.compile(

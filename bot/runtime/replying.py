@@ -26,6 +26,7 @@ from bot.llm.streaming import stream_text
 from bot.plugin.api import Action
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
+from bot.plugin.offline_model import acknowledgement, asks
 from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
@@ -49,7 +50,10 @@ MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again 
 # Sent when the model's answer holds no words to send (empty, or only JSON syntax).
 EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 # Sent instead of a reply that showed the machinery twice (an action name, the prompt's text,
-# the person's own words): not stored, so it never feeds a later prompt.
+# the person's own words, its own earlier reply) to a question; a statement is acknowledged
+# (`fallback_for`): it was understood, kept and will be learned from, so asking the person to
+# say it again would only have them repeat themselves. Never stored, so it never feeds a
+# later prompt.
 FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 REPLACED_BY_FALLBACK = "replaced by the fallback"
 # Shown in place of a streamed reply that was stopped, while the model is asked again.
@@ -189,7 +193,7 @@ class Replier:
                     self._reject_reply(problems, draft.text, memory, again=False)
                     # Neither its words nor its choice of action are the model's to act on:
                     # a small model named an action with nearly every such reply.
-                    draft = ReplyDraft(FALLBACK_REPLY, None, readable=False)
+                    draft = ReplyDraft(fallback_for(memory), None, readable=False)
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             if screen is not None and screen.shown:
@@ -423,6 +427,13 @@ class Replier:
                 log.info("model named action %r, not offered for this message", draft.action)
             return None
         return action
+
+
+def fallback_for(memory: Memory) -> str:
+    """What is sent when the model's reply could not be shown: the question asked again, or
+    the statement acknowledged (bot/plugin/offline_model.py's acknowledgements)."""
+    text = memory.content.text
+    return FALLBACK_REPLY if asks(text) or not text.strip() else acknowledgement(text)
 
 
 def _whole_words(text: str) -> str:
