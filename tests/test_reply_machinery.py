@@ -20,14 +20,7 @@ from pydantic import SecretStr
 from bot.config.settings import ModelSettings, OpsSettings
 from bot.llm.accounting import UsageLedger
 from bot.llm.openai_model import OpenAIModel
-from bot.llm.reply_checks import (
-    ACTION_NAME,
-    NOTES,
-    PARROTING,
-    PROMPT_TEXT,
-    REPEATED,
-    ReplyCheck,
-)
+from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
 from bot.plugin.offline_model import ACKNOWLEDGEMENTS, acknowledgement
 from bot.runtime.replying import FALLBACK_REPLY
 from bot.testing.harness import TestChat, open_test_app, test_settings
@@ -141,39 +134,6 @@ async def test_twice_bad_is_replaced_by_the_fallback_which_is_never_stored(
     }
     first, again = model.calls_for("reply")
     assert again.prompt.startswith(first.prompt) and "action" in again.prompt[len(first.prompt) :]
-
-
-async def test_a_reply_repeating_an_earlier_one_is_asked_again_without_the_bots_lines(
-    tmp_path: Path, model_dir: Path
-) -> None:
-    """The model's words from a live 0.5B run: it answered with its own earlier reply. Asked
-    again with that reply in view it wrote it again 18 times in 19; so the second request
-    shows the conversation without the bot's lines (and the note), and the new answer is
-    the one shown."""
-    earlier = (
-        "I'm sorry, Sarah. I need to learn more about the half marathon running and race "
-        "schedules in Lisbon."
-    )
-    new = (
-        "I'm a bot, so I don't have the capability to run or race. My goal is to help people "
-        "with their questions."
-    )
-    model = ScriptedModel(
-        answers={
-            "reply": [json.dumps({"text": t, "action": "NONE"}) for t in (earlier,) * 2 + (new,)]
-        }
-    )
-    async with open_test_app(tmp_path, plugins=[goals_plugin], model=model) as app:
-        chat = TestChat(app.runtime, name="Sarah")
-        await chat.say("The race is on October 12th, so about ten weeks to go.")
-        await chat.say("Any tips for a vegetarian runner? Remember, I don't eat meat.")
-        rejects = app.ledger.rejects("reply")
-    assert chat.replies == [earlier, new]
-    assert rejects == {"reply with its own earlier reply": 1}
-    _, first, again = model.calls_for("reply")
-    assert f"Mnemo: {earlier}" in first.prompt and earlier not in again.prompt
-    assert "Sarah: The race is on October 12th" in again.prompt
-    assert again.prompt.endswith("Note: " + NOTES[REPEATED])
 
 
 async def test_a_question_the_model_cannot_answer_is_asked_again_not_acknowledged(

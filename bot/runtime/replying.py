@@ -21,7 +21,7 @@ from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, partial_reply_text
-from bot.llm.reply_checks import REPEATED, ReplyCheck, note_for
+from bot.llm.reply_checks import ReplyCheck, note_for
 from bot.llm.streaming import stream_text
 from bot.plugin.api import Action
 from bot.plugin.host import PluginHost
@@ -185,8 +185,7 @@ class Replier:
                     screen.shown = RETHINKING
                 # Asked once more, told briefly what was wrong; the action is the one the
                 # structured field names, never one spelled out in the text.
-                asked_again = self._prompt_again(template, state, problems) or prompt
-                retry_prompt = f"{asked_again}\n\nNote: {note_for(problems)}"
+                retry_prompt = f"{prompt}\n\nNote: {note_for(problems)}"
                 draft, problems = await self._draft(
                     retry_prompt, system, state, memory, check, screen, offered
                 )
@@ -354,18 +353,6 @@ class Replier:
                 screen.shown = visible
         draft = self._read_reply(answer, memory)
         return draft, check.problems(draft.text) if draft.text else []
-
-    def _prompt_again(self, template: str, state: State, problems: Sequence[str]) -> str | None:
-        """The prompt for asking again after a reply that repeated the bot's own earlier words:
-        the conversation without the bot's lines (None: ask with the same prompt). A small
-        model asked again with its earlier replies in view wrote one of them again 18 times
-        in 19 (the retries of a live 0.5B run); without them, 8 in 19. The checks still hold
-        every earlier reply, so a repeat is still caught."""
-        if REPEATED not in problems:
-            return None
-        theirs = [m for m in state.recent_messages if m.user_id != self.agent_id]
-        values = {**state.values, "recentMessages": self.composer.format_messages(state, theirs)}
-        return render(template, values)
 
     def _action_names(self) -> list[str]:
         return [name for a in self.registry.actions for name in (a.name, *a.similes)]
