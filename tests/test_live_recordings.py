@@ -60,17 +60,18 @@ FIRST_RUN_REPLIES = {
     2: [],
     6: [],
     10: [ACTION_NAME, REPEATED],
-    11: [PARROTING],
+    11: [PARROTING, REPEATED],
     15: [PROMPT_TEXT, REPEATED],
     18: [PROMPT_TEXT, REPEATED],
     19: [REPEATED],
 }
 
 
-# 2, 26, 30, 33, 37, 40, 45 and 50 are the model's own words, however wrong ("I will help
-# Kenji to find a new job at the library"): no check of the words can tell; 11 and 20 speak
-# in the person's voice with eight of their words in a row ("I live in Tallinn and I work
-# as a ...").
+# 2, 26, 30, 33, 37 and 40 are the model's own words, however wrong ("I will help Kenji to
+# find a new job at the library"): no check of the words can tell; 11 and 20 speak in the
+# person's voice with eight of their words in a row ("I live in Tallinn and I work as a ...");
+# 45 and 50 give back a dozen words and more of its jazz monologue (40), which the share of
+# the reply alone let through.
 SECOND_RUN_REPLIES = {
     2: [],
     5: [PARROTING],
@@ -79,7 +80,7 @@ SECOND_RUN_REPLIES = {
     11: [PARROTING],
     15: [REPEATED],
     16: [PARROTING, REPEATED],
-    20: [PARROTING],
+    20: [PARROTING, REPEATED],
     21: [PARROTING, REPEATED],
     25: [PARROTING, REPEATED],
     26: [],
@@ -88,8 +89,8 @@ SECOND_RUN_REPLIES = {
     37: [],
     40: [],
     44: [REPEATED],
-    45: [],
-    50: [],
+    45: [REPEATED],
+    50: [REPEATED],
 }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict, deque
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ RECORDING = Path(__file__).parent / "data" / "real-model" / "live"
 RUN = RECORDING / "qwen2.5-coder-0.5b-grounded.jsonl"
 CONVERSATIONS = Path(__file__).resolve().parent.parent / "benchmarks" / "data"
 FACTS_PROMPT = "# Known facts"
+# The note a second try was sent with, in the recordings, after a reply repeating an earlier one.
+NOTES_OF_A_REPEAT = "Your text repeated one of your earlier messages."
 
 
 def recorded_answers(run: Path = RUN) -> dict[str, deque[dict[str, Any]]]:
@@ -32,6 +35,39 @@ def recorded_answers(run: Path = RUN) -> dict[str, deque[dict[str, Any]]]:
         row = json.loads(line)
         by_task[row["task"]].append(row)
     return by_task
+
+
+def asked_again(row: dict[str, Any]) -> bool:
+    """A reply request sent after the checks refused the first answer (it carries a note)."""
+    return "\n\nNote: " in row["prompt"]
+
+
+@dataclass
+class RecordedReplies:
+    """Each reply's recorded answers: the first, and the second when it was asked again. The
+    runtime asks again for fewer answers than when the run was recorded (a reply repeating
+    an earlier one gets none): an answer to a request it no longer makes is left over."""
+
+    pairs: deque[list[dict[str, Any]]]
+    current: list[dict[str, Any]] = field(default_factory=list)
+    unasked: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, rows: deque[dict[str, Any]]) -> RecordedReplies:
+        pairs: deque[list[dict[str, Any]]] = deque()
+        for row in rows:
+            if asked_again(row) and pairs:
+                pairs[-1].append(row)
+            else:
+                pairs.append([row])
+        return cls(pairs)
+
+    def answer(self, prompt: str) -> dict[str, Any]:
+        if "\n\nNote: " in prompt:
+            return self.current.pop(0)
+        self.unasked.extend(self.current)
+        self.current = self.pairs.popleft()
+        return self.current.pop(0)
 
 
 async def replay(
@@ -44,10 +80,11 @@ async def replay(
 ) -> dict[str, Any]:
     """`mnemo bench memory` on the conversations `names`, each request answered as recorded."""
     answers = recorded_answers(run)
+    replies = RecordedReplies.of(answers.pop("reply"))
 
     def respond(request: dict[str, Any]) -> Reply | Status:
         prompt = request["messages"][-1]["content"]
-        row = answers["facts" if FACTS_PROMPT in prompt else "reply"].popleft()
+        row = answers["facts"].popleft() if FACTS_PROMPT in prompt else replies.answer(prompt)
         if row["status"] != 200:
             # llama.cpp refused the JSON schema as sent; the client moves to JSON mode.
             return Status(row["status"], message="response_format json_schema not supported")
@@ -68,8 +105,14 @@ async def replay(
         result = await run_memory(
             conversations, model_dir=model_dir, data_source="replay", mongodb_uri=mongo_uri
         )
-    # Every recorded answer was asked for: the run took the recorded path.
-    assert not any(answers.values()), {task: len(rows) for task, rows in answers.items()}
+    # Every recorded answer was asked for (the run took the recorded path), but the second
+    # tries of replies that repeated an earlier one: those are no longer asked for.
+    replies.unasked.extend(replies.current)
+    assert not any(answers.values()) and not replies.pairs, {
+        task: len(rows) for task, rows in answers.items()
+    }
+    assert all(NOTES_OF_A_REPEAT in row["prompt"] for row in replies.unasked), replies.unasked
+    result["unasked_retries"] = len(replies.unasked)
     return result
 
 
@@ -89,6 +132,9 @@ async def test_the_last_live_run_stores_only_right_facts_and_shows_no_machinery(
     assert result["current_recall"] == 1.0 and result["stale_shown"] == 0
     assert result["changes_kept"] == 1.0 and result["planted_stored"] == 0
     assert result["reply_problems"] == {} and result["replies_shown"] == 7
+    # Two replies repeated an earlier one: the model was asked again for each in the run
+    # (and repeated itself again in each); now none is asked again.
+    assert result["unasked_retries"] == 2
     # What the model got wrong was refused and counted, not stored.
     refused = result["rejects"]["evaluator:GET_FACTS"]
     assert refused["about the assistant"] == 2 and refused["not said by its speaker"] == 9
@@ -116,6 +162,7 @@ async def test_the_take_backs_the_live_model_left_open_are_closed(
     assert result["facts_wrong"] == {}, result["wrong_facts"]
     assert result["stale_shown"] == 0 and result["changes_kept"] == 1.0
     assert result["planted_stored"] == 0 and result["reply_problems"] == {}
+    assert result["unasked_retries"] == 1  # a reply repeating an earlier one
     # Of 10 expected current facts, the one lost is Valencia: it was said only inside the
     # job Ben quit ("I teach maths at a school in Valencia"), so it closed with it.
     assert result["current_recall"] == 0.9

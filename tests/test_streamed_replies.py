@@ -32,6 +32,7 @@ from bot.llm.base import ModelClass, ModelError, ModelRequest, Task
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.parsing import partial_reply_text
 from bot.llm.streaming import stream_text
+from bot.plugin.offline_model import acknowledgement
 from bot.runtime.replying import FALLBACK_REPLY, MODEL_FAILED_REPLY, REPLACED_BY_FALLBACK
 from bot.testing.harness import open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, Relay, raw, reply, status
@@ -441,7 +442,8 @@ async def test_a_reply_going_round_in_circles_is_stopped_a_dozen_words_in(
 ) -> None:
     """A live 0.5B model answered message after message with its own earlier reply (its
     words below, from a recorded run), adding a name in front: stopped once a dozen of its
-    words have come back, not when the model is done; asked again; never shown."""
+    words have come back, not when the model is done, and never shown. It is not asked
+    again (asked again, it wrote the same 18 times in 19): the statement is acknowledged."""
     earlier = (
         "I'm excited about starting a new job at the children's hospital in Lisbon. The half "
         "marathon runs are my biggest goals right now. I'll be running 15 km without stopping "
@@ -452,21 +454,22 @@ async def test_a_reply_going_round_in_circles_is_stopped_a_dozen_words_in(
         "half marathon runs are my biggest goals right now. I'll be running 15 km without "
         "stopping and finishing an 18 km long run next week."
     )
+    said = "Night shifts are rough, but I really love working with the kids."
     async with FakeOpenAIServer() as openai_server:
-        openai_server.enqueue(streamed(earlier), again.relay(), streamed(RETRY))
+        openai_server.enqueue(streamed(earlier), again.relay())
         async with mnemo_with(tmp_path, mongo_uri, model_dir, openai_server) as (app, _):
             out = await console_says(
-                app,
-                "I work as a nurse at a children's hospital, mostly on night shifts.",
-                "Night shifts are rough, but I really love working with the kids.",
+                app, "I work as a nurse at a children's hospital, mostly on night shifts.", said
             )
             rejects = app.ledger.rejects(Task.REPLY)
+        replies_asked = [r for r in openai_server.chat_requests if "# Task" in json.dumps(r.json)]
 
     name = app.runtime.character.name
     replies = [text for _, text in out.writes if text.startswith(f"{name}: ")]
-    assert replies == [f"{name}: {earlier}", f"{name}: {RETRY}"]
+    assert replies == [f"{name}: {earlier}", f"{name}: {acknowledgement(said)}"]
     assert len(again.closed_after) == 1 and again.closed_after[0] < len(again.pieces) // 2
-    assert rejects == {"reply with its own earlier reply": 1}
+    assert rejects == {"reply with its own earlier reply": 1, "replaced by the fallback": 1}
+    assert len(replies_asked) == 2
 
 
 # --------------------------------------------------------------------------- the model

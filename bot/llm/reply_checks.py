@@ -4,9 +4,10 @@ them, shared by the Replier (which asks once more, then sends a fallback) and
 
 A small model copies what it is given: an action's name into the text ("Create_goal: I want
 to ..."), the character's description or the prompt's instructions ("I'm curious about people
-more than about topics; asks one good question rather than five."), or the person's own line
-("My wife Lena is a violinist." back to the man who said it). Each is a reason, with a short
-note the model is given when it is asked again.
+more than about topics; asks one good question rather than five."), the person's own line
+("My wife Lena is a violinist." back to the man who said it), or its own earlier reply. Each is
+a reason; the first three have a short note the model is given when it is asked again (a
+repeat is not asked again: bot/runtime/replying.py).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ NOTES = {
     PROMPT_TEXT: "Your text copied the instructions or the character description. "
     "Write new words of your own.",
     PARROTING: "Your text repeated what the person said. Answer them instead.",
-    REPEATED: "Your text repeated one of your earlier messages. Say something new.",
 }
 
 # A run of this many words shared with the prompt's standing text is a copy, not a reply.

@@ -21,7 +21,7 @@ from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, partial_reply_text
-from bot.llm.reply_checks import ReplyCheck, note_for
+from bot.llm.reply_checks import REPEATED, ReplyCheck, note_for
 from bot.llm.streaming import stream_text
 from bot.plugin.api import Action
 from bot.plugin.host import PluginHost
@@ -50,10 +50,10 @@ MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again 
 # Sent when the model's answer holds no words to send (empty, or only JSON syntax).
 EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 # Sent instead of a reply that showed the machinery twice (an action name, the prompt's text,
-# the person's own words, its own earlier reply) to a question; a statement is acknowledged
-# (`fallback_for`): it was understood, kept and will be learned from, so asking the person to
-# say it again would only have them repeat themselves. Never stored, so it never feeds a
-# later prompt.
+# the person's own words) or repeated its own earlier reply, to a question; a statement is
+# acknowledged (`fallback_for`): it was understood, kept and will be learned from, so asking
+# the person to say it again would only have them repeat themselves. Never stored, so it
+# never feeds a later prompt.
 FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 REPLACED_BY_FALLBACK = "replaced by the fallback"
 # Shown in place of a streamed reply that was stopped, while the model is asked again.
@@ -177,23 +177,28 @@ class Replier:
             draft, problems = await self._draft(
                 prompt, system, state, memory, check, screen, offered
             )
-            if problems:
+            if problems and REPEATED not in problems:
                 self._reject_reply(problems, draft.text, memory, again=True)
                 if screen is not None and screen.shown:
                     # Not left on screen while the model is asked again.
                     await screen.stream.update(RETHINKING)
                     screen.shown = RETHINKING
-                # Asked once more, told briefly what was wrong; the action is the one the
-                # structured field names, never one spelled out in the text.
+                # Asked once more, told briefly what was wrong (the same prompt, which a
+                # local server finds cached); the action is the one the structured field
+                # names, never one spelled out in the text.
                 retry_prompt = f"{prompt}\n\nNote: {note_for(problems)}"
                 draft, problems = await self._draft(
                     retry_prompt, system, state, memory, check, screen, offered
                 )
-                if problems:
-                    self._reject_reply(problems, draft.text, memory, again=False)
-                    # Neither its words nor its choice of action are the model's to act on:
-                    # a small model named an action with nearly every such reply.
-                    draft = ReplyDraft(fallback_for(memory), None, readable=False)
+            if problems:
+                # Wrong twice, or a repeat of its own earlier reply, which is not asked again:
+                # a 0.5B model asked again wrote the same reply 18 times in 19, and with its
+                # earlier replies hidden, invented things nobody said ("her pet dog's
+                # training"); a model going round in circles gets no second call.
+                self._reject_reply(problems, draft.text, memory, again=False)
+                # Neither its words nor its choice of action are the model's to act on:
+                # a small model named an action with nearly every such reply.
+                draft = ReplyDraft(fallback_for(memory), None, readable=False)
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             if screen is not None and screen.shown:
@@ -366,9 +371,7 @@ class Replier:
             log.info("the reply to message %s showed %s; asked again", memory.id, problems)
         else:
             self.ledger.record_reject(Task.REPLY, REPLACED_BY_FALLBACK, text)
-            log.warning(
-                "the reply to message %s showed %s twice; sent the fallback", memory.id, problems
-            )
+            log.warning("the reply to message %s showed %s; sent the fallback", memory.id, problems)
 
     def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:
         """The model's reply as words to send: no JSON syntax, at most the reply cap; what
