@@ -136,6 +136,21 @@ async def test_twice_bad_is_replaced_by_the_fallback_which_is_never_stored(
     assert again.prompt.startswith(first.prompt) and "action" in again.prompt[len(first.prompt) :]
 
 
+async def test_fallbacks_in_a_row_are_not_the_same_words(tmp_path: Path, model_dir: Path) -> None:
+    """Both statements' own acknowledgement is "Okay, I'm listening."; said twice in a row it
+    reads as a bot that is stuck, so the second is another (the fallback is never stored:
+    the runtime remembers the room's last one)."""
+    lines = ["My sister lives in Porto.", "I sold my car."]
+    assert acknowledgement(lines[0]) == acknowledgement(lines[1])
+    model = ScriptedModel(answers={"reply": [ACTION_ECHO] * 4})
+    async with open_test_app(tmp_path, plugins=[goals_plugin], model=model) as app:
+        chat = TestChat(app.runtime, name="Priya")
+        for line in lines:
+            await chat.say(line)
+    assert chat.replies[0] == acknowledgement(lines[0]) and chat.replies[1] in ACKNOWLEDGEMENTS
+    assert chat.replies[1] != chat.replies[0]
+
+
 async def test_a_question_the_model_cannot_answer_is_asked_again_not_acknowledged(
     tmp_path: Path, model_dir: Path
 ) -> None:

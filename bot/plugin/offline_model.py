@@ -77,9 +77,13 @@ def asks(text: str) -> bool:
     return _QUESTION.search(normalise(text)) is not None
 
 
-def acknowledgement(text: str) -> str:
-    """A short acknowledgement of a statement, the same one for the same text."""
-    return _stable_choice(ACKNOWLEDGEMENTS, normalise(text))
+def acknowledgement(text: str, just_said: str | None = None) -> str:
+    """A short acknowledgement of a statement, the same one for the same text; never the one
+    `just_said` (three "Okay, I'm listening." in a row read as a bot that is stuck)."""
+    choice = _stable_choice(ACKNOWLEDGEMENTS, normalise(text))
+    if choice == just_said:
+        return ACKNOWLEDGEMENTS[(ACKNOWLEDGEMENTS.index(choice) + 1) % len(ACKNOWLEDGEMENTS)]
+    return choice
 
 
 def greets(text: str) -> bool:
@@ -192,7 +196,13 @@ class OfflineModel:
                 "I'm running offline right now, so I can't really answer that, "
                 "but I'm keeping track of what you tell me."
             )
-        return reply_json(acknowledgement(text))
+        return reply_json(acknowledgement(text, _last_said(state)))
+
+
+def _last_said(state: State) -> str | None:
+    """The bot's last line in the conversation, if any."""
+    own = [m for m in state.recent_messages if m.user_id == state.agent_id]
+    return own[-1].content.text if own else None
 
 
 _NAME_QUESTION = re.compile(

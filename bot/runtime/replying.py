@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -56,6 +57,8 @@ EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 # never feeds a later prompt.
 FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 REPLACED_BY_FALLBACK = "replaced by the fallback"
+# Rooms whose last fallback is remembered (a few bytes each; past it, the oldest is dropped).
+FALLBACK_ROOMS_KEPT = 10_000
 # Shown in place of a streamed reply that was stopped, while the model is asked again.
 RETHINKING = "…"
 # A streamed reply's words so far are checked (and shown) at most this often.
@@ -103,6 +106,8 @@ class Replier:
         self.events = events
         self._faults = faults or FaultHook()
         self.sent_replies = SentReplies(None) if sent_replies is None else sent_replies
+        # The last fallback sent in each room (the most recently used rooms only).
+        self._fallbacks: OrderedDict[str, str] = OrderedDict()
 
     async def answer(
         self,
@@ -198,7 +203,14 @@ class Replier:
                 self._reject_reply(problems, draft.text, memory, again=False)
                 # Neither its words nor its choice of action are the model's to act on:
                 # a small model named an action with nearly every such reply.
-                draft = ReplyDraft(fallback_for(memory), None, readable=False)
+                # Fallbacks are not stored: the room's last one is kept here, so the next
+                # is another.
+                fallback = fallback_for(memory, self._fallbacks.get(memory.room_id))
+                self._fallbacks[memory.room_id] = fallback
+                self._fallbacks.move_to_end(memory.room_id)
+                if len(self._fallbacks) > FALLBACK_ROOMS_KEPT:
+                    self._fallbacks.popitem(last=False)
+                draft = ReplyDraft(fallback, None, readable=False)
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             if screen is not None and screen.shown:
@@ -432,11 +444,12 @@ class Replier:
         return action
 
 
-def fallback_for(memory: Memory) -> str:
+def fallback_for(memory: Memory, just_said: str | None = None) -> str:
     """What is sent when the model's reply could not be shown: the question asked again, or
-    the statement acknowledged (bot/plugin/offline_model.py's acknowledgements)."""
+    the statement acknowledged (bot/plugin/offline_model.py's acknowledgements), with another
+    acknowledgement than the one `just_said` in the room."""
     text = memory.content.text
-    return FALLBACK_REPLY if asks(text) or not text.strip() else acknowledgement(text)
+    return FALLBACK_REPLY if asks(text) or not text.strip() else acknowledgement(text, just_said)
 
 
 def _whole_words(text: str) -> str:
