@@ -58,8 +58,8 @@ REPEAT_SHARE = 0.8
 # A run this long of one of its earlier messages is the bot going round in circles whatever
 # else the reply says: a 0.5B model opened reply after reply with the same 20 words ("I'm
 # excited about starting a new job at the children's hospital in Lisbon. The half marathon
-# ..."). Set phrases and goal names are shorter. No more words take it away, so a reply read
-# as it is written is stopped there.
+# ..."). Set phrases and the names of things people track are shorter. No more words take
+# it away, so a reply read as it is written is stopped there.
 REPEAT_COPY_RUN = 12
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)

@@ -412,8 +412,8 @@ class Replier:
         """The actions whose `validate` holds for this message, as elizaOS composes a reply's
         state: only those are offered to the model (listed in the prompt, the only names its
         structured answer may hold), and only those can run. Offered every action on every
-        message, a 0.5B model wrote "I'll create a goal ..." into most of its replies, for
-        messages no goal could come from."""
+        message, a 0.5B model wrote the one action's purpose into most of its replies ("I'll
+        create ..."), for messages it could not apply to."""
 
         async def valid(action: Action) -> bool:
             try:
