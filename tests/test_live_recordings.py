@@ -14,13 +14,14 @@ replayed through the code that reads it.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from benchmarks.memory_judge import WRONG_UNSAID, FactJudge
-from bot.llm.parsing import parse_json_object, parse_reply
+from bot.llm.parsing import parse_json_object, parse_reply, partial_reply_text
 from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
 
 LIVE = Path(__file__).parent / "data" / "real-model" / "live"
@@ -104,6 +105,31 @@ def test_each_recorded_reply_shows_what_the_table_says(name: str, table: dict) -
         if row["task"] == "reply"
     }
     assert found == table
+
+
+# `make bench-live BENCH=cost BENCH_ARGS='--selection llm --pace 15'` on the final code of
+# issue 22 (commit 970ee2c): every reply request of the run, each read as it was written.
+FINAL_COST_RUN = "qwen2.5-coder-0.5b-cost-final.jsonl"
+
+
+def test_the_live_replies_were_shown_clean_or_stopped_for_good() -> None:
+    """Each answer the run stopped early (the proxy saw the bot close the request) fails a
+    check no more words can pass; each it read to the end and showed passes them all."""
+    stopped: Counter[str] = Counter()
+    shown = 0
+    for row in recording(FINAL_COST_RUN):
+        if row["status"] != 200:
+            continue  # llama.cpp refused json_schema once; the client moved to JSON mode
+        check = reply_check(row)
+        if row.get("stopped"):
+            text = partial_reply_text(row["content"]) or ""
+            assert check.settled_problems(text), (row["seq"], text)
+            stopped.update(check.problems(text))
+        else:
+            assert check.problems(parse_reply(row["content"]).text) == [], row["seq"]
+            shown += 1
+    # The model's own earlier reply came back in 23 of them, cut a dozen words in.
+    assert stopped == {REPEATED: 23, PROMPT_TEXT: 3, PARROTING: 1} and shown == 7
 
 
 def claims_of(row: dict[str, Any]) -> list[dict[str, Any]]:
