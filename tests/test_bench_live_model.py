@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,29 +20,38 @@ from benchmarks.memory import DEFAULT_DATA, load_conversations
 from bot.testing.openai_server import FakeOpenAIServer, reply
 
 
+@asynccontextmanager
+async def proxy_client(server: FakeOpenAIServer, record: Path) -> AsyncIterator[AsyncOpenAI]:
+    """An `openai` client talking to the recording proxy in front of `server`."""
+    recorder = Recorder(server.base_url.removesuffix("/v1"), record)
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", recorder.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    client = AsyncOpenAI(api_key="sk-local", base_url=f"http://127.0.0.1:{port}/v1")
+    try:
+        yield client
+    finally:
+        await client.close()
+        await runner.cleanup()
+
+
 async def test_the_proxy_forwards_and_records_each_call(tmp_path: Path) -> None:
     record = tmp_path / "live.jsonl"
     answer = '{"claims": []}'
-    async with FakeOpenAIServer(responder=lambda request: answer) as server:
-        recorder = Recorder(server.base_url.removesuffix("/v1"), record)
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", recorder.handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        client = AsyncOpenAI(api_key="sk-local", base_url=f"http://127.0.0.1:{port}/v1")
-        try:
-            got = await client.chat.completions.create(
-                model="local-model",
-                messages=[{"role": "user", "content": "TASK: Extract Claims about people"}],
-                max_tokens=50,
-                temperature=0.1,
-            )
-        finally:
-            await client.close()
-            await runner.cleanup()
+    async with (
+        FakeOpenAIServer(responder=lambda request: answer) as server,
+        proxy_client(server, record) as client,
+    ):
+        got = await client.chat.completions.create(
+            model="local-model",
+            messages=[{"role": "user", "content": "TASK: Extract Claims about people"}],
+            max_tokens=50,
+            temperature=0.1,
+        )
         forwarded = server.chat_requests[0].json
     assert got.choices[0].message.content == answer
     assert forwarded["max_tokens"] == 50 and forwarded["model"] == "local-model"
@@ -58,19 +69,10 @@ async def test_the_proxy_passes_a_stream_on_as_it_comes_and_records_where_it_sto
     closes the model's request (the model stops), and the record holds what was written."""
     record = tmp_path / "live.jsonl"
     words = " ".join(f"word{n}" for n in range(60))
+    messages: Any = [{"role": "system", "content": "x"}, {"role": "user", "content": "# Task"}]
     async with FakeOpenAIServer() as server:
         server.enqueue(reply(words, chunk_delay=0.02), reply("one two three", chunk_delay=0.02))
-        recorder = Recorder(server.base_url.removesuffix("/v1"), record)
-        app = web.Application()
-        app.router.add_route("*", "/{tail:.*}", recorder.handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        client = AsyncOpenAI(api_key="sk-local", base_url=f"http://127.0.0.1:{port}/v1")
-        messages: Any = [{"role": "system", "content": "x"}, {"role": "user", "content": "# Task"}]
-        try:
+        async with proxy_client(server, record) as client:
             stream = await client.chat.completions.create(
                 model="local-model", messages=messages, stream=True
             )
@@ -85,10 +87,7 @@ async def test_the_proxy_passes_a_stream_on_as_it_comes_and_records_where_it_sto
                 model="local-model", messages=messages, stream=True
             )
             finished = "".join([c.choices[0].delta.content or "" async for c in whole if c.choices])
-        finally:
-            await client.close()
             await asyncio.sleep(0.2)  # the proxy notices the first client went
-            await runner.cleanup()
     assert "".join(seen) == "word0 word1 word2 word3 word4 " and finished == "one two three"
     first, second = (json.loads(line) for line in record.read_text().splitlines())
     assert first["task"] == "reply" and first["stopped"] is True
