@@ -203,14 +203,7 @@ class Replier:
                 self._reject_reply(problems, draft.text, memory, again=False)
                 # Neither its words nor its choice of action are the model's to act on:
                 # a small model named an action with nearly every such reply.
-                # Fallbacks are not stored: the room's last one is kept here, so the next
-                # is another.
-                fallback = fallback_for(memory, self._fallbacks.get(memory.room_id))
-                self._fallbacks[memory.room_id] = fallback
-                self._fallbacks.move_to_end(memory.room_id)
-                if len(self._fallbacks) > FALLBACK_ROOMS_KEPT:
-                    self._fallbacks.popitem(last=False)
-                draft = ReplyDraft(fallback, None, readable=False)
+                draft = ReplyDraft(self._fallback(memory), None, readable=False)
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             if screen is not None and screen.shown:
@@ -384,6 +377,17 @@ class Replier:
         else:
             self.ledger.record_reject(Task.REPLY, REPLACED_BY_FALLBACK, text)
             log.warning("the reply to message %s showed %s; sent the fallback", memory.id, problems)
+
+    def _fallback(self, memory: Memory) -> str:
+        """`fallback_for` the message, in other words than the room's last fallback (never
+        stored, so the room's last one is kept here)."""
+        room = memory.room_id
+        fallback = fallback_for(memory, self._fallbacks.get(room))
+        self._fallbacks[room] = fallback
+        self._fallbacks.move_to_end(room)
+        if len(self._fallbacks) > FALLBACK_ROOMS_KEPT:
+            self._fallbacks.popitem(last=False)
+        return fallback
 
     def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:
         """The model's reply as words to send: no JSON syntax, at most the reply cap; what
