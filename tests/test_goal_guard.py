@@ -28,6 +28,7 @@ from plugins.goals.guard import (
     NOT_IN_MESSAGE,
     OBJECTIVE_NOT_IN_MESSAGE,
     check_draft,
+    names_its_thing,
 )
 
 DATA = Path(__file__).parent / "data" / "real-model"
@@ -134,3 +135,22 @@ async def test_a_draft_not_in_the_message_is_not_tracked_and_is_counted(
     [goal] = tracked
     assert goal.name == "Run a marathon" and goal.objectives == []
     assert rejects == {OBJECTIVE_NOT_IN_MESSAGE: 3}
+
+
+@pytest.mark.parametrize(
+    ("name", "names_it"),
+    [
+        ("Finish it in under two hours", False),  # a live 0.5B run tracked this one
+        ("Do that", False),
+        ("Finish that by Friday", False),
+        ("Get them done before summer", False),
+        ("Finish that book by Friday", True),
+        ("Read one book a month", True),
+        ("Learn Portuguese before my trip", True),
+        ("Run", True),
+    ],
+)
+def test_a_goal_named_only_by_a_word_pointing_back_names_no_thing(
+    name: str, names_it: bool
+) -> None:
+    assert names_its_thing(name) is names_it

@@ -80,15 +80,26 @@ class Checked:
 
 # A goal's thing, named only by a word that points back ("I want to finish it in under two
 # hours", of a race named earlier): tracked alone, "Finish it in under two hours" is a goal
-# nobody can read later.
-_POINTERS = frozenset("it that this them those these one".split())  # noqa: SIM905 (a word list)
+# nobody can read later. "That", "this", "these" and "those" point back only when no word, or
+# one of _AFTER_A_POINTER, follows ("finish that by Friday"; "finish that book" names it).
+_POINTERS = frozenset(("it", "them"))
+_DEMONSTRATIVES = frozenset(("that", "this", "these", "those"))
+_AFTER_A_POINTER = frozenset(
+    """in on at by before after under within for with to from until till soon today tonight
+    tomorrow again already now first next this and or but""".split()  # noqa: SIM905
+)
 
 
 def names_its_thing(name: str) -> bool:
     """Whether a goal's name says what it is about: not when the word after its verb only
-    points back at something said before ("Finish it ...", "Do that")."""
-    words = normalise(name).split()
-    return not (len(words) > 1 and words[1] in _POINTERS)
+    points back at something said before ("Finish it ...", "Do that", "Get those done")."""
+    words = [word.strip(".,;:!?") for word in normalise(name).split()]
+    if len(words) < 2:
+        return True
+    pointer, after = words[1], words[2] if len(words) > 2 else None
+    if pointer in _POINTERS:
+        return False
+    return not (pointer in _DEMONSTRATIVES and (after is None or after in _AFTER_A_POINTER))
 
 
 def goal_it_refers_to(name: str, goals: Sequence[Goal]) -> Goal | None:
