@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 ACTION_NAME = "action name"
 PROMPT_TEXT = "prompt text"
@@ -113,11 +114,11 @@ class ReplyCheck:
         found = []
         if _names_an_action(reply, self.action_names):
             found.append(ACTION_NAME)
-        if _copies(reply, self.standing_text) or _speaks_as(reply, self.speaker_names):
+        if _copies(reply, self._standing_words) or _speaks_as(reply, self.speaker_names):
             found.append(PROMPT_TEXT)
         if any(_parrots(reply, line) for line in self.person_lines):
             found.append(PARROTING)
-        if _repeats(reply, self.own_lines):
+        if _repeats(reply, self._own_words):
             found.append(REPEATED)
         return found
 
@@ -133,14 +134,24 @@ class ReplyCheck:
             found.append(ACTION_NAME)
         said = words(partial)
         if _speaks_as(partial, self.speaker_names) or any(
-            longest_shared_run(said, words(text)) >= PROMPT_RUN_WORDS for text in self.standing_text
+            longest_shared_run(said, text) >= PROMPT_RUN_WORDS for text in self._standing_words
         ):
             found.append(PROMPT_TEXT)
         if any(_copies_a_line(partial, line) for line in self.person_lines):
             found.append(PARROTING)
-        if any(longest_shared_run(said, words(line)) >= REPEAT_COPY_RUN for line in self.own_lines):
+        if any(longest_shared_run(said, line) >= REPEAT_COPY_RUN for line in self._own_words):
             found.append(REPEATED)
         return found
+
+    # The standing text and the bot's lines as words, split once: a streamed reply is
+    # checked against them every few words.
+    @cached_property
+    def _standing_words(self) -> list[list[str]]:
+        return [words(text) for text in self.standing_text]
+
+    @cached_property
+    def _own_words(self) -> list[list[str]]:
+        return [words(line) for line in self.own_lines]
 
 
 def note_for(problems: Iterable[str]) -> str:
@@ -169,12 +180,12 @@ def _names_an_action(reply: str, names: Sequence[str]) -> bool:
     return False
 
 
-def _copies(reply: str, standing_text: Sequence[str]) -> bool:
+def _copies(reply: str, standing_words: Sequence[Sequence[str]]) -> bool:
     said = words(reply)
     if not said:
         return False
-    for text in standing_text:
-        run = longest_shared_run(said, words(text))
+    for text in standing_words:
+        run = longest_shared_run(said, text)
         if run >= PROMPT_RUN_WORDS:
             return True
         if run >= SHORT_RUN_WORDS and run >= SHORT_RUN_SHARE * len(said):
@@ -187,12 +198,12 @@ def _speaks_as(reply: str, names: Sequence[str]) -> bool:
     return ":" in reply[:60] and any(head == name.strip().casefold() for name in names if name)
 
 
-def _repeats(reply: str, own_lines: Sequence[str]) -> bool:
+def _repeats(reply: str, own_words: Sequence[Sequence[str]]) -> bool:
     said = words(reply)
     if len(said) < REPEAT_MIN_WORDS:
         return False
-    for line in own_lines:
-        run = longest_shared_run(said, words(line))
+    for line in own_words:
+        run = longest_shared_run(said, line)
         if run >= REPEAT_COPY_RUN or (run >= REPEAT_MIN_WORDS and run >= REPEAT_SHARE * len(said)):
             return True
     return False
