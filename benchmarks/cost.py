@@ -245,22 +245,17 @@ class TimedModel:
             seconds = time.perf_counter() - started
             self.calls.append(TimedCall(request, seconds, failed, started=started))
 
-    async def stream(self, request: ModelRequest) -> AsyncGenerator[str, None]:
+    def stream(self, request: ModelRequest) -> AsyncGenerator[str, None]:
         """The wrapped model's stream, timed the same way: to its end, or to where the
         runtime stopped reading it (a reply stopped early, as in production)."""
         request = replace(request, task=str(request.task))
         started = time.perf_counter()
-        failed = False
-        try:
-            async with aclosing(stream_text(self.inner, request)) as pieces:
-                async for piece in pieces:
-                    yield piece
-        except Exception:
-            failed = True
-            raise
-        finally:
+
+        def ended(failed: bool) -> None:
             seconds = time.perf_counter() - started
             self.calls.append(TimedCall(request, seconds, failed, started=started))
+
+        return _timed(stream_text(self.inner, request), ended)
 
     async def close(self) -> None:
         await self.inner.close()
@@ -404,8 +399,9 @@ class ServerClock:
 
 
 async def _timed(
-    pieces: AsyncGenerator[str, None], served: Callable[[bool], None]
+    pieces: AsyncGenerator[str, None], ended: Callable[[bool], None]
 ) -> AsyncGenerator[str, None]:
+    """`pieces` passed on; `ended(failed)` is told when they end, fail or stop being read."""
     failed = False
     try:
         async with aclosing(pieces) as relayed:
@@ -415,7 +411,7 @@ async def _timed(
         failed = True
         raise
     finally:
-        served(failed)
+        ended(failed)
 
 
 def _claim(text: str, subject: str) -> dict[str, Any]:
