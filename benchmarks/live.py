@@ -130,25 +130,55 @@ class LiveAnswers:
             said: list[str] = []
             try:
                 async for line in response.content:
-                    text = line.decode("utf-8", "replace").strip()
-                    if not text.startswith("data:") or text[5:].strip() == "[DONE]":
+                    event = read_event(line)
+                    if event is None:
                         continue
-                    chunk = json.loads(text[5:])
-                    usage = chunk.get("usage")
-                    if isinstance(usage, dict):
+                    if event.usage is not None:
                         prompt, completion = (
-                            usage.get("prompt_tokens"),
-                            usage.get("completion_tokens"),
+                            event.usage.get("prompt_tokens"),
+                            event.usage.get("completion_tokens"),
                         )
                         used.append(Usage(int(prompt or 0), int(completion or 0)))
-                    for choice in chunk.get("choices") or []:
-                        piece = (choice.get("delta") or {}).get("content")
-                        if isinstance(piece, str) and piece:
-                            said.append(piece)
-                            yield piece
+                    for piece in event.pieces:
+                        said.append(piece)
+                        yield piece
             finally:
                 response.release()
                 await session.close()
                 self.answers.append((kind, time.perf_counter() - started, "".join(said)))
 
         return Relay(pieces(), usage=lambda: used[-1] if used else None)
+
+
+@dataclass(frozen=True)
+class StreamEvent:
+    """One event of a chat completion's stream: its text pieces, usage and finish reason."""
+
+    pieces: tuple[str, ...]
+    usage: dict[str, Any] | None
+    finish_reason: str | None
+
+
+def read_event(line: bytes) -> StreamEvent | None:
+    """One line of an OpenAI-style event stream read, or None for a line that is no event
+    (a blank line, `[DONE]`, a comment, a payload that is not a JSON object)."""
+    text = line.decode("utf-8", "replace").strip()
+    if not text.startswith("data:") or text[5:].strip() == "[DONE]":
+        return None
+    try:
+        chunk = json.loads(text[5:])
+    except ValueError:
+        return None
+    if not isinstance(chunk, dict):
+        return None
+    pieces: list[str] = []
+    finish_reason = None
+    for choice in chunk.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        piece = (choice.get("delta") or {}).get("content")
+        if isinstance(piece, str) and piece:
+            pieces.append(piece)
+        finish_reason = choice.get("finish_reason") or finish_reason
+    usage = chunk.get("usage")
+    return StreamEvent(tuple(pieces), usage if isinstance(usage, dict) else None, finish_reason)

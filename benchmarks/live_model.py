@@ -36,6 +36,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from benchmarks.live import read_event
+
 SERVE = Path(__file__).with_name("llama_serve.py")
 ALIAS = "local-model"
 
@@ -154,22 +156,14 @@ class Recorder:
 
 
 def _read_event(line: bytes, pieces: list[str], record: dict[str, Any]) -> None:
-    """One line of a chat completion's event stream: its text piece, finish reason, usage."""
-    text = line.decode("utf-8", "replace").strip()
-    if not text.startswith("data:") or text[5:].strip() == "[DONE]":
+    """One line of a chat completion's event stream into the record: its text piece,
+    finish reason, usage."""
+    event = read_event(line)
+    if event is None:
         return
-    try:
-        chunk = json.loads(text[5:])
-    except ValueError:
-        return
-    if not isinstance(chunk, dict):
-        return
-    record["usage"] = chunk.get("usage") or record.get("usage")
-    for choice in chunk.get("choices") or []:
-        piece = (choice.get("delta") or {}).get("content")
-        if isinstance(piece, str):
-            pieces.append(piece)
-        record["finish_reason"] = choice.get("finish_reason") or record.get("finish_reason")
+    pieces.extend(event.pieces)
+    record["usage"] = event.usage or record.get("usage")
+    record["finish_reason"] = event.finish_reason or record.get("finish_reason")
 
 
 async def _wait_for(url: str, server: subprocess.Popen[bytes], limit: float) -> None:
