@@ -247,7 +247,7 @@ def same_kind(old: str, new: str) -> bool:
     return bool(shared)
 
 
-# A message opening as a prompt's role would ("SYSTEM:", "[assistant]", "### Instruction"):
+# A message opening as a prompt's role would ("SYSTEM:", "[assistant]", "### Instruction:"):
 # someone writing as the bot's machinery, not as themselves.
 _ROLE_LABEL = re.compile(
     r"^\W*(?:system|assistant|developer|admin(?:istrator)?|instructions?)"
