@@ -151,6 +151,13 @@ async def test_claims_use_a_name_said_later_in_the_batch() -> None:
         ("I live in Rio de Janeiro", "sarah_92 lives in Rio de Janeiro"),
         # One child is a fact too (the memory bench's "I have 1 kid and that's plenty").
         ("I have 1 kid and that's plenty.", "sarah_92 has 1 kid"),
+        # Cut to its first words, a phrase ends on a word that finishes it: `make run` with
+        # a real model beside the rules showed "/facts: Ines teaches chemistry at a high
+        # school in".
+        (
+            "I teach chemistry at a high school in Coimbra.",
+            "sarah_92 teaches chemistry at a high school",
+        ),
     ],
 )
 async def test_the_claim_holds_the_fact_and_nothing_else(text: str, claim: str) -> None:

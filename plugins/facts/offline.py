@@ -208,6 +208,11 @@ _SAYS_A_JOB = ("er", "or", "ist", "ian", "ant", "ent", "nurse", "chef", "cook", 
 # "-er"/"-ist" words that end a phrase after "I'm a" without being an occupation.
 _NOT_JOBS = NOT_OCCUPATIONS
 # Phrases end at these words: what follows is another clause.
+# Words a phrase cut short must not end on: what follows them was cut.
+_UNFINISHED = _words(
+    "a an the in at on of to for from with by about into near and or my our your his her "
+    "their its this that some"
+)
 _PHRASE_STOP = re.compile(
     r"\s+(?:and\s+i|and\s+my|but|because|since|so|which|where|who|though|although|now"
     r"|right\s+now|these\s+days|at\s+the\s+moment|currently|too|as\s+well|as\s+an?|actually"
@@ -245,9 +250,14 @@ _NAME_QUESTION = re.compile(
 
 
 def _phrase(raw: str) -> str:
-    """A captured phrase trimmed to its first clause and a few words."""
+    """A captured phrase trimmed to its first clause and a few words, ending on a word that
+    finishes it (cut after "in", "chemistry at a high school in" says nothing true)."""
     phrase = _PHRASE_STOP.sub("", raw.strip())
-    words = phrase.split()[:MAX_PHRASE_WORDS]
+    words = phrase.split()
+    if len(words) > MAX_PHRASE_WORDS:
+        words = words[:MAX_PHRASE_WORDS]
+        while words and words[-1].lower() in _UNFINISHED:
+            words.pop()
     return " ".join(words).strip(" \"'")
 
 
