@@ -26,7 +26,9 @@ from bot.runtime.replying import FALLBACK_REPLY
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer
 from bot.testing.scripted import ScriptedModel
+from plugins.goals import GoalStore
 from plugins.goals import plugin as goals_plugin
+from plugins.goals.commands import add_goal
 
 DATA = Path(__file__).parent / "data" / "real-model"
 
@@ -163,6 +165,34 @@ async def test_a_question_the_model_cannot_answer_is_asked_again_not_acknowledge
         rejects = app.ledger.rejects("reply")
     assert chat.replies == [FALLBACK_REPLY]
     assert rejects == {"reply with parroting": 2, "replaced by the fallback": 1}
+
+
+async def test_a_reply_showing_a_providers_format_is_asked_again(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """The final live cost run showed Sarah "... Sarah's: 0/3 objectives done [ ] Run 15 km
+    without stopping [ ] ..." (seq 4): the goals provider's lines, which share too few words
+    in a row with the standing text to be told from a reply by its runs."""
+    leaked = json.loads(recorded("live/qwen2.5-coder-0.5b-cost-final.jsonl", 4))["text"]
+    assert "0/3 objectives done [ ]" in leaked
+    model = ScriptedModel(answers={"reply": [json.dumps({"text": leaked}), GOOD]})
+    async with open_test_app(tmp_path, plugins=[goals_plugin], model=model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        goals = GoalStore.of(app.runtime.plugins.plugin_context(goals_plugin).collections)
+        await add_goal(
+            goals,
+            world_id=chat.room.world_id,
+            room_id=chat.room.id,
+            name="Run the Lisbon half marathon in under two hours",
+            objectives=["Run 15 km without stopping", "Finish an 18 km long run", "Race"],
+            owner_id=chat.account.id,
+        )
+        await chat.say("I just moved to Lisbon from Toronto a month ago.")
+        rejects = app.ledger.rejects("reply")
+    assert chat.replies == [json.loads(GOOD)["text"]]
+    assert rejects == {"reply with prompt text": 1}
+    first, _ = model.calls_for("reply")
+    assert "0/3 objectives done" in first.prompt  # what it copied was in its prompt
 
 
 async def test_the_action_is_taken_from_the_field_and_a_clean_reply_is_sent_once(

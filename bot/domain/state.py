@@ -27,6 +27,8 @@ class State:
     values: dict[str, str] = field(default_factory=dict)
     # What providers returned besides their text (`Provided.data`), by provider name.
     provided: dict[str, Any] = field(default_factory=dict)
+    # The providers' own format in the prompt (`Provided.markup`): never shown in a reply.
+    markup: list[str] = field(default_factory=list)
     # Task-specific structured hints (e.g. the evaluator candidates for selection).
     data: dict[str, Any] = field(default_factory=dict)
     # The world's character and model names (`/character`, `/model`); None: the process's.

@@ -3,8 +3,9 @@ them, shared by the Replier (which asks once more, then sends a fallback) and
 `mnemo bench memory` (which counts what was shown).
 
 A small model copies what it is given: an action's name into the text ("Create_goal: I want
-to ..."), the character's description or the prompt's instructions ("I'm curious about people
-more than about topics; asks one good question rather than five."), the person's own line
+to ..."), the character's description, the prompt's instructions ("I'm curious about people
+more than about topics; asks one good question rather than five.") or a provider's format
+("0/3 objectives done [ ] Run 15 km"), the person's own line
 ("My wife Lena is a violinist." back to the man who said it), or its own earlier reply. Each is
 a reason; the first three have a short note the model is given when it is asked again (a
 repeat is not asked again: bot/runtime/replying.py).
@@ -108,13 +109,20 @@ class ReplyCheck:
     # The names the conversation is written with ("Dmitri: ...", "Mnemo: ..."): a reply
     # that starts with one copies the transcript's format, speaking as someone.
     speaker_names: Sequence[str] = ()
+    # The providers' own format in the prompt (`Provided.markup`: "0/3 objectives done",
+    # "[ ]"): any of it in a reply is the prompt's text, however short.
+    markup: Sequence[str] = ()
 
     def problems(self, reply: str) -> list[str]:
         """The reasons this reply must not be shown; empty when it may be."""
         found = []
         if _names_an_action(reply, self.action_names):
             found.append(ACTION_NAME)
-        if _copies(reply, self._standing_words) or _speaks_as(reply, self.speaker_names):
+        if (
+            _copies(reply, self._standing_words)
+            or _speaks_as(reply, self.speaker_names)
+            or _shows_markup(reply, self.markup)
+        ):
             found.append(PROMPT_TEXT)
         if any(_parrots(reply, line) for line in self.person_lines):
             found.append(PARROTING)
@@ -124,7 +132,8 @@ class ReplyCheck:
 
     def settled_problems(self, partial: str) -> list[str]:
         """The problems of a reply still being written that no more words can take away:
-        an action's name, a long run of the prompt's words, a speaker's label, a copy of
+        an action's name, a long run of the prompt's words or any of a provider's markup, a
+        speaker's label, a copy of
         the person's words that is nearly all of their line or long and in their voice, a
         long run of one of the bot's own earlier messages.
         (The checks that weigh a share of the reply, `problems`, may pass once it is longer;
@@ -133,8 +142,12 @@ class ReplyCheck:
         if _names_an_action(partial, self.action_names):
             found.append(ACTION_NAME)
         said = words(partial)
-        if _speaks_as(partial, self.speaker_names) or any(
-            longest_shared_run(said, text) >= PROMPT_RUN_WORDS for text in self._standing_words
+        if (
+            _speaks_as(partial, self.speaker_names)
+            or _shows_markup(partial, self.markup)
+            or any(
+                longest_shared_run(said, text) >= PROMPT_RUN_WORDS for text in self._standing_words
+            )
         ):
             found.append(PROMPT_TEXT)
         if any(_copies_a_line(partial, line) for line in self.person_lines):
@@ -191,6 +204,11 @@ def _copies(reply: str, standing_words: Sequence[Sequence[str]]) -> bool:
         if run >= SHORT_RUN_WORDS and run >= SHORT_RUN_SHARE * len(said):
             return True
     return False
+
+
+def _shows_markup(reply: str, markup: Sequence[str]) -> bool:
+    folded = reply.casefold()
+    return any(mark.strip() and mark.strip().casefold() in folded for mark in markup)
 
 
 def _speaks_as(reply: str, names: Sequence[str]) -> bool:

@@ -208,10 +208,17 @@ class Evaluator:
 @dataclass(frozen=True)
 class Provided:
     """A provider's output: the prompt text, and structured data the runtime files under
-    `state.provided[provider name]` for the offline model and other parts to read."""
+    `state.provided[provider name]` for the offline model and other parts to read.
+
+    `markup` is the text's own format, as it stands in `text`: headings, labels, markers
+    ("Plans in progress here:", "0/3 steps done", "[ ]"). It is the prompt's, never anyone's
+    words, so a reply that shows any of it is refused (bot/llm/reply_checks.py): a 0.5B
+    model wrote "Sarah's: 0/3 objectives done [ ] Run 15 km ..." to Sarah. What people said
+    (a fact, the name of what they track) is not markup: a reply may well bring it up."""
 
     text: str = ""
     data: Any = None
+    markup: Sequence[str] = ()
 
 
 @dataclass(frozen=True)

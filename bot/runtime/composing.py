@@ -227,6 +227,8 @@ class StateComposer:
         outputs = await asyncio.gather(*(one(p) for p in providers))
         for provider, output in zip(providers, outputs, strict=True):
             state.values[provider.name] = output.text
+            if output.text:
+                state.markup.extend(output.markup)
             if output.data is not None:
                 state.provided[provider.name] = output.data
         return [output.text for output in outputs]

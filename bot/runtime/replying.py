@@ -171,6 +171,7 @@ class Replier:
                 for user_id in {memory.user_id, self.agent_id}
                 | {m.user_id for m in state.recent_messages}
             ],
+            markup=state.markup,
         )
         # Shown as it is written where the adapter can edit a message (or print as it comes).
         screen = (

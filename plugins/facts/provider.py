@@ -41,7 +41,8 @@ async def get_facts(ctx: Context) -> Provided:
             lines = "\n".join(f"- {fact.text}" for fact in about)
             blocks.append(f"Facts about {names.get(subject, 'someone')}:\n{lines}")
     # The facts themselves go into the state too (the offline reply lists them).
-    return Provided(text="\n\n".join(blocks), data=facts)
+    headings = [block.partition("\n")[0] for block in blocks]
+    return Provided(text="\n\n".join(blocks), data=facts, markup=headings)
 
 
 facts_provider = Provider(

@@ -7,18 +7,24 @@ from bot import Context, Provided, Provider
 from .prompts import progress
 from .store import GoalStore
 
+HEADING = "Goals in progress here:"
+# An objective's box, open and ticked (indexed by `completed`).
+CHECKBOXES = ("[ ]", "[x]")
+
 
 async def get_goals(ctx: Context) -> Provided:
     goals = await GoalStore.of(ctx.collections).in_room(ctx.message.room_id, only_in_progress=True)
     if not goals:
         return Provided(data=[])
-    lines = ["Goals in progress here:"]
+    lines = [HEADING]
+    markup = [HEADING, *CHECKBOXES]
     for goal in goals:
         known = goal.user_id is not None and goal.user_id in ctx.state.actors
         owner = f" ({ctx.state.name_of(goal.user_id)}'s)" if known and goal.user_id else ""
         lines.append(f"- {goal.name}{owner}: {progress(goal)}")
-        lines += [f"  [{'x' if o.completed else ' '}] {o.description}" for o in goal.objectives]
-    return Provided(text="\n".join(lines), data=goals)
+        lines += [f"  {CHECKBOXES[o.completed]} {o.description}" for o in goal.objectives]
+        markup.append(progress(goal))
+    return Provided(text="\n".join(lines), data=goals, markup=markup)
 
 
 goals_provider = Provider(

@@ -58,7 +58,9 @@ async def get_relevant_messages(ctx: Context[RecallSettings, MessageRetriever]) 
         return Provided(data=[])
     names = await ctx.conversations.display_names(ctx.state, {m.user_id for m in memories})
     lines = [_line(m, names.get(m.user_id, "someone"), settings.max_chars) for m in memories]
-    return Provided(text=HEADER + "\n" + "\n".join(lines), data=memories)
+    # The heading and each line's "(date) name:" are the provider's, not what was said.
+    labels = [line.partition(": ")[0] + ":" for line in lines]
+    return Provided(text=HEADER + "\n" + "\n".join(lines), data=memories, markup=[HEADER, *labels])
 
 
 def _line(memory: Memory, name: str, max_chars: int) -> str:
