@@ -58,6 +58,9 @@ from bot.runtime.replying import (
 )
 from bot.storage.facts import fact_text_key
 from bot.testing.harness import TestChat
+from plugins.goals.provider import CHECKBOXES
+from plugins.goals.provider import HEADING as GOALS_HEADING
+from plugins.recall.provider import HEADER as RECALL_HEADER
 
 # What the bot sends when it has no reply of the model's to send: counted apart.
 FALLBACKS = (FALLBACK_REPLY, EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY)
@@ -364,6 +367,9 @@ def _standing_text(app: App) -> list[str]:
     ]
 
 
+PROVIDER_MARKUP = (GOALS_HEADING, *CHECKBOXES, "objectives done", RECALL_HEADER)
+
+
 def _fallbacks_sent(app: App) -> int:
     return app.ledger.rejects(Task.REPLY).get(REPLACED_BY_FALLBACK, 0)
 
@@ -384,6 +390,8 @@ async def run_conversation(
     said: dict[str, list[str]] = {}
     shown: list[str] = []
     speakers = [*room.chats, app.character.name]
+    # The shipped providers' format (Provided.markup), whatever the message's state held.
+    markup = [*PROVIDER_MARKUP, *(f"Facts about {speaker}:" for speaker in speakers)]
     last = None
     for number, turn in enumerate(conversation.turns, 1):
         chat = room.chat(turn.speaker)
@@ -398,7 +406,9 @@ async def run_conversation(
         replaced = _fallbacks_sent(app) > replaced_before
         for index, reply in enumerate(chat.replies[before:]):
             if replies is not None:
-                check = ReplyCheck(names, standing, said[turn.speaker], list(shown), speakers)
+                check = ReplyCheck(
+                    names, standing, said[turn.speaker], list(shown), speakers, markup=markup
+                )
                 instead = (reply,) if replaced and index == 0 else ()
                 replies.add(check, reply, (*FALLBACKS, *instead))
             shown.append(reply)
