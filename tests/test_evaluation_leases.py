@@ -304,3 +304,41 @@ async def test_a_process_alone_keeps_its_room_leases_until_another_process_appea
             assert await other.leases.take(room_key(room), "another", 30_000)
     finally:
         await queue.stop()
+
+
+@pytest.mark.parametrize("taking_a_message_in", [True, False])
+async def test_a_crash_mid_message_is_not_charged_to_the_one_job_running_beside_it(
+    store: MongoStore, taking_a_message_in: bool
+) -> None:
+    """The fault suite's innocent job: the process died while it answered a message, with one
+    evaluation running beside it. Charged, that evaluation ends dead after a few such crashes
+    (one attempt allowed here: at once); the message may as well have been the cause."""
+    recorder = Recorder()
+    await store.jobs.insert(job(0, 0))
+    await store.jobs.claim_next(job(0, 0).room_id, owner="dead-process")
+    if taking_a_message_in:
+        taken_in = EvaluationJob(
+            id=stable_id("job", "intake", "0"),
+            room_id=memory(0).room_id,
+            message_id=memory(0).id,
+            did_respond=False,
+            status="intake",
+            message=memory(0),
+        )
+        await store.jobs.open_intake(taken_in, owner="dead-process")
+    queue = EvaluationQueue(
+        store, recorder.runner("after"), lease_seconds=5, retry=RetryPolicy(max_attempts=1)
+    )
+    try:
+        await queue.recover()
+        assert await queue.join(timeout=10)
+    finally:
+        await queue.stop()
+    after = await store.jobs.get(job(0, 0).id)
+    assert after is not None
+    if taking_a_message_in:
+        assert (after.status, after.attempts) == ("done", 1)
+        assert recorder.runs[job(0, 0).room_id] == [job(0, 0).id]
+    else:  # alone in its process: the crash is its own
+        assert (after.status, after.error) == ("dead", "interrupted on every attempt")
+        assert recorder.runs[job(0, 0).room_id] == []

@@ -11,13 +11,18 @@ import pytest
 
 from benchmarks.faults import FAULT_POINTS, run_faults
 
+# Report fields that vary from run to run: how often evaluators ran, and how long recovery took.
+WITHOUT_A_TARGET = {"evaluator_runs", "recover_seconds"}
+
 
 @pytest.mark.skipif(
     bool(os.environ.get("MNEMO_TEST_MONGODB_URI")), reason="the workers use the bundled server"
 )
 def test_kill_9_at_every_step_loses_and_duplicates_nothing(tmp_path: Path, model_dir: Path) -> None:
-    # With the default cap of 5 attempts: a crash is charged only to a job that was running
-    # alone (bot/queue/blame.py), so six kills leave no innocent neighbour dead.
+    # With the default cap of 5 attempts. A crash is charged only to a job that was the only
+    # thing its process was doing (bot/queue/blame.py): at the handle points the process was
+    # answering a message, so the evaluation that runs first after each restart (and so is
+    # running at most kills) is not charged, and seven kills leave no innocent job dead.
     # Each point fires on its 2nd reach, so the worker dies mid-script with work behind it
     # (three messages a room, so the later points still have work left to reach them).
     # At `handle:reply-sent` the reply went out and was not settled: the restart must store
@@ -25,7 +30,18 @@ def test_kill_9_at_every_step_loses_and_duplicates_nothing(tmp_path: Path, model
     report = run_faults(
         tmp_path, rooms=2, messages=3, faults=[f"{p}@2" for p in FAULT_POINTS], seed=7
     )
-    assert report.kills == len(FAULT_POINTS)  # every fault point was reached and killed
-    assert (report.sent, report.stored, report.answered, report.evaluated) == (6, 6, 6, 6)
-    assert (report.lost, report.duplicated, report.dead_jobs) == (0, 0, 0)
-    assert report.vectors == 6  # rebuilt after the Chroma folder was wiped
+    counts = {
+        name: value for name, value in report.as_dict().items() if name not in WITHOUT_A_TARGET
+    }
+    assert counts == {
+        "rooms": 2,
+        "sent": 6,
+        "stored": 6,
+        "answered": 6,
+        "evaluated": 6,
+        "lost": 0,
+        "duplicated": 0,
+        "vectors": 6,  # rebuilt after the Chroma folder was wiped
+        "dead_jobs": 0,
+        "kills": len(FAULT_POINTS),  # every fault point was reached and killed
+    }

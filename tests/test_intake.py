@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.app.composition import App
-from bot.domain.records import Content, Memory, Room
+from bot.domain.records import Content, EvaluationJob, Memory, Room
 from bot.llm.base import Task
 from bot.plugin.api import Context, Evaluator, Plugin
 from bot.queue.worker import job_id_for
@@ -142,3 +142,47 @@ async def test_a_stored_message_without_a_job_gets_one_when_redelivered(
     assert jobs == 1
     assert learned == ["I live in Seattle"]
     assert chat.replies == ["Nice to meet you!"]
+
+
+async def test_a_crash_mid_message_is_not_charged_to_the_evaluation_beside_it_after_restart(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """A process died answering a message, with one evaluation running beside it. Start-up
+    learns from the old message and releases it before the evaluations are resumed; what the
+    dead process was doing is read before that, so the evaluation is not charged the crash
+    (one attempt allowed: charged, it would be dead)."""
+    learned: list[str] = []
+    options = {
+        "evaluator_selection": "all",
+        "plugins": [learner(learned)],
+        "keep_database": True,
+        "evaluation_max_attempts": 1,
+    }
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        chat = TestChat(app.runtime)
+        running = chat.message("I run a bakery", number=1)
+        await app.store.memories.insert(running)
+        job_id = job_id_for("message", running.id)
+        await app.store.jobs.insert(
+            EvaluationJob(id=job_id, room_id=chat.room.id, message_id=running.id, did_respond=True)
+        )
+        await app.store.jobs.claim_next(chat.room.id, owner="dead-process")
+        answering = chat.message("and two dogs", number=2)
+        answering = answering.model_copy(
+            update={"created_at": answering.created_at - timedelta(hours=1)}
+        )
+        in_intake = EvaluationJob(
+            id=job_id_for("message", answering.id),
+            room_id=chat.room.id,
+            message_id=answering.id,
+            did_respond=False,
+            status="intake",
+            message=answering,
+        )
+        await app.store.jobs.open_intake(in_intake, owner="dead-process")
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        status = await wait_done(app, job_id)
+        await wait_done(app, in_intake.id)
+        await app.store.client.drop_database(app.settings.storage.mongodb_database)
+    assert status == "done"
+    assert learned == ["I run a bakery", "and two dogs"]

@@ -427,6 +427,25 @@ async def test_a_crash_is_not_charged_to_jobs_that_were_running_together(
         assert claimed is not None and claimed.attempts == 1
 
 
+async def test_a_job_at_every_crash_of_a_busy_process_is_dead_after_twice_its_attempts(
+    store: MongoStore,
+) -> None:
+    """Never charged (its process was always doing something else too), a job that kills its
+    process would run again forever: every crash is counted, and twice the attempts end it."""
+    await store.jobs.insert(job(0))
+    outcomes = []
+    for _ in range(4):
+        await store.jobs.claim_next(ROOM, owner="dead")
+        interrupted = await store.jobs.running()
+        outcomes.append(
+            await store.jobs.recover_interrupted(interrupted, charged=set(), max_attempts=2)
+        )
+    assert outcomes == [(1, 0), (1, 0), (1, 0), (0, 1)]
+    dead = await store.jobs.get(job(0).id)
+    assert dead is not None and dead.status == "dead"
+    assert dead.error == "running at 4 crashes of its process"
+
+
 async def test_a_room_whose_oldest_job_is_running_waits_for_it(store: MongoStore) -> None:
     for n in range(2):
         await store.jobs.insert(job(n))

@@ -15,7 +15,8 @@ renews this process's leases (its own too) and sweeps: jobs left `running` by a 
 
 A failed attempt (selection or a handler) is retried with exponential back-off up to
 `max_attempts`, then left `dead` for the operator. A crash is charged only to a job that was
-running alone (bot/queue/blame.py); jobs interrupted together then run one at a time.
+all its process was doing (bot/queue/blame.py); jobs interrupted beside other work then run
+one at a time.
 """
 
 from __future__ import annotations
@@ -259,11 +260,13 @@ class EvaluationQueue:
         self._faults.reached("evaluation:before-finish")
         await self.jobs.finish(job.id, ran=ran)
 
-    async def recover(self) -> int:
+    async def recover(self, *, busy: Collection[str] = ()) -> int:
         """At start-up: announce this process (its process lease), hand out again the jobs
-        a dead process left running, wake every room with runnable jobs, start the keeper."""
+        a dead process left running, wake every room with runnable jobs, start the keeper.
+        `busy`: the owners that had a message in intake when start-up began (read by
+        `taking_messages_in` before the intake's own recovery took those messages over)."""
         await self._rooms.announce()
-        requeued = await self.reclaim()
+        requeued = await self.reclaim(busy=busy)
         rooms = await self.jobs.rooms_with_runnable()
         for room_id in rooms:
             self.wake(room_id)
@@ -272,14 +275,21 @@ class EvaluationQueue:
             log.info("resuming evaluations: %d interrupted, %d rooms pending", requeued, len(rooms))
         return requeued
 
-    async def reclaim(self) -> int:
+    async def taking_messages_in(self) -> set[str]:
+        """The processes with a message in intake: a crash of theirs is not charged to the
+        one evaluation they were running beside it (see `blame`)."""
+        return await self.jobs.intake_owners()
+
+    async def reclaim(self, *, busy: Collection[str] = ()) -> int:
         """Requeue the jobs left `running` by a process that is gone (see `blame`); returns
-        how many will run again."""
+        how many will run again. `busy`: owners known to have had a message in intake, beside
+        those that still have one."""
         running = await self.jobs.running()
         if not running:
             return 0
         alive = await self.alive({job.owner for job in running})
-        interrupted, charged = blame(running, alive, self.owner, self._active)
+        busy = {*busy, *await self.taking_messages_in()}
+        interrupted, charged = blame(running, alive, self.owner, self._active, busy)
         if not interrupted:
             return 0
         requeued, dead = await self.jobs.recover_interrupted(

@@ -197,8 +197,10 @@ class AgentRuntime:
     async def start(self) -> None:
         """Set the plugins up (each keeps what its setup returns), then resume evaluations."""
         await self.plugins.setup()
+        # Read first: the intake's recovery takes those messages over (see bot/queue/blame.py).
+        busy = await self.evaluations.taking_messages_in()
         await self.intake.start()  # the journal an earlier run left, then what a crash left
-        await self.evaluations.recover()
+        await self.evaluations.recover(busy=busy)
 
     async def stop(self) -> None:
         self.intake.stop()

@@ -51,6 +51,8 @@ class Running:
     room_id: str
     owner: str
     attempts: int
+    # Crashes it was running at, charged or not (see recover_interrupted).
+    interruptions: int = 0
 
 
 class JobStore:
@@ -230,33 +232,58 @@ class JobStore:
 
     async def running(self) -> list[Running]:
         """Every job in `running`, with its room and the process that claimed it."""
-        cursor = self._jobs.find({"status": "running"}, {"room_id": 1, "owner": 1, "attempts": 1})
+        fields = {"room_id": 1, "owner": 1, "attempts": 1, "interruptions": 1}
+        cursor = self._jobs.find({"status": "running"}, fields)
         return [
-            Running(d["_id"], d["room_id"], str(d.get("owner") or ""), int(d.get("attempts") or 0))
+            Running(
+                d["_id"],
+                d["room_id"],
+                str(d.get("owner") or ""),
+                int(d.get("attempts") or 0),
+                int(d.get("interruptions") or 0),
+            )
             async for d in cursor
         ]
 
     async def recover_interrupted(
-        self, interrupted: list[Running], *, charged: Collection[str], max_attempts: int
+        self,
+        interrupted: list[Running],
+        *,
+        charged: Collection[str],
+        max_attempts: int,
+        max_interruptions: int | None = None,
     ) -> tuple[int, int]:
         """Jobs a dead process left `running` run again. Returns (requeued, dead).
 
         A crash is charged as an attempt only to the jobs in `charged` (the caller's blame: a
-        job that was running alone in the process that died); the others get their attempt
+        job that was the only thing the dead process was doing); the others get their attempt
         back and are marked `suspect`, and the worker runs suspects one at a time
         (bot/queue/worker.py), so that a job that kills the process is charged on its next run
         and ends `dead` after `max_attempts`, while its innocent neighbours never do.
+        A job that kills its process while messages keep arriving is never alone, so every
+        crash is also counted, charged or not, and a job at `max_interruptions` of them is
+        `dead` too (default twice `max_attempts`): a crash loop ends.
         Each write names the job's owner: a job another process has meanwhile reclaimed and
         claimed again is left alone.
         """
+        ceiling = 2 * max_attempts if max_interruptions is None else max_interruptions
         dead = requeued = 0
         for job in interrupted:
-            update: dict[str, Any] = {"$set": {"status": "retrying", "due_ms": 0, "suspect": 1}}
-            gone = job.id in charged and job.attempts >= max_attempts
+            update: dict[str, Any] = {
+                "$set": {"status": "retrying", "due_ms": 0, "suspect": 1},
+                "$inc": {"interruptions": 1},
+            }
+            if job.id in charged and job.attempts >= max_attempts:
+                error = "interrupted on every attempt"
+            elif job.interruptions + 1 >= ceiling:
+                error = f"running at {job.interruptions + 1} crashes of its process"
+            else:
+                error = None
+            gone = error is not None
             if gone:
-                update = {"$set": {"status": "dead", "error": "interrupted on every attempt"}}
+                update = {"$set": {"status": "dead", "error": error}}
             elif job.id not in charged:
-                update["$inc"] = {"attempts": -1}
+                update["$inc"]["attempts"] = -1
             # A job claimed before owners were recorded has none (None matches a missing field).
             owner = job.owner or {"$in": ["", None]}
             result = await self._jobs.update_one(
