@@ -342,3 +342,39 @@ async def test_a_crash_mid_message_is_not_charged_to_the_one_job_running_beside_
     else:  # alone in its process: the crash is its own
         assert (after.status, after.error) == ("dead", "interrupted on every attempt")
         assert recorder.runs[job(0, 0).room_id] == []
+
+
+async def test_an_evaluation_stopped_by_a_shutdown_runs_first_at_the_next_start_uncharged(
+    store: MongoStore,
+) -> None:
+    """A slow model outlives the stop's grace: the evaluation is cancelled. That is no crash:
+    with one attempt allowed, a restart that charged it would leave it dead."""
+    started = asyncio.Event()
+
+    async def slow_model(job: EvaluationJob) -> list[str]:
+        started.set()
+        await asyncio.Event().wait()  # a model call longer than the grace
+        return []
+
+    for n in range(2):
+        await store.jobs.insert(job(0, n))
+    stopping = EvaluationQueue(
+        store, slow_model, lease_seconds=5, retry=RetryPolicy(max_attempts=1)
+    )
+    await stopping.recover()
+    await asyncio.wait_for(started.wait(), 10)
+    await stopping.stop(grace=0.05)
+    handed_back = await store.jobs.get(job(0, 0).id)
+    assert handed_back is not None and (handed_back.status, handed_back.attempts) == ("retrying", 0)
+
+    recorder = Recorder()
+    restarted = EvaluationQueue(
+        store, recorder.runner("restarted"), lease_seconds=5, retry=RetryPolicy(max_attempts=1)
+    )
+    try:
+        await restarted.recover()
+        assert await restarted.join(timeout=10)
+    finally:
+        await restarted.stop()
+    assert recorder.runs[job(0, 0).room_id] == [job(0, 0).id, job(0, 1).id]
+    assert await store.jobs.count(status="done") == 2

@@ -16,7 +16,7 @@ renews this process's leases (its own too) and sweeps: jobs left `running` by a 
 A failed attempt (selection or a handler) is retried with exponential back-off up to
 `max_attempts`, then left `dead` for the operator. A crash is charged only to a job that was
 all its process was doing (bot/queue/blame.py); jobs interrupted beside other work then run
-one at a time.
+one at a time. Jobs a shutdown stops are handed back with their attempt (`stop`).
 """
 
 from __future__ import annotations
@@ -389,9 +389,17 @@ class EvaluationQueue:
             timer.cancel()
         self._timers.clear()
         if not finished:
+            stopped = set(self._active)
             for task in self._workers.values():
                 task.cancel()
             await asyncio.gather(*self._workers.values(), return_exceptions=True)
+            # Stopped on purpose, not by a crash: they run first at the next start with their
+            # attempt back (left `running`, a restart would charge it as a crash). A slow model
+            # outlives the grace, so every restart during a long evaluation counted.
+            try:
+                await self.jobs.hand_back(stopped, owner=self.owner)
+            except Exception as error:  # the database is away: start-up recovery requeues them
+                log.warning("could not hand back %d stopped evaluation(s): %s", len(stopped), error)
         self._workers.clear()
         if self._keeper is not None:
             self._keeper.cancel()

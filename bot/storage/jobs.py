@@ -245,6 +245,17 @@ class JobStore:
             async for d in cursor
         ]
 
+    async def hand_back(self, job_ids: Collection[str], *, owner: str) -> int:
+        """Jobs `owner` stopped running on purpose (a shutdown) run again first, their attempt
+        given back: stopping is no crash. Returns how many went back."""
+        if not job_ids:
+            return 0
+        result = await self._jobs.update_many(
+            {"_id": {"$in": list(job_ids)}, "status": "running", "owner": owner},
+            {"$set": {"status": "retrying", "due_ms": 0}, "$inc": {"attempts": -1}},
+        )
+        return result.modified_count
+
     async def recover_interrupted(
         self,
         interrupted: list[Running],
