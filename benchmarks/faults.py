@@ -71,7 +71,7 @@ class FaultReport:
     lost: int
     duplicated: int
     vectors: int
-    # Evaluations left `dead`: interrupted by MNEMO_EVALUATION_MAX_ATTEMPTS crashes.
+    # Evaluations left `dead` by the crashes (charged to them, or a crash loop; bot/queue/blame.py).
     dead_jobs: int
     kills: int
     evaluator_runs: int

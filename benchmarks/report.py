@@ -630,7 +630,7 @@ def faults_section(part: dict[str, Any]) -> list[str]:
         [key.replace("_", " "), f"{part[key]:,}"]
         for key in ("sent", "stored", "answered", "evaluated", "lost", "duplicated", "vectors")
     ]
-    rows.append(["evaluations left dead (interrupted by every attempt)", str(part["dead_jobs"])])
+    rows.append(["evaluations left dead by the crashes (must be 0)", str(part["dead_jobs"])])
     rows.append(["time to recover (last restart to all learned)", f"{part['recover_seconds']} s"])
     server = part.get("server_kills")
     if server and server.get("kills"):
