@@ -262,7 +262,6 @@ class JobStore:
         *,
         charged: Collection[str],
         max_attempts: int,
-        max_interruptions: int | None = None,
     ) -> tuple[int, int]:
         """Jobs a dead process left `running` run again. Returns (requeued, dead).
 
@@ -272,12 +271,12 @@ class JobStore:
         (bot/queue/worker.py), so that a job that kills the process is charged on its next run
         and ends `dead` after `max_attempts`, while its innocent neighbours never do.
         A job that kills its process while messages keep arriving is never alone, so every
-        crash is also counted, charged or not, and a job at `max_interruptions` of them is
-        `dead` too (default twice `max_attempts`): a crash loop ends.
+        crash is also counted, charged or not, and a job at twice `max_attempts` of them is
+        `dead` too: a crash loop ends.
         Each write names the job's owner: a job another process has meanwhile reclaimed and
         claimed again is left alone.
         """
-        ceiling = 2 * max_attempts if max_interruptions is None else max_interruptions
+        ceiling = 2 * max_attempts
         dead = requeued = 0
         for job in interrupted:
             update: dict[str, Any] = {
