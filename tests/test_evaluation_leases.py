@@ -12,12 +12,13 @@ from collections import defaultdict
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.domain.records import Content, EvaluationJob, Memory, stable_id, utcnow
 from bot.queue.succession import take_over
-from bot.queue.worker import EvaluationQueue, RetryPolicy
+from bot.queue.worker import EvaluationQueue, JobRunner, RetryPolicy
 from bot.storage.leases import process_key, room_key
 from bot.storage.mongo import MongoStore
 
@@ -57,6 +58,18 @@ class Recorder:
             return ["RECORD"]
 
         return run
+
+
+async def restart(store: MongoStore, run: JobRunner, **options: Any) -> int:
+    """A process starting on the queue: it recovers what a dead one left, drains every room
+    and stops. Returns how many interrupted jobs it requeued."""
+    queue = EvaluationQueue(store, run, lease_seconds=5, **options)
+    try:
+        requeued = await queue.recover()
+        assert await queue.join(timeout=10)
+    finally:
+        await queue.stop()
+    return requeued
 
 
 @contextlib.asynccontextmanager
@@ -150,14 +163,7 @@ async def test_jobs_interrupted_together_are_not_charged_and_rerun_one_at_a_time
         await store.jobs.insert(job(room, 0))
         # Claimed together by a process that then died (no lease left behind).
         await store.jobs.claim_next(job(room, 0).room_id, owner="dead-process")
-    queue = EvaluationQueue(
-        store, recorder.runner("after"), lease_seconds=5, retry=RetryPolicy(max_attempts=1)
-    )
-    try:
-        assert await queue.recover() == 3
-        assert await queue.join(timeout=10)
-    finally:
-        await queue.stop()
+    assert await restart(store, recorder.runner("after"), retry=RetryPolicy(max_attempts=1)) == 3
     assert await store.jobs.count(status="done") == 3  # with 1 attempt allowed, none died
     assert recorder.overlaps == 0
     for room in range(3):
@@ -183,12 +189,7 @@ async def test_a_suspect_job_runs_with_no_other_job_of_its_process(
         await store.jobs.insert(job(room, 0))
     await store.jobs.claim_next(job(0, 0).room_id, owner="dead-a")
     await store.jobs.claim_next(job(1, 0).room_id, owner="dead-a")
-    queue = EvaluationQueue(store, run, concurrency=concurrency, lease_seconds=5)
-    try:
-        await queue.recover()
-        assert await queue.join(timeout=10)
-    finally:
-        await queue.stop()
+    await restart(store, run, concurrency=concurrency)
     assert alone[job(0, 0).id] and alone[job(1, 0).id]
     assert await store.jobs.count(status="done") == 4
 
@@ -326,14 +327,7 @@ async def test_a_crash_mid_message_is_not_charged_to_the_one_job_running_beside_
             message=memory(0),
         )
         await store.jobs.open_intake(taken_in, owner="dead-process")
-    queue = EvaluationQueue(
-        store, recorder.runner("after"), lease_seconds=5, retry=RetryPolicy(max_attempts=1)
-    )
-    try:
-        await queue.recover()
-        assert await queue.join(timeout=10)
-    finally:
-        await queue.stop()
+    await restart(store, recorder.runner("after"), retry=RetryPolicy(max_attempts=1))
     after = await store.jobs.get(job(0, 0).id)
     assert after is not None
     if taking_a_message_in:
@@ -368,13 +362,6 @@ async def test_an_evaluation_stopped_by_a_shutdown_runs_first_at_the_next_start_
     assert handed_back is not None and (handed_back.status, handed_back.attempts) == ("retrying", 0)
 
     recorder = Recorder()
-    restarted = EvaluationQueue(
-        store, recorder.runner("restarted"), lease_seconds=5, retry=RetryPolicy(max_attempts=1)
-    )
-    try:
-        await restarted.recover()
-        assert await restarted.join(timeout=10)
-    finally:
-        await restarted.stop()
+    await restart(store, recorder.runner("restarted"), retry=RetryPolicy(max_attempts=1))
     assert recorder.runs[job(0, 0).room_id] == [job(0, 0).id, job(0, 1).id]
     assert await store.jobs.count(status="done") == 2
