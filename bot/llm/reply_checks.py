@@ -5,8 +5,8 @@ them, shared by the Replier (which asks once more, then sends a fallback) and
 A small model copies what it is given: an action's name into the text ("Create_goal: I want
 to ..."), the character's description, the prompt's instructions ("I'm curious about people
 more than about topics; asks one good question rather than five.") or a provider's format
-("0/3 objectives done [ ] Run 15 km"), the person's own line
-("My wife Lena is a violinist." back to the man who said it), or its own earlier reply. Each is
+("0/3 objectives done [ ] Run 15 km"), the person's own line ("My wife Lena is a violinist."
+back to the man who said it), or its own earlier reply. Each is
 a reason; the first three have a short note the model is given when it is asked again (a
 repeat is not asked again: bot/runtime/replying.py).
 """
@@ -121,7 +121,7 @@ class ReplyCheck:
         if (
             _copies(reply, self._standing_words)
             or _speaks_as(reply, self.speaker_names)
-            or _shows_markup(reply, self.markup)
+            or _shows_markup(reply, self._markup_folded)
         ):
             found.append(PROMPT_TEXT)
         if any(_parrots(reply, line) for line in self.person_lines):
@@ -133,9 +133,8 @@ class ReplyCheck:
     def settled_problems(self, partial: str) -> list[str]:
         """The problems of a reply still being written that no more words can take away:
         an action's name, a long run of the prompt's words or any of a provider's markup, a
-        speaker's label, a copy of
-        the person's words that is nearly all of their line or long and in their voice, a
-        long run of one of the bot's own earlier messages.
+        speaker's label, a copy of the person's words that is nearly all of their line or long
+        and in their voice, a long run of one of the bot's own earlier messages.
         (The checks that weigh a share of the reply, `problems`, may pass once it is longer;
         a streamed reply failing only those is held back, not stopped.)"""
         found = []
@@ -144,7 +143,7 @@ class ReplyCheck:
         said = words(partial)
         if (
             _speaks_as(partial, self.speaker_names)
-            or _shows_markup(partial, self.markup)
+            or _shows_markup(partial, self._markup_folded)
             or any(
                 longest_shared_run(said, text) >= PROMPT_RUN_WORDS for text in self._standing_words
             )
@@ -156,8 +155,8 @@ class ReplyCheck:
             found.append(REPEATED)
         return found
 
-    # The standing text and the bot's lines as words, split once: a streamed reply is
-    # checked against them every few words.
+    # The standing text and the bot's lines as words, and the markup case-folded, made once:
+    # a streamed reply is checked against them every few words.
     @cached_property
     def _standing_words(self) -> list[list[str]]:
         return [words(text) for text in self.standing_text]
@@ -165,6 +164,10 @@ class ReplyCheck:
     @cached_property
     def _own_words(self) -> list[list[str]]:
         return [words(line) for line in self.own_lines]
+
+    @cached_property
+    def _markup_folded(self) -> list[str]:
+        return [folded for mark in self.markup if (folded := mark.strip().casefold())]
 
 
 def note_for(problems: Iterable[str]) -> str:
@@ -206,9 +209,9 @@ def _copies(reply: str, standing_words: Sequence[Sequence[str]]) -> bool:
     return False
 
 
-def _shows_markup(reply: str, markup: Sequence[str]) -> bool:
+def _shows_markup(reply: str, folded_markup: Sequence[str]) -> bool:
     folded = reply.casefold()
-    return any(mark.strip() and mark.strip().casefold() in folded for mark in markup)
+    return any(mark in folded for mark in folded_markup)
 
 
 def _speaks_as(reply: str, names: Sequence[str]) -> bool:

@@ -207,12 +207,12 @@ _JOBS = OCCUPATIONS
 _SAYS_A_JOB = ("er", "or", "ist", "ian", "ant", "ent", "nurse", "chef", "cook", "vet", "coach")
 # "-er"/"-ist" words that end a phrase after "I'm a" without being an occupation.
 _NOT_JOBS = NOT_OCCUPATIONS
-# Phrases end at these words: what follows is another clause.
 # Words a phrase cut short must not end on: what follows them was cut.
 _UNFINISHED = _words(
     "a an the in at on of to for from with by about into near and or my our your his her "
     "their its this that some"
 )
+# Phrases end at these words: what follows is another clause.
 _PHRASE_STOP = re.compile(
     r"\s+(?:and\s+i|and\s+my|but|because|since|so|which|where|who|though|although|now"
     r"|right\s+now|these\s+days|at\s+the\s+moment|currently|too|as\s+well|as\s+an?|actually"

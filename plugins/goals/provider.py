@@ -21,9 +21,10 @@ async def get_goals(ctx: Context) -> Provided:
     for goal in goals:
         known = goal.user_id is not None and goal.user_id in ctx.state.actors
         owner = f" ({ctx.state.name_of(goal.user_id)}'s)" if known and goal.user_id else ""
-        lines.append(f"- {goal.name}{owner}: {progress(goal)}")
+        done = progress(goal)
+        lines.append(f"- {goal.name}{owner}: {done}")
         lines += [f"  {CHECKBOXES[o.completed]} {o.description}" for o in goal.objectives]
-        markup.append(progress(goal))
+        markup.append(done)
     return Provided(text="\n".join(lines), data=goals, markup=markup)
 
 
