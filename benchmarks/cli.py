@@ -370,7 +370,7 @@ async def _recall(args: argparse.Namespace, model_dir: Path) -> dict[str, Any]:
     from benchmarks.scale import bench_stores
     from bot.knowledge.embeddings import CachedEmbedder
     from bot.knowledge.retrieval import MessageRetriever
-    from bot.knowledge.store import Knowledge
+    from bot.memory.store import Knowledge
 
     embedder = CachedEmbedder(local_embedder(model_dir), max_entries=8192)
     with tempfile.TemporaryDirectory(prefix="mnemo-bench-recall-") as folder:

@@ -74,8 +74,8 @@ from benchmarks.locomo import (
 )
 from bot.domain.records import Account, Attachment, Content, Fact, Memory, Room, stable_id
 from bot.knowledge.retrieval import MessageRetriever
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vector_metadata import message_metadata  # see _index
+from bot.memory.store import Knowledge
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)

@@ -45,10 +45,10 @@ from bot.domain.characters import load_character
 from bot.domain.records import Content, Memory
 from bot.domain.state import State
 from bot.knowledge.embeddings import CachedEmbedder, Embedder, OpenAIEmbedder
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import Task
+from bot.memory.store import Knowledge
 from bot.plugin.loading import Registry
 from bot.runtime.agent import AgentRuntime, RuntimeOptions
 from bot.storage.bundled.server import EmbeddedMongo

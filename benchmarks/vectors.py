@@ -28,8 +28,8 @@ import numpy as np
 from benchmarks.stats import mib, peak_rss_bytes, rate, reset_peak_rss, rss_bytes, summary
 from bot.domain.records import stable_id
 from bot.knowledge.embeddings import Embedder
-from bot.knowledge.store import nearest_facts
 from bot.knowledge.vectors import VectorIndex
+from bot.memory.store import nearest_facts
 
 log = logging.getLogger(__name__)
 

@@ -26,17 +26,17 @@ from bot.domain.records import (
     utcnow,
 )
 from bot.domain.state import State
-from bot.knowledge.claim_words import FIRST_PERSON_WORDS, is_common_word
-from bot.knowledge.grounding import (
+from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
+from bot.llm.base import JsonAnswer, ModelClass, ModelError
+from bot.llm.parsing import parse_json, parse_json_array, parse_json_object
+from bot.memory.claim_words import FIRST_PERSON_WORDS, is_common_word
+from bot.memory.grounding import (
     FIRST_PERSON,
     TAKEN_BACK,
     in_third_person,
     is_transcript_line,
     supported,
 )
-from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
-from bot.llm.base import JsonAnswer, ModelClass, ModelError
-from bot.llm.parsing import parse_json, parse_json_array, parse_json_object
 from bot.plugin.api import (
     Action,
     Agent,

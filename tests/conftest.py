@@ -16,8 +16,8 @@ import pytest
 
 from bot.knowledge.embeddings import CachedEmbedder
 from bot.knowledge.onnx_embedder import OnnxEmbedder
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
+from bot.memory.store import Knowledge
 from bot.storage.mongo import MongoStore
 
 REPO = Path(__file__).resolve().parent.parent

@@ -30,6 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bot.runtime",),
     ("bot.privacy",),
     ("bot.plugin",),
+    ("bot.memory",),
     ("bot.queue", "bot.knowledge"),
     ("bot.storage",),
     ("bot.llm",),

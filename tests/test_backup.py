@@ -16,8 +16,8 @@ from bot.app.cli import main
 from bot.domain.records import Content, Fact, Memory
 from bot.knowledge.embeddings import CachedEmbedder
 from bot.knowledge.onnx_embedder import OnnxEmbedder
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
+from bot.memory.store import Knowledge
 from bot.ops.backup import BackupError, backup, read_manifest, restore
 from bot.ops.migrations import latest_version, migrate
 from bot.storage.bundled.server import EmbeddedMongo

@@ -16,7 +16,7 @@ from bot.plugin.loading import discover
 REPO = Path(__file__).resolve().parent.parent
 CORE = REPO / "bot"
 # Words that are also ordinary core vocabulary: facts (claims about people) are Mnemo's own
-# memory (bot/knowledge/store.py, `/facts`), and "recall" is what retrieval does. Goals are
+# memory (bot/memory/store.py, `/facts`), and "recall" is what retrieval does. Goals are
 # the goals plugin's alone.
 COMMON_WORDS = {"facts", "recall"}
 

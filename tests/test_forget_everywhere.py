@@ -21,8 +21,8 @@ from bot.commands.command_set import Commands
 from bot.domain.records import Fact
 from bot.knowledge.embeddings import CachedEmbedder
 from bot.knowledge.onnx_embedder import OnnxEmbedder
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
+from bot.memory.store import Knowledge
 from bot.ops.backup import backup, restore
 from bot.privacy.ledger import LEDGER_FILE
 from bot.runtime.intake.journal import JournalEntry, JournalRecord

@@ -25,8 +25,9 @@ from bot.commands.command_set import Commands, describe_me, stats
 from bot.commands.types import Scope
 from bot.domain.characters import load_character
 from bot.domain.records import Fact, Memory
-from bot.knowledge.claim_sentences import NEGATED, NOT_SAID, OF_SOMEONE_ELSE
-from bot.knowledge.grounding import (
+from bot.llm.base import Task
+from bot.memory.claim_sentences import NEGATED, NOT_SAID, OF_SOMEONE_ELSE
+from bot.memory.grounding import (
     ABOUT_ASSISTANT,
     ABOUT_EVERYONE,
     FIRST_PERSON,
@@ -38,7 +39,6 @@ from bot.knowledge.grounding import (
     in_third_person,
     same_kind,
 )
-from bot.llm.base import Task
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 from plugins.facts import FactsSettings, plugin

@@ -28,10 +28,10 @@ from bot.adapters.telegram import TelegramAdapter
 from bot.app.composition import App
 from bot.config.settings import ModelSettings, PlatformSettings
 from bot.domain.records import message_id, room_id
-from bot.knowledge import grounding
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import ModelClass
 from bot.llm.openai_model import OpenAIModel
+from bot.memory import grounding
 from bot.testing.harness import open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, image_parts, last_user_message
 from plugins.facts import FactsSettings

@@ -11,8 +11,8 @@ import pytest
 
 from bot.domain.records import Content, Fact, Memory, stable_id
 from bot.knowledge.onnx_embedder import OnnxEmbedder
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import CollectionName, VectorHit, VectorIndex
+from bot.memory.store import Knowledge
 from bot.storage.mongo import MongoStore
 
 SAM, WORLD, ROOM, AGENT = (stable_id(x) for x in ("sam", "world", "room", "agent"))

@@ -12,7 +12,7 @@ import pytest
 from benchmarks.locomo import LocomoError, load_locomo, normalise_evidence
 from benchmarks.recall import conversation_scope, main, run_recall
 from bot.knowledge.retrieval import MessageRetriever
-from bot.knowledge.store import Knowledge
+from bot.memory.store import Knowledge
 from bot.storage.mongo import MongoStore
 
 

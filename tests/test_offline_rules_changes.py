@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.memory_judge import FactJudge
-from bot.knowledge.claim_sentences import OF_SOMEONE_ELSE
-from bot.knowledge.grounding import Grounding
 from bot.llm.reply_checks import ReplyCheck
+from bot.memory.claim_sentences import OF_SOMEONE_ELSE
+from bot.memory.grounding import Grounding
 from bot.testing.harness import TestChat, open_test_app
 from plugins.facts import plugin
 from plugins.facts.offline import statements

@@ -11,8 +11,8 @@ from pathlib import Path
 from bot.commands.command_set import Commands, Request
 from bot.config.privacy import PrivacySettings
 from bot.domain.records import Content, Fact, Memory, stable_id, utcnow
-from bot.knowledge.store import Knowledge
 from bot.llm.base import Task
+from bot.memory.store import Knowledge
 from bot.privacy.retention import Retention, delete_expired
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel

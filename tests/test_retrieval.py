@@ -14,7 +14,7 @@ import pytest
 from bot.domain.records import Account, Content, Memory, Room, new_id, stable_id, utcnow
 from bot.knowledge.ranking import reciprocal_rank_fusion
 from bot.knowledge.retrieval import MessageRetriever
-from bot.knowledge.store import Knowledge
+from bot.memory.store import Knowledge
 
 AGENT = stable_id("agent", "test")
 

@@ -29,12 +29,12 @@ from benchmarks.round_trips import RoundTrips
 from bot.domain.records import Account, Content, Fact, Memory, Room, utcnow
 from bot.knowledge.embeddings import CachedEmbedder
 from bot.knowledge.onnx_embedder import OnnxEmbedder
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
+from bot.memory.at_hand import PREFETCHED_FACTS, KnownFacts
+from bot.memory.store import Knowledge
 from bot.storage.batch import Batches, BatchWriteError, Insert, Update, Write
 from bot.storage.documents import load_all, millis
 from bot.storage.facts import Facts
-from bot.storage.known_facts import PREFETCHED_FACTS, KnownFacts
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import read_window
 

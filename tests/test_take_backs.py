@@ -22,8 +22,8 @@ import pytest
 
 from bot.app.composition import App
 from bot.domain.records import Fact, Memory
-from bot.knowledge.grounding import TAKEN_BACK, Grounding
 from bot.llm.base import Task
+from bot.memory.grounding import TAKEN_BACK, Grounding
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.facts import FactsSettings, plugin

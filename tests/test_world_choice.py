@@ -17,8 +17,8 @@ from bot.app.prompt_texts import grounding_for
 from bot.commands.command_set import Commands, Request
 from bot.config.settings import ModelSettings, Settings
 from bot.domain.characters import CharacterCatalog, InstalledCharacter, load_character
-from bot.knowledge.store import Knowledge
 from bot.llm.base import ModelClass, Task
+from bot.memory.store import Knowledge
 from bot.ops.backup import backup, restore
 from bot.plugin.checks import PluginError
 from bot.plugin.loading import Registry

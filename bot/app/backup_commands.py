@@ -10,8 +10,8 @@ from pathlib import Path
 
 from bot.config.settings import Settings
 from bot.knowledge.embedder_factory import make_embedder
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
+from bot.memory.store import Knowledge
 from bot.ops.backup import backup, read_manifest, restore
 from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore

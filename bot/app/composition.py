@@ -29,10 +29,10 @@ from bot.faults import FaultHook
 from bot.knowledge.embedder_factory import make_embedder
 from bot.knowledge.embeddings import Embedder
 from bot.knowledge.reindex import Missing, heal_in_background
-from bot.knowledge.store import Knowledge
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.memory.store import Knowledge
 from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
 from bot.ops.server import MetricsServer

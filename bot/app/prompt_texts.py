@@ -2,7 +2,7 @@
 
 A small real model put the character's description on a person ("Dmitri is a friendly presence
 in the chat who actually listens") and copied action descriptions and examples into what it
-answered. Grounding (bot/knowledge/grounding.py) refuses a claim sharing a long run of words
+answered. Grounding (bot/memory/grounding.py) refuses a claim sharing a long run of words
 with any of these texts; this module gathers them from the character file, the built-in
 templates and every registered plugin part (descriptions and examples).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from bot.domain.characters import Character
-from bot.knowledge.grounding import Grounding
+from bot.memory.grounding import Grounding
 from bot.plugin.loading import Registry
 from bot.runtime.prompts import BUILTIN_TEMPLATES
 

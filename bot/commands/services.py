@@ -7,9 +7,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from bot.domain.records import Account, Room
-from bot.knowledge.store import Knowledge
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.memory.store import Knowledge
 from bot.plugin.host import PluginHost
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue

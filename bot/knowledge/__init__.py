@@ -1,1 +1,1 @@
-"""What Mnemo knows: the facts policy, vectors, retrieval and the embedders."""
+"""Vectors, embedders and message retrieval: the indexes over what MongoDB holds."""

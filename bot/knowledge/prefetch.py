@@ -7,16 +7,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable
-from typing import Any
+from typing import Any, Protocol
 
 from bot.domain.records import Memory
-from bot.knowledge.store import Knowledge
+from bot.knowledge.embeddings import Embedder
 
 log = logging.getLogger(__name__)
 
 
+class HasEmbedder(Protocol):
+    @property
+    def embedder(self) -> Embedder: ...
+
+
 class Background:
-    def __init__(self, knowledge: Knowledge) -> None:
+    def __init__(self, knowledge: HasEmbedder) -> None:
         self._knowledge = knowledge  # its embedder is looked up at each use
         self._tasks: set[asyncio.Future[Any]] = set()
 

@@ -29,7 +29,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from bot.domain.records import Memory
 from bot.knowledge.embeddings import Embedder
@@ -49,10 +49,18 @@ from bot.knowledge.ranking import (
 from bot.knowledge.vectors import VectorHit, VectorIndex
 from bot.storage.mongo import MongoStore
 
-if TYPE_CHECKING:
-    from bot.knowledge.store import Knowledge
-
 log = logging.getLogger(__name__)
+
+
+class Indexes(Protocol):
+    """The stores a retriever reads: MongoDB, the vectors and the embedder."""
+
+    @property
+    def store(self) -> MongoStore: ...
+    @property
+    def vectors(self) -> VectorIndex: ...
+    @property
+    def embedder(self) -> Embedder: ...
 
 
 @dataclass(frozen=True)
@@ -122,7 +130,7 @@ class MessageRetriever:
 
     @classmethod
     def over(
-        cls, knowledge: Knowledge, *, options: RetrieverOptions | None = None
+        cls, knowledge: Indexes, *, options: RetrieverOptions | None = None
     ) -> MessageRetriever:
         """A retriever over the stores a plugin's `ctx.knowledge` reads."""
         return cls(knowledge.store, knowledge.vectors, knowledge.embedder, options=options)

@@ -1,6 +1,6 @@
 """The metadata stored beside each vector in Chroma: what a vector search filters on (person,
 room, world) and when the fact or message was said. Written at learning time
-(`bot.knowledge.store`) and when vectors are rebuilt (`bot.knowledge.reindex`), the same way."""
+(`bot.memory.store`) and when vectors are rebuilt (`bot.knowledge.reindex`), the same way."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from pymongo.errors import PyMongoError
 from tqdm import tqdm
 
 from bot.domain.records import Memory
-from bot.knowledge.store import Knowledge
+from bot.memory.store import Knowledge
 from bot.ops.migrations import LOCK_ID, META_COLLECTION, latest_version, migrate, schema_version
 from bot.privacy.ledger import ForgetLedger
 from bot.storage.mongo import MongoStore

@@ -37,7 +37,7 @@ from bot.plugin.services import (
 )
 
 if TYPE_CHECKING:
-    from bot.knowledge.store import Knowledge
+    from bot.memory.store import Knowledge
 
 # `Context[MySettings, MyState]`: the plugin's settings model and what its `setup()` returns,
 # so `ctx.settings` and `ctx.plugin_state` are typed for it. Both default to Any: a bare

@@ -38,9 +38,9 @@ if TYPE_CHECKING:
     from bot.domain.characters import WorldChoice
     from bot.domain.records import Memory, Trigger
     from bot.domain.state import State
-    from bot.knowledge.store import Knowledge
     from bot.llm.accounting import UsageLedger
     from bot.llm.base import LanguageModel
+    from bot.memory.store import Knowledge
     from bot.plugin.loading import Registry
     from bot.storage.mongo import MongoStore
 

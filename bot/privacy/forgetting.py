@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Protocol
 from bot.privacy.ledger import ForgetLedger
 
 if TYPE_CHECKING:
-    from bot.knowledge.store import Knowledge
+    from bot.memory.store import Knowledge
     from bot.plugin.host import PluginHost
     from bot.queue.worker import EvaluationQueue
     from bot.storage.mongo import MongoStore

@@ -20,9 +20,9 @@ from bot.domain.records import Account, Memory, Room
 from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.knowledge.prefetch import Background
-from bot.knowledge.store import Knowledge
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.memory.store import Knowledge
 from bot.plugin.api import Agent
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry

@@ -20,7 +20,8 @@ from typing import Any
 from bot.domain.characters import Character, CharacterCatalog, WorldChoice
 from bot.domain.records import Fact, Memory, Room, utcnow
 from bot.domain.state import State
-from bot.knowledge.store import Knowledge
+from bot.memory.at_hand import PREFETCHED_FACTS
+from bot.memory.store import Knowledge
 from bot.plugin.api import Provided, Provider
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
@@ -28,7 +29,6 @@ from bot.runtime.prompts import BUILTIN_TEMPLATES, action_choice, character_valu
 from bot.runtime.types import RuntimeOptions
 from bot.runtime.worlds import WORLD_SETTINGS_READ, WorldChoices
 from bot.storage.documents import load_all, millis
-from bot.storage.known_facts import PREFETCHED_FACTS
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Read, Window, read_window
 

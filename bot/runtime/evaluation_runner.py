@@ -24,10 +24,10 @@ from typing import Any
 from bot.domain.records import EvaluationJob, Memory
 from bot.domain.state import State
 from bot.faults import FaultHook
-from bot.knowledge.store import Knowledge
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.parsing import read_evaluator_selection
+from bot.memory.store import Knowledge
 from bot.plugin.api import Context, Evaluator
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry

@@ -1,6 +1,6 @@
 """The `fact_rejects` collection: the claims not stored, counted by world and reason.
 
-A model's claim that fails grounding (bot/knowledge/grounding.py) or attribution is dropped,
+A model's claim that fails grounding (bot/memory/grounding.py) or attribution is dropped,
 never stored; this ledger is what makes those drops visible to an operator (`/stats`,
 `mnemo doctor`) and to `mnemo bench memory`. Only integer counts are kept, never the claims
 themselves: a rejected claim is by definition something nobody said, and it must not be kept

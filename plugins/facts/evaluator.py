@@ -215,7 +215,7 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
     if settings.merge_rules:
         claims, taken_back = _with_rule_claims(claims, state, prompt)
     # Everything a claim is checked against below, including a plugin's own prompt: a claim
-    # that repeats a long run of it is the prompt, not a person (bot/knowledge/grounding.py).
+    # that repeats a long run of it is the prompt, not a person (bot/memory/grounding.py).
     ctx.knowledge.grounding.add_machinery(ctx.model.template(TEMPLATE_NAME, FACTS_TEMPLATE))
     people = People(
         agent_id=ctx.agent.id,

@@ -40,7 +40,7 @@ class FactsSettings(BaseSettings):
     # Which claim types are remembered. elizaOS keeps only "fact" and drops every opinion
     # and new status silently, which lost "lactose intolerant" and "we have 3 kids now" with
     # a real model; people expect both kept. Statuses and opinions are stored with their
-    # lifetimes (a newer one of the same kind closes the old: bot/knowledge/store.py); a
+    # lifetimes (a newer one of the same kind closes the old: bot/memory/store.py); a
     # type left out here is counted in the rejects ledger, never dropped without a word.
     keep_types: Annotated[list[FactType], NoDecode] = Field(default_factory=_every_type)
     # Cosine distance under which a new claim counts as a paraphrase of a stored one.

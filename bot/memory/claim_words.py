@@ -1,4 +1,4 @@
-"""The words of a claim, as grounding compares them (bot/knowledge/grounding.py).
+"""The words of a claim, as grounding compares them (bot/memory/grounding.py).
 
 Light normalisation, the same on both sides of a comparison: case, possessives, plurals,
 -ing/-ed, number words ("three" is "3"); the words that carry no content (stopwords), the

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pymongo.errors import PyMongoError
 
 from bot.domain.records import Account, Fact, Memory
-from bot.knowledge.grounding import (
+from bot.memory.grounding import (
     ABOUT_ASSISTANT,
     NOT_SAID,
     RETRACTION_UNSUPPORTED,

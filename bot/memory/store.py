@@ -22,12 +22,12 @@ from pymongo.errors import DuplicateKeyError
 
 from bot.domain.records import Account, Fact, Memory, utcnow
 from bot.knowledge.embeddings import Embedder
-from bot.knowledge.fact_gate import FactGate
-from bot.knowledge.fact_values import state_different_values
-from bot.knowledge.grounding import OTHER_KIND, Grounding, same_kind
 from bot.knowledge.vector_metadata import fact_metadata, message_metadata
 from bot.knowledge.vectors import VectorHit, VectorIndex
-from bot.storage.known_facts import FactsAtHand
+from bot.memory.at_hand import FactsAtHand
+from bot.memory.fact_values import state_different_values
+from bot.memory.gate import FactGate
+from bot.memory.grounding import OTHER_KIND, Grounding, same_kind
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from bot.knowledge.claim_words import (
+from bot.memory.claim_words import (
     GROUPS,
     STOPWORDS,
     fold,

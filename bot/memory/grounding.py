@@ -22,8 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from bot.knowledge.claim_sentences import NOT_SAID, says_not, sentence_problem
-from bot.knowledge.claim_words import (
+from bot.memory.claim_sentences import NOT_SAID, says_not, sentence_problem
+from bot.memory.claim_words import (
     FIRST_PERSON_WORDS,
     TOKEN,
     content_words,
