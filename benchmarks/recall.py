@@ -2,7 +2,7 @@
 
 Each conversation is loaded the way the bot stores a chat: one room and world per
 conversation, each speaker an account, each turn a `Memory` (dated by its session) in
-MongoDB with its vector written by `Knowledge.index_message`. Every question of categories
+MongoDB with its vector written by `MessageIndex.index_message`. Every question of categories
 1-4 is then asked of the same `MessageRetriever` the `relevantMessages` provider uses, and
 scored by turn-level evidence recall@k = |evidence ∩ top-k turns| / |evidence| (questions
 without evidence are left out and counted). The facts variant stores each conversation's
@@ -192,7 +192,7 @@ def _memory(loaded: LoadedConversation, turn_at: tuple[Turn, datetime]) -> Memor
 
 
 async def _index(knowledge: Knowledge, memories: Sequence[Memory]) -> None:
-    """What `Knowledge.index_message` does, a chunk at a time: the same text embedded, the
+    """What `MessageIndex.index_message` does, a chunk at a time: the same text embedded, the
     same metadata, but one embedding call and one Chroma write per chunk instead of per
     message (a Chroma write costs tens of milliseconds on a busy machine)."""
     with_text = [m for m in memories if m.content.text.strip()]

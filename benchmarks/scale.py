@@ -45,6 +45,7 @@ from bot.domain.characters import load_character
 from bot.domain.records import Content, Memory
 from bot.domain.state import State
 from bot.knowledge.embeddings import CachedEmbedder, Embedder, OpenAIEmbedder
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import Task
@@ -297,6 +298,7 @@ async def _run_scale(
         character=character,
         store=stores.store,
         knowledge=Knowledge(stores.store, stores.vectors, embedder),
+        messages=MessageIndex(stores.vectors, embedder),
         model=ScriptedModel(instant_answers),
         registry=registry,
         ledger=UsageLedger(),

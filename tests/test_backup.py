@@ -15,6 +15,7 @@ import pytest
 from bot.app.cli import main
 from bot.domain.records import Content, Fact, Memory
 from bot.knowledge.embeddings import CachedEmbedder
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.vectors import VectorIndex
 from bot.memory.store import Knowledge
@@ -88,7 +89,12 @@ async def test_round_trip_into_an_empty_database_rebuilds_search(
         for index in manifest.collections[PLUGIN_COLLECTION].indexes
     ] == [["n"]]
 
-    result = await restore(empty_target.store, empty_target, folder)
+    result = await restore(
+        empty_target.store,
+        empty_target,
+        MessageIndex(empty_target.vectors, empty_target.embedder),
+        folder,
+    )
     assert result.documents == sum(len(docs) for docs in source.values())
     assert await everything(empty_target.store) == source
     assert result.facts_indexed == 1
@@ -116,17 +122,32 @@ async def test_restore_refuses_an_occupied_database_and_a_damaged_backup(
 
     await empty_target.store.db["memories"].insert_one({"_id": "already-here"})
     with pytest.raises(BackupError, match=r"is not empty \(memories\): restore only into an empty"):
-        await restore(empty_target.store, empty_target, folder)
+        await restore(
+            empty_target.store,
+            empty_target,
+            MessageIndex(empty_target.vectors, empty_target.embedder),
+            folder,
+        )
     assert await empty_target.store.db["facts"].count_documents({}) == 0
     await empty_target.store.db["memories"].delete_many({})
 
     damaged = folder / "facts.jsonl"
     damaged.write_bytes(damaged.read_bytes().replace(b"Seattle", b"Boston!"))
     with pytest.raises(BackupError, match=r"facts\.jsonl does not match its checksum"):
-        await restore(empty_target.store, empty_target, folder)
+        await restore(
+            empty_target.store,
+            empty_target,
+            MessageIndex(empty_target.vectors, empty_target.embedder),
+            folder,
+        )
     (folder / "manifest.json").unlink()
     with pytest.raises(BackupError, match=r"no manifest\.json: not a Mnemo backup"):
-        await restore(empty_target.store, empty_target, folder)
+        await restore(
+            empty_target.store,
+            empty_target,
+            MessageIndex(empty_target.vectors, empty_target.embedder),
+            folder,
+        )
     assert await everything(empty_target.store) == {
         name: [] for name in await empty_target.store.db.list_collection_names()
     }

@@ -14,8 +14,8 @@ import pytest
 
 from bot.config.settings import OpsSettings
 from bot.domain.records import Fact
+from bot.knowledge.vector_metadata import scope_filter
 from bot.knowledge.vectors import VectorIndex
-from bot.memory.store import scope_filter
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from tests.servers.chroma import ChromaServer
 

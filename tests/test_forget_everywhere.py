@@ -20,6 +20,7 @@ from bot.adapters.console import ConsoleChat
 from bot.commands.command_set import Commands
 from bot.domain.records import Fact
 from bot.knowledge.embeddings import CachedEmbedder
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.vectors import VectorIndex
 from bot.memory.store import Knowledge
@@ -109,7 +110,13 @@ async def test_a_restored_backup_does_not_bring_back_a_forgotten_person(
         await backup(app.store, folder, bundled=False)  # before she asked
         await Commands(app.commands).forgetting.person(jane.account.id, jane.room.world_id)
 
-    result = await restore(empty_target.store, empty_target, folder, data_dir=tmp_path / "data")
+    result = await restore(
+        empty_target.store,
+        empty_target,
+        MessageIndex(empty_target.vectors, empty_target.embedder),
+        folder,
+        data_dir=tmp_path / "data",
+    )
     assert result.forgotten == 1
     db = empty_target.store.db
     texts = [doc["content"]["text"] async for doc in db["memories"].find({})]

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bot.domain.records import Content, Fact, Memory, stable_id
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.vectors import CollectionName, VectorHit, VectorIndex
 from bot.memory.store import Knowledge
@@ -148,7 +149,7 @@ async def test_messages_indexed_at_once_share_writes_and_all_land(
     store: MongoStore, onnx_embedder: OnnxEmbedder, tmp_path: Path
 ) -> None:
     index = CountingIndex.persistent(tmp_path / "chroma")
-    knowledge = Knowledge(store, index, onnx_embedder)
+    index_of_messages = MessageIndex(index, onnx_embedder)
     messages = [
         Memory(
             id=stable_id("message", str(n)),
@@ -160,7 +161,7 @@ async def test_messages_indexed_at_once_share_writes_and_all_land(
         )
         for n in range(20)
     ]
-    await asyncio.gather(*(knowledge.index_message(m) for m in messages))
+    await asyncio.gather(*(index_of_messages.index_message(m) for m in messages))
     assert await index.existing_ids("messages", [m.id for m in messages]) == {
         m.id for m in messages
     }

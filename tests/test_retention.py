@@ -11,6 +11,7 @@ from pathlib import Path
 from bot.commands.command_set import Commands, Request
 from bot.config.privacy import PrivacySettings
 from bot.domain.records import Content, Fact, Memory, stable_id, utcnow
+from bot.knowledge.messages import MessageIndex
 from bot.llm.base import Task
 from bot.memory.store import Knowledge
 from bot.privacy.retention import Retention, delete_expired
@@ -43,7 +44,12 @@ async def test_old_messages_and_their_vectors_go_facts_and_young_messages_stay(
     young = [said("I moved to Harbour Road last week", days_ago=3)]
     for message in (*old, *young):
         await store.memories.insert(message)
-    await asyncio.gather(*(knowledge.index_message(m) for m in (*old, *young)))
+    await asyncio.gather(
+        *(
+            MessageIndex(knowledge.vectors, knowledge.embedder).index_message(m)
+            for m in (*old, *young)
+        )
+    )
     fact = Fact(
         text="Sam lived on Elm Street",
         subject_id=SAM,
@@ -74,7 +80,9 @@ async def test_a_vector_left_by_a_failed_delete_goes_on_the_next_run(
     knowledge: Knowledge,
 ) -> None:
     message = said("I used to work at the mill", days_ago=40)
-    await knowledge.index_message(message)  # its MongoDB document is already gone
+    await MessageIndex(knowledge.vectors, knowledge.embedder).index_message(
+        message
+    )  # its MongoDB document is already gone
 
     assert await delete_expired(knowledge.store, knowledge.vectors, Retention(days=30)) == 0
     assert await knowledge.vectors.existing_ids("messages", [message.id]) == set()

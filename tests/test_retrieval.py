@@ -1,7 +1,7 @@
 """MessageRetriever on real parts: MongoDB over the wire, Chroma, the ONNX embedder.
 
 Messages are stored and indexed the way the bot stores them (MongoStore.memories.insert, then
-Knowledge.index_message), and searched through the same class the recall provider uses.
+MessageIndex.index_message), and searched through the same class the recall provider uses.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 
 from bot.domain.records import Account, Content, Memory, Room, new_id, stable_id, utcnow
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.ranking import reciprocal_rank_fusion
 from bot.knowledge.retrieval import MessageRetriever
 from bot.memory.store import Knowledge
@@ -64,7 +65,9 @@ class Chat:
         )
         await self.knowledge.store.memories.insert(memory)
         if index:
-            await self.knowledge.index_message(memory)
+            await MessageIndex(self.knowledge.vectors, self.knowledge.embedder).index_message(
+                memory
+            )
         self.said.append(memory)
         return memory
 

@@ -17,6 +17,7 @@ from bot.app.prompt_texts import grounding_for
 from bot.commands.command_set import Commands, Request
 from bot.config.settings import ModelSettings, Settings
 from bot.domain.characters import CharacterCatalog, InstalledCharacter, load_character
+from bot.knowledge.messages import MessageIndex
 from bot.llm.base import ModelClass, Task
 from bot.memory.store import Knowledge
 from bot.ops.backup import backup, restore
@@ -289,7 +290,9 @@ async def test_a_backup_and_restore_keep_each_world_s_choice(
         await backup(app.store, folder, bundled=False)
 
     # Into another deployment's empty database, then a bot opened on it.
-    await restore(knowledge.store, knowledge, folder)
+    await restore(
+        knowledge.store, knowledge, MessageIndex(knowledge.vectors, knowledge.embedder), folder
+    )
     settings = test_settings(tmp_path / "restored", mongodb_uri=mongo_uri)
     storage = settings.storage.model_copy(update={"mongodb_database": knowledge.store.db.name})
     model = ScriptedModel(answers={Task.REPLY: [HELLO]})

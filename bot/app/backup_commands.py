@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bot.config.settings import Settings
 from bot.knowledge.embedder_factory import make_embedder
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.vectors import VectorIndex
 from bot.memory.store import Knowledge
 from bot.ops.backup import backup, read_manifest, restore
@@ -65,7 +66,10 @@ async def restore_command(settings: Settings, folder: Path) -> None:
     async with open_storage(settings) as storage:
         embedder = make_embedder(settings.embedding, settings.model, None)
         knowledge = Knowledge(storage.store, storage.vectors, embedder)
-        result = await restore(storage.store, knowledge, folder, data_dir=settings.storage.data_dir)
+        messages = MessageIndex(storage.vectors, embedder)
+        result = await restore(
+            storage.store, knowledge, messages, folder, data_dir=settings.storage.data_dir
+        )
     print(
         f"restored {result.documents} documents from {folder}; vectors rebuilt for "
         f"{result.facts_indexed} facts and {result.messages_indexed} messages; "

@@ -28,6 +28,7 @@ from bot.domain.records import stable_id
 from bot.faults import FaultHook
 from bot.knowledge.embedder_factory import make_embedder
 from bot.knowledge.embeddings import Embedder
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.reindex import Missing, heal_in_background
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
@@ -63,6 +64,7 @@ class App:
     runtime: AgentRuntime
     store: MongoStore
     knowledge: Knowledge
+    messages: MessageIndex
     model: LanguageModel
     embedder: Embedder
     registry: Registry
@@ -104,6 +106,7 @@ def services_for_commands(runtime: AgentRuntime) -> CommandServices:
         agent_id=runtime.agent_id,
         store=runtime.store,
         knowledge=runtime.knowledge,
+        messages=runtime.messages,
         plugins=runtime.plugins,
         privacy=runtime.privacy,
         evaluations=runtime.evaluations,
@@ -218,6 +221,7 @@ async def open_app(
             embedder,
             grounding_for(character, registry, agent_id_for(character), others=others),
         )
+        messages = MessageIndex(vectors, embedder)
         faults = faults or FaultHook.from_environment()
         journal = Journal.in_folder(
             data_dir, max_bytes=int(settings.storage.journal_max_mb * 1_000_000)
@@ -240,6 +244,7 @@ async def open_app(
             character=character,
             store=store,
             knowledge=knowledge,
+            messages=messages,
             model=model,
             registry=registry,
             ledger=ledger,
@@ -296,6 +301,7 @@ async def open_app(
             runtime=runtime,
             store=store,
             knowledge=knowledge,
+            messages=messages,
             model=model,
             embedder=embedder,
             registry=registry,

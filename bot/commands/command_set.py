@@ -358,6 +358,7 @@ def forgetting_of(services: CommandServices, *, wait_for_learning: float = 30.0)
     return Forgetting(
         store=services.store,
         knowledge=services.knowledge,
+        messages=services.messages,
         plugins=services.plugins,
         evaluations=services.evaluations,
         agent_id=services.agent_id,

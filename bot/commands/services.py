@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from bot.domain.records import Account, Room
+from bot.knowledge.messages import MessageIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
 from bot.memory.store import Knowledge
@@ -28,6 +29,7 @@ class CommandServices:
     agent_id: str
     store: MongoStore
     knowledge: Knowledge  # facts: /forget, /facts history
+    messages: MessageIndex  # forgetting a person's message vectors
     plugins: PluginHost  # plugins' commands, /stats lines, forget and export hooks
     privacy: PrivacyPolicy  # consent commands, retention (/stats)
     evaluations: EvaluationQueue  # "wait for learning", "finish evaluations before forgetting"

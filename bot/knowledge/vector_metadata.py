@@ -9,6 +9,18 @@ from typing import Any
 from bot.domain.records import Fact, Memory
 
 
+def scope_filter(**conditions: Any) -> dict[str, Any]:
+    """A Chroma `where` for all the given equalities (lists become `$in`); None is ignored."""
+    clauses = [
+        {key: {"$in": list(value)} if isinstance(value, list | tuple | set) else value}
+        for key, value in conditions.items()
+        if value is not None
+    ]
+    if not clauses:
+        return {}
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
 def fact_metadata(fact: Fact) -> dict[str, Any]:
     return {
         "subject_id": fact.subject_id,

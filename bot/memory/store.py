@@ -1,4 +1,5 @@
-"""What Mnemo knows: writes and reads that span MongoDB (truth) and Chroma (vectors).
+"""What Mnemo knows about people: fact writes and reads that span MongoDB (truth) and Chroma
+(vectors).
 
 Consistency rule: MongoDB is written first and is the source of truth. A vector write that
 fails leaves the document marked unindexed (`indexed_at is None`) for `reindex_missing()` to
@@ -22,7 +23,7 @@ from pymongo.errors import DuplicateKeyError
 
 from bot.domain.records import Account, Fact, Memory, utcnow
 from bot.knowledge.embeddings import Embedder
-from bot.knowledge.vector_metadata import fact_metadata, message_metadata
+from bot.knowledge.vector_metadata import fact_metadata, scope_filter
 from bot.knowledge.vectors import VectorHit, VectorIndex
 from bot.memory.at_hand import FactsAtHand
 from bot.memory.fact_values import state_different_values
@@ -31,20 +32,6 @@ from bot.memory.grounding import OTHER_KIND, Grounding, same_kind
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
-
-MESSAGE_WRITE_BATCH = 256
-
-
-def scope_filter(**conditions: Any) -> dict[str, Any]:
-    """A Chroma `where` for all the given equalities (lists become `$in`); None is ignored."""
-    clauses = [
-        {key: {"$in": list(value)} if isinstance(value, list | tuple | set) else value}
-        for key, value in conditions.items()
-        if value is not None
-    ]
-    if not clauses:
-        return {}
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 async def nearest_facts(
@@ -95,50 +82,8 @@ class Knowledge:
         # What every fact offered is checked against before it is stored (grounding.py).
         self.grounding = grounding or Grounding()
         self.gate = FactGate(store, self.grounding)
-        # Facts read with a room's window for the reply being composed (known_facts.py).
+        # Facts read with a room's window for the reply being composed (at_hand.py).
         self.at_hand = FactsAtHand()
-        # Message vectors waiting for the next batched write, with who waits for each.
-        self._unwritten: dict[str, tuple[list[float], dict[str, Any], asyncio.Future[None]]] = {}
-        self._writer: asyncio.Task[None] | None = None
-
-    # messages -----------------------------------------------------------------------------
-    async def index_message(self, memory: Memory) -> None:
-        """Put a message's vector in Chroma for relevant-past-message retrieval."""
-        if not memory.content.text.strip():
-            return
-        # The exact text, as message retrieval queries with: one cached embedding serves both.
-        [vector] = await self.embedder.embed([memory.content.text])
-        written = asyncio.get_running_loop().create_future()
-        self._unwritten[memory.id] = (vector, message_metadata(memory), written)
-        if self._writer is None or self._writer.done():
-            self._writer = asyncio.create_task(self._write_messages())
-        await asyncio.shield(written)
-
-    async def _write_messages(self) -> None:
-        """One Chroma upsert for every message vector queued meanwhile: under load, rooms
-        share a write instead of queueing one write each behind Chroma's lock."""
-        while self._unwritten:
-            batch = dict(list(self._unwritten.items())[:MESSAGE_WRITE_BATCH])
-            for message_id in batch:
-                del self._unwritten[message_id]
-            try:
-                await self.vectors.upsert(
-                    "messages",
-                    ids=list(batch),
-                    embeddings=[vector for vector, _, _ in batch.values()],
-                    metadatas=[metadata for _, metadata, _ in batch.values()],
-                )
-            except asyncio.CancelledError:
-                for _, _, written in (*batch.values(), *self._unwritten.values()):
-                    written.cancel()
-                self._unwritten.clear()
-                raise
-            except Exception:
-                # Messages are safe in MongoDB; retrieval falls back to keywords for them.
-                log.warning("vector write failed for %d messages", len(batch), exc_info=True)
-            for _, _, written in batch.values():
-                if not written.done():
-                    written.set_result(None)
 
     # facts --------------------------------------------------------------------------------
     async def add_facts(
@@ -413,20 +358,15 @@ class Knowledge:
             await self._delete_vectors("facts", ids=[fact_id])
         return deleted
 
-    async def forget_vectors(
-        self, *, message_ids: Sequence[str], fact_ids: Sequence[str], user_id: str, world_id: str
-    ) -> None:
-        """Delete the vectors of these messages and facts, and every message and fact vector
-        of the person in the world (also those whose documents went in an earlier attempt).
-        Raises when Chroma fails: forgetting must not report success with vectors left."""
-        if message_ids:
-            await self.vectors.delete("messages", ids=list(message_ids))
+    async def forget_vectors(self, *, fact_ids: Sequence[str], user_id: str, world_id: str) -> None:
+        """Delete the vectors of these facts, and every fact vector about the person in the
+        world (also those whose documents went in an earlier attempt). Raises when Chroma
+        fails: forgetting must not report success with vectors left."""
         if fact_ids:
             await self.vectors.delete("facts", ids=list(fact_ids))
-        said = scope_filter(user_id=user_id, world_id=world_id)
-        about = scope_filter(subject_id=user_id, world_id=world_id)
-        await self.vectors.delete("messages", where=said)
-        await self.vectors.delete("facts", where=about)
+        await self.vectors.delete(
+            "facts", where=scope_filter(subject_id=user_id, world_id=world_id)
+        )
 
     async def _delete_vectors(self, collection: str, **selector: Any) -> None:
         try:

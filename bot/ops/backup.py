@@ -35,6 +35,7 @@ from pymongo.errors import PyMongoError
 from tqdm import tqdm
 
 from bot.domain.records import Memory
+from bot.knowledge.messages import MessageIndex
 from bot.memory.store import Knowledge
 from bot.ops.migrations import LOCK_ID, META_COLLECTION, latest_version, migrate, schema_version
 from bot.privacy.ledger import ForgetLedger
@@ -232,6 +233,7 @@ def _sha256(path: Path) -> str:
 async def restore(
     store: MongoStore,
     knowledge: Knowledge,
+    messages: MessageIndex,
     folder: Path,
     *,
     progress: Progress = progress_bars,
@@ -265,8 +267,8 @@ async def restore(
     # Before any vector is built: nothing of a forgotten person reaches Chroma again.
     forgotten = await ForgetLedger(db, data_dir).apply()
     facts = await _rebuild_fact_vectors(store, knowledge, progress)
-    messages = await _rebuild_message_vectors(store, knowledge, progress)
-    return RestoreResult(loaded, facts, messages, migrated, forgotten)
+    indexed = await _rebuild_message_vectors(store, messages, progress)
+    return RestoreResult(loaded, facts, indexed, migrated, forgotten)
 
 
 async def _load_collection(
@@ -326,7 +328,7 @@ async def _rebuild_fact_vectors(store: MongoStore, knowledge: Knowledge, progres
 
 
 async def _rebuild_message_vectors(
-    store: MongoStore, knowledge: Knowledge, progress: Progress
+    store: MongoStore, messages: MessageIndex, progress: Progress
 ) -> int:
     """What people said is indexed for recall (the bot's own replies are not, as at run time)."""
     memories = store.db["memories"]
@@ -340,13 +342,13 @@ async def _rebuild_message_vectors(
                 batch.append(memory)
             bar.update(1)
             if len(batch) == INDEX_BATCH:
-                indexed += await _index_messages(knowledge, batch)
+                indexed += await _index_messages(messages, batch)
                 batch = []
-        indexed += await _index_messages(knowledge, batch)
+        indexed += await _index_messages(messages, batch)
     return indexed
 
 
-async def _index_messages(knowledge: Knowledge, batch: list[Memory]) -> int:
-    # Concurrent calls share one embedding batch and one Chroma write (Knowledge batches them).
-    await asyncio.gather(*(knowledge.index_message(memory) for memory in batch))
+async def _index_messages(messages: MessageIndex, batch: list[Memory]) -> int:
+    # Concurrent calls share one embedding batch and one Chroma write (MessageIndex batches them).
+    await asyncio.gather(*(messages.index_message(memory) for memory in batch))
     return len(batch)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from bot.knowledge.messages import MessageIndex
 from bot.privacy.ledger import ForgetLedger
 
 if TYPE_CHECKING:
@@ -94,6 +95,7 @@ class Forgetting:
         *,
         store: MongoStore,
         knowledge: Knowledge,
+        messages: MessageIndex,
         plugins: PluginHost,
         evaluations: EvaluationQueue,
         agent_id: str,
@@ -105,6 +107,7 @@ class Forgetting:
     ) -> None:
         self._store = store
         self._knowledge = knowledge
+        self._messages = messages
         self._plugins = plugins
         self._evaluations = evaluations
         self._agent_id = agent_id
@@ -138,8 +141,11 @@ class Forgetting:
         jobs += await store.jobs.delete_for_messages(
             messages + replies, user_id=person_id, world_id=world_id, statuses=None
         )
+        await self._messages.forget(
+            message_ids=messages + replies, user_id=person_id, world_id=world_id
+        )
         await self._knowledge.forget_vectors(
-            message_ids=messages + replies, fact_ids=fact_ids, user_id=person_id, world_id=world_id
+            fact_ids=fact_ids, user_id=person_id, world_id=world_id
         )
         plugins = await self._plugins.forget(person_id, world_id)
         account = await self._forget_account(person_id, world_id)

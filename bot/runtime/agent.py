@@ -19,6 +19,7 @@ from bot.domain.characters import Character
 from bot.domain.records import Account, Memory, Room
 from bot.domain.state import State
 from bot.faults import FaultHook
+from bot.knowledge.messages import MessageIndex
 from bot.knowledge.prefetch import Background
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
@@ -67,6 +68,7 @@ class AgentRuntime:
         character: Character,
         store: MongoStore,
         knowledge: Knowledge,
+        messages: MessageIndex,
         model: LanguageModel,
         registry: Registry,
         ledger: UsageLedger,
@@ -86,6 +88,7 @@ class AgentRuntime:
         self.character = character
         self.store = store
         self.knowledge = knowledge
+        self.messages = messages
         self.model = model
         self.registry = registry
         self.ledger = ledger
@@ -143,7 +146,7 @@ class AgentRuntime:
             agent_id=agent_id,
             store=store,
             jobs=store.jobs,
-            knowledge=knowledge,
+            messages=messages,
             model=model,
             registry=registry,
             plugins=self.plugins,
@@ -173,7 +176,7 @@ class AgentRuntime:
             profiles=self.profiles,
             should_respond=self.should_respond,
             sent_replies=self.sent_replies,
-            background=Background(knowledge),
+            background=Background(messages),
             options=self._options,
             outage=outage,
             events=events,

@@ -24,10 +24,10 @@ from typing import Any
 from bot.domain.records import EvaluationJob, Memory
 from bot.domain.state import State
 from bot.faults import FaultHook
+from bot.knowledge.messages import MessageIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.parsing import read_evaluator_selection
-from bot.memory.store import Knowledge
 from bot.plugin.api import Context, Evaluator
 from bot.plugin.host import PluginHost
 from bot.plugin.loading import Registry
@@ -54,7 +54,7 @@ class EvaluationRunner:
         agent_id: str,
         store: MongoStore,
         jobs: JobStore,
-        knowledge: Knowledge,
+        messages: MessageIndex,
         model: LanguageModel,
         registry: Registry,
         plugins: PluginHost,
@@ -66,7 +66,7 @@ class EvaluationRunner:
         self.agent_id = agent_id
         self.store = store
         self.jobs = jobs
-        self.knowledge = knowledge
+        self.messages = messages
         self.model = model
         self.registry = registry
         self.plugins = plugins
@@ -91,7 +91,7 @@ class EvaluationRunner:
 
     async def _run(self, job: EvaluationJob, message: Memory, window: Window | None) -> list[str]:
         if message.user_id != self.agent_id and job.trigger == "message":
-            await self.knowledge.index_message(message)
+            await self.messages.index_message(message)
         # Evaluators build their own prompts (elizaOS's compose their own state too), so the
         # providers' retrieval, paid once for the reply, is not paid again here.
         state = await self.composer.compose_state(
