@@ -1,9 +1,9 @@
 # Mnemo as a container: what `make run` installs (Mnemo's runtime dependencies at the versions
 # of the lock, constraints.txt), from the wheel a release would publish, on a slim Python, run by
-# a user without privileges. tests/test_deploy_steps.py follows these steps without Docker (each
-# COPY into a scratch folder, each RUN with a fresh virtualenv as the image's Python) and chats
-# with the result; the image itself is not built on the machine these files were written on (it
-# cannot pull images); see docs/deploy.md.
+# a user without privileges. tests/e2e/test_deploy_steps.py follows these steps without Docker
+# (each COPY into a scratch folder, each RUN with a fresh virtualenv as the image's Python) and
+# chats with the result; the image itself is not built on the machine these files were written
+# on (it cannot pull images); see docs/deploy.md.
 #
 #   docker build -t mnemo-bot .                          # fetches the embedding model once
 #   docker build --build-arg FETCH_MODEL=0 -t mnemo-bot . # no model: mount one at /models

@@ -17,7 +17,7 @@ a report from MongoDB, Chroma and the reply log:
 - vectors: message vectors back in Chroma after the wipe.
 
 The worker runs the offline model and the real ONNX embedder (MNEMO_TEST_MODEL_DIR).
-tests/test_faults.py runs a small version of this in `make test`.
+tests/e2e/test_faults.py runs a small version of this in `make test`.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@
 
 with `bot.offline` for its offline answers and `bot.testing` for its tests. The rest of the
 package is Mnemo's own and may change; what is exported here is the plugin API (defined in
-`bot.plugin.api`, documented in docs/plugins.md), and `tests/test_architecture.py` checks that
-the built-in plugins need nothing else.
+`bot.plugin.api`, documented in docs/plugins.md), and
+`tests/unit/architecture/test_architecture.py` checks that the built-in plugins need nothing else.
 """
 
 from bot.domain.characters import Character, load_character

@@ -1,6 +1,6 @@
 """A test-only fault hook: make the process die (SIGKILL, as `kill -9` would) at a named point.
 
-The fault suite (tests/test_faults.py) and `mnemo bench faults` start real Mnemo processes
+The fault suite (tests/e2e/test_faults.py) and `mnemo bench faults` start real Mnemo processes
 with `MNEMO_TEST_FAULT=<point>[@<n>]`, read once at start-up: the process kills itself the
 n-th time (default 1st) it reaches that point, so recovery from a crash at exactly that step
 can be checked. Unset (always, outside those tests) the hook does nothing. Points:

@@ -19,11 +19,11 @@ from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.vectors import VectorIndex
 from bot.memory.store import Knowledge
 from bot.storage.mongo import MongoStore
+from tests.paths import SHARED
 
-REPO = Path(__file__).resolve().parent.parent
 # The model's usual place beside the checkout (CI's ../shared), unless told otherwise: the
 # plugin's `model_dir` reads MNEMO_TEST_MODEL_DIR, as does the harness.
-SHARED_MODEL = REPO.parent / "shared" / "models" / "all-MiniLM-L6-v2" / "onnx"
+SHARED_MODEL = SHARED / "models" / "all-MiniLM-L6-v2" / "onnx"
 if (SHARED_MODEL / "model.onnx").exists():
     os.environ.setdefault("MNEMO_TEST_MODEL_DIR", str(SHARED_MODEL))
 

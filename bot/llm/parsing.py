@@ -1,11 +1,12 @@
 """Tolerant parsing of model output.
 
-Real models (see tests/test_real_model_answers.py) wrap JSON in fences (```json ... ``` and,
-as the elizaOS fact examples do, the misplaced json``` ... ```), surround it with prose, return
-one object where an array was asked for, and write broken JSON: bare words (`"action": NONE`,
-`"id": e5683f6f-...`), single quotes, trailing or missing commas, unescaped quotes, strings cut
-off by `max_tokens`. This module finds where the JSON starts and where the first value ends;
-strict `json` decodes it when it can, and the `json_repair` library repairs it when it cannot.
+Real models (see tests/unit/llm/test_real_model_answers.py) wrap JSON in fences
+(```json ... ``` and, as the elizaOS fact examples do, the misplaced json``` ... ```), surround it
+with prose, return one object where an array was asked for, and write broken JSON: bare words
+(`"action": NONE`, `"id": e5683f6f-...`), single quotes, trailing or missing commas, unescaped
+quotes, strings cut off by `max_tokens`. This module finds where the JSON starts and where the
+first value ends; strict `json` decodes it when it can, and the `json_repair` library repairs it
+when it cannot.
 
 It never falls back to a value nested inside a broken one: when the top-level value is broken
 it is repaired as a whole (a list inside a broken object is not the answer).

@@ -1,4 +1,4 @@
-"""The multi-process test's probe (tests/test_multiprocess.py): an evaluator that records every
+"""The multi-process test's probe (tests/e2e/test_multiprocess.py): an evaluator that records every
 run it makes, and its effect once per job (keyed by the job id, the idempotency key), with the
 process that ran it. MNEMO_TEST_PROBE_SECONDS makes each run take that long, as a model call
 would, so a process's rooms have evaluations queued when it is killed."""

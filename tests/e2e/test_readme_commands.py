@@ -1,0 +1,186 @@
+"""The README's first commands, run as a new user runs them.
+
+`make run` in a fresh copy of the checkout (no `data/`, nothing configured, input piped), its
+output checked line by line against the README's example session; and the installed `mnemo
+chat` started from a folder outside the repository. Every earlier test passed an absolute data
+folder and ran inside the checkout, which is how a fresh clone's `make run` broke unnoticed.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.shipped_plugins import shipped_plugins
+from tests.paths import REPO
+
+# The venv running these tests: CI's, built by `make test` from this checkout.
+VENV = Path(sys.prefix)
+_NOT_IN_A_CLONE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "__pycache__",
+    "build",
+    "dist",
+    "*.egg-info",
+    "bench-results",
+    "data",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".env",
+)
+# README placeholders: ids differ on every run, and the bot knows you by your login name until
+# you tell it yours.
+_ID = "<id>"
+_LOGIN = "<login>"
+
+
+def _nothing_configured(model_dir: Path) -> dict[str, str]:
+    """This machine's environment minus every Mnemo setting: a new user's shell."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("MNEMO_", "OPENAI_", "DISCORD_", "TELEGRAM_", "CHROMA_"))
+        and key != "MONGODB_URI"
+    }
+    # The one exception: the embedding model comes from disk, as tests never reach the internet
+    # (a new user's first reply downloads it into Chroma's cache instead).
+    env["MNEMO_EMBEDDING_MODEL_DIR"] = str(model_dir)
+    return env
+
+
+def readme_session() -> tuple[str, list[str]]:
+    """The README's example session: what the person types, and what is printed."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("```\n$ make run\n", 1)[1].split("```", 1)[0]
+    typed, printed = [], []
+    for line in block.splitlines():
+        if line.startswith("you> "):
+            typed.append(line.removeprefix("you> "))
+        else:
+            printed.append(line)
+    return "".join(f"{line}\n" for line in typed), printed
+
+
+def _pattern(expected: str, login: str) -> re.Pattern[str]:
+    escaped = re.escape(expected.replace(_LOGIN, login))
+    return re.compile(escaped.replace(re.escape(_ID), "[0-9a-f]{8}") + r"\Z")
+
+
+@pytest.fixture
+def mnemo_script() -> Path:
+    script = VENV / "bin" / "mnemo"
+    if not script.exists():
+        pytest.skip(f"no installed `mnemo` in {VENV}: run the tests with `make test`")
+    return script
+
+
+def test_make_run_in_a_fresh_clone_matches_the_readme_session(
+    tmp_path: Path, model_dir: Path, mnemo_script: Path
+) -> None:
+    clone = tmp_path / "mnemo"
+    shutil.copytree(REPO, clone, ignore=_NOT_IN_A_CLONE)
+    typed, printed = readme_session()
+    env = _nothing_configured(model_dir)
+    # The copy's own code runs, found from the copy as an editable install of it would be.
+    env["PYTHONPATH"] = str(clone)
+    result = subprocess.run(
+        # REUSE_VENV: use the venv `make test` built as it is. Without it, make would re-install
+        # Mnemo editable from this copy (its pyproject.toml is newer than the venv's stamp) and
+        # leave CI's venv pointing at a folder deleted after this test.
+        ["make", "--no-print-directory", "run", f"VENV={VENV}", "REUSE_VENV=1"],
+        input=typed,
+        capture_output=True,
+        text=True,
+        cwd=clone,
+        env=env,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    # The default relative data folder, under the folder `make run` ran in.
+    assert (clone / "data" / "mongo" / "mnemo.db").is_file()
+    shown = result.stdout.splitlines()
+    login = getpass.getuser()
+    assert len(shown) == len(printed), "\n".join(shown)
+    # Facts learned in one extraction share their time, so their order in a listing is not
+    # defined: a fact line of the README may match any fact line of the same listing.
+    for expected_run, shown_run in zip(_runs(printed), _runs(shown), strict=True):
+        if len(expected_run) > 1 and all(line.startswith("`") for line in expected_run):
+            shown_run = sorted(
+                shown_run,
+                key=lambda actual: next(
+                    (i for i, e in enumerate(expected_run) if _pattern(e, login).match(actual)),
+                    -1,
+                ),
+            )
+        for expected, actual in zip(expected_run, shown_run, strict=True):
+            assert _pattern(expected, login).match(actual), (
+                f"README: {expected!r}\nseen:   {actual!r}"
+            )
+
+
+def _runs(lines: list[str]) -> list[list[str]]:
+    """Lines grouped into runs of fact lines (starting with an id) and single other lines."""
+    runs: list[list[str]] = []
+    for line in lines:
+        if line.startswith("`") and runs and runs[-1][0].startswith("`"):
+            runs[-1].append(line)
+        else:
+            runs.append([line])
+    return runs
+
+
+def test_installed_mnemo_chat_works_from_a_folder_outside_the_repository(
+    tmp_path: Path, model_dir: Path, mnemo_script: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = "I live in Lisbon and I have a cat named Pixel.\n/facts\n/quit\n"
+    result = subprocess.run(
+        [str(mnemo_script), "chat"],
+        input=script,
+        capture_output=True,
+        text=True,
+        cwd=elsewhere,
+        env=_nothing_configured(model_dir),
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr
+    # The default character and the built-in plugins come with the installation.
+    assert result.stdout.startswith("Mnemo — console chat")
+    assert f"plugins: {shipped_plugins()}\n" in result.stdout
+    listing = result.stdout.split("Facts (", 1)[1]
+    assert "lives in Lisbon" in listing and "cat named Pixel" in listing
+    assert (elsewhere / "data" / "mongo" / "mnemo.db").is_file()
+
+
+def _planned(target: str, venv: Path) -> str:
+    """What `make TARGET` would run on a machine without the venv (a dry run, nothing done)."""
+    result = subprocess.run(
+        ["make", "--dry-run", "--no-print-directory", target, f"VENV={venv}"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_make_run_installs_only_what_running_needs(tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    run = _planned("run", venv)
+    # At the versions of the lock, so a clone installs next month what the tests passed with.
+    assert "pip install --quiet --constraint constraints.txt -e .\n" in run
+    assert "[dev" not in run and "bench]" not in run  # no pytest, ruff, matplotlib, tiktoken
+    assert "--constraint constraints.txt -e '.[dev,bench]'" in _planned("test", venv)
+    bench = _planned("bench", venv)
+    assert "--constraint constraints.txt -e '.[bench]'" in bench and "dev" not in bench
