@@ -163,11 +163,16 @@ def _embedder_options(parser: argparse.ArgumentParser) -> None:
 
 def _memory_options(parser: argparse.ArgumentParser) -> None:
     memory = parser.add_argument_group("memory")
-    data_help = "JSON list of conversations (default: the shipped set)"
+    data_help = (
+        "JSON lists of conversations, one or more files, each reported on its own "
+        "(default: the shipped set)"
+    )
     try:
-        memory.add_argument("--data", dest="memory_data", type=Path, help=data_help)
+        memory.add_argument("--data", dest="memory_data", type=Path, nargs="+", help=data_help)
     except argparse.ArgumentError:  # `all` has recall's --data (LoCoMo) too
-        memory.add_argument("--memory-data", dest="memory_data", type=Path, help=data_help)
+        memory.add_argument(
+            "--memory-data", dest="memory_data", type=Path, nargs="+", help=data_help
+        )
     memory.add_argument(
         "--extract-every",
         type=int,
@@ -185,6 +190,12 @@ def _memory_options(parser: argparse.ArgumentParser) -> None:
         "--offline",
         action="store_true",
         help="the offline model even when OPENAI_API_KEY / OPENAI_BASE_URL are set",
+    )
+    memory.add_argument(
+        "--offline-replies",
+        action="store_true",
+        help="replies from the offline model, learning from the configured one (a slow "
+        "real model's memory measured in half the calls; the reply figures are then not its)",
     )
 
 
@@ -434,25 +445,42 @@ def run_memory_part(args: argparse.Namespace) -> dict[str, Any]:
         run_memory,
     )
 
-    data = args.memory_data if args.memory_data is not None else DEFAULT_DATA
+    files = list(args.memory_data) if args.memory_data else [DEFAULT_DATA]
     if args.extract_every < 0:
         raise BenchError("--extract-every must be 0 or more")
-    conversations = load_conversations(data)
+    loaded = [(path, load_conversations(path)) for path in files]
     if args.memory_only:
-        conversations = pick_conversations(conversations, args.memory_only.split(","))
+        wanted = [name for name in args.memory_only.split(",") if name.strip()]
+        known = {c.name for _, conversations in loaded for c in conversations}
+        unknown = sorted(set(wanted) - known)
+        if unknown:
+            raise BenchError(f"no conversation named {', '.join(unknown)} in the data")
+        loaded = [
+            (path, pick_conversations(conversations, [n for n in wanted if n in names]))
+            for path, conversations in loaded
+            if (names := {c.name for c in conversations}) & set(wanted)
+        ]
     if args.quick:
-        conversations = conversations[:5]
-    return asyncio.run(
-        run_memory(
-            conversations,
-            model_dir=_model_dir(args),
-            data_source=_display(data),
-            extract_every=args.extract_every,
-            mongodb_uri=args.mongodb_uri,
-            plugins_dir=args.plugins_dir,
-            use_env_model=not args.offline,
+        loaded = [(path, conversations[:5]) for path, conversations in loaded]
+    results = [
+        asyncio.run(
+            run_memory(
+                conversations,
+                model_dir=_model_dir(args),
+                data_source=_display(path),
+                extract_every=args.extract_every,
+                mongodb_uri=args.mongodb_uri,
+                plugins_dir=args.plugins_dir,
+                use_env_model=not args.offline,
+                offline_replies=args.offline_replies,
+            )
         )
-    )
+        for path, conversations in loaded
+    ]
+    if len(results) == 1:
+        return results[0]
+    # Several files: each one's figures, and every file's goals side by side.
+    return {"files": results, "goals": [goal for r in results for goal in r["goals"]]}
 
 
 def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:

@@ -56,8 +56,10 @@ FAULT_POINTS = (
     "evaluation:handler-ran",
     "evaluation:before-finish",
 )
-EFFECTS = "fault_effects"
-RUNS = "fault_runs"
+# The probe plugin's own collections (declared `stores`), as MongoDB names them.
+PROBE = "fault_probe"
+EFFECTS = f"plugin_{PROBE}_effects"
+RUNS = f"plugin_{PROBE}_runs"
 DATABASE = "mnemo_faults"
 
 
@@ -438,7 +440,7 @@ async def _worker(folder: Path) -> None:
         utcnow,
         world_id,
     )
-    from bot.plugin.api import Context, Evaluator, Plugin
+    from bot.plugin.api import Context, Evaluator, Plugin, PluginContext
     from bot.plugin.loading import Registry
     from bot.testing.harness import test_settings
 
@@ -447,15 +449,26 @@ async def _worker(folder: Path) -> None:
     replies_log = folder / "replies.log"
 
     async def effect(ctx: Context, found: object) -> None:
-        database = ctx.knowledge.store.db
-        await database[RUNS].insert_one({"job": ctx.job_id, "message": ctx.message.id})
+        await ctx.collections["runs"].insert_one({"job": ctx.job_id, "message": ctx.message.id})
         # The idempotent effect: keyed by the job id, a second insert is "done already".
         with contextlib.suppress(DuplicateKeyError):
-            await database[EFFECTS].insert_one({"_id": ctx.job_id, "message": ctx.message.id})
+            await ctx.collections["effects"].insert_one(
+                {"_id": ctx.job_id, "message": ctx.message.id}
+            )
+
+    async def keeps_nobody(ctx: PluginContext, person_id: str, world_id: str) -> dict[str, Any]:
+        return {}  # the probe's records name jobs, not people
+
+    async def forgets_nobody(ctx: PluginContext, person_id: str, world_id: str) -> int:
+        return 0
 
     registry = Registry()
     plugin = Plugin(
-        "fault-probe", evaluators=[Evaluator("EFFECT", "records", effect, always_run=True)]
+        PROBE,
+        evaluators=[Evaluator("EFFECT", "records", effect, always_run=True)],
+        stores=["runs", "effects"],
+        forget=forgets_nobody,
+        export=keeps_nobody,
     )
     registry.add(plugin, plugin.name)
     # The attempt cap, if the caller sets one (the small suite in `make test` does).

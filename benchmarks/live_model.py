@@ -40,11 +40,15 @@ from benchmarks.live import read_event
 
 SERVE = Path(__file__).with_name("llama_serve.py")
 ALIAS = "local-model"
+# The first words of the facts reading's system text (plugins/facts/prompts.py: SYSTEM).
+READING_STARTS = "You write down facts a person tells"
 
 
 def task_of(roles: Sequence[str], prompt: str) -> str:
     """Which of Mnemo's tasks a request is, from its prompt (the proxy sees no more)."""
     head = prompt.lstrip()
+    if head.startswith(READING_STARTS):
+        return "facts"  # the facts plugin's reading (its system text comes first)
     starts = {
         "TASK: Decide which evaluation": "evaluator_selection",
         "TASK: Extract Claims": "facts",

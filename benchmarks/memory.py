@@ -46,7 +46,7 @@ from bot.app.model_choice import make_model
 from bot.config.settings import ModelSettings, Settings
 from bot.domain.records import Fact
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import Task
+from bot.llm.base import LanguageModel, ModelRequest, Task
 from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
 from bot.runtime.prompts import BUILTIN_TEMPLATES
 from bot.runtime.replying import (
@@ -103,6 +103,8 @@ class Expectations(_Strict):
     stale: list[Expected] = Field(default_factory=list)
     # What must never be stored on that person (an injection attempt, a planted fact).
     never: list[Expected] = Field(default_factory=list)
+    # The goals a person stated for themselves, which must be tracked (by the goals plugin).
+    goals: list[Expected] = Field(default_factory=list)
 
 
 class Conversation(_Strict):
@@ -141,7 +143,7 @@ def load_conversations(path: Path) -> list[Conversation]:
         if conversation.kind == "dm" and len(speakers) > 1:
             raise BenchError(f"{path}: {conversation.name} is a DM with several speakers")
         expect = conversation.expect
-        for item in [*expect.current, *expect.stale, *expect.never]:
+        for item in [*expect.current, *expect.stale, *expect.never, *expect.goals]:
             if item.subject not in speakers:
                 raise BenchError(
                     f"{path}: {conversation.name} expects a fact about {item.subject!r}, "
@@ -197,6 +199,10 @@ class Score:
     model_calls: int = 0
     prompt_tokens: int = 0
     misses: list[str] = field(default_factory=list)
+    goals_expected: int = 0
+    goals_tracked: int = 0
+    # Goals tracked that no expectation names: a request or a question taken for a goal.
+    goals_unstated: list[str] = field(default_factory=list)
 
 
 def _by_subject(items: Sequence[Expected]) -> dict[str, list[list[str]]]:
@@ -320,6 +326,9 @@ def summary(score: Score, conversations: Sequence[Conversation]) -> dict[str, An
         "user_messages": score.user_messages,
         "model_calls_per_message": _ratio(score.model_calls, score.user_messages),
         "prompt_tokens_per_message": round(score.prompt_tokens / max(score.user_messages, 1)),
+        "goals_tracked": _ratio(score.goals_tracked, score.goals_expected),
+        "goals_expected": score.goals_expected,
+        "goals_unstated": score.goals_unstated,
         "misses": score.misses,
     }
 
@@ -434,6 +443,62 @@ async def run_conversation(
     return facts, prompts
 
 
+# The goals plugin's collection (plugins/goals/store.py), read as MongoDB names it.
+GOALS_COLLECTION = "plugin_goals_goals"
+
+
+async def tracked_goals(app: App, conversation: Conversation) -> dict[str, list[str]]:
+    """Each speaker's goals in progress at the end: what the goals plugin tracks for them."""
+    room = _room(app, conversation)
+    goals: dict[str, list[str]] = {}
+    for speaker, chat in room.chats.items():
+        cursor = app.store.db[GOALS_COLLECTION].find(
+            {"world_id": chat.room.world_id, "user_id": chat.account.id}
+        )
+        goals[speaker] = [str(doc.get("name", "")) async for doc in cursor]
+    return goals
+
+
+def score_goals(conversation: Conversation, goals: dict[str, list[str]], score: Score) -> None:
+    """Goals stated and tracked; goals tracked that nobody stated (a question, a request)."""
+    for item in conversation.expect.goals:
+        found = any(_holds(name, item) for name in goals.get(item.subject, []))
+        score.goals_expected += 1
+        score.goals_tracked += found
+        if not found:
+            score.misses.append(
+                f"{conversation.name}: no goal of {item.subject} with {item.contains}"
+            )
+    for speaker, names in goals.items():
+        for name in names:
+            if not any(
+                _holds(name, item) for item in conversation.expect.goals if item.subject == speaker
+            ):
+                score.goals_unstated.append(f"{conversation.name}/{speaker}: {name!r}")
+
+
+class SplitModel:
+    """The replies (and the evaluator selection) from the offline model, learning from the
+    real one: for measuring what a slow real model learns in half the calls. A run made so
+    says so (`replies_offline` in its result): its reply figures are the offline model's."""
+
+    def __init__(self, real: LanguageModel, offline: LanguageModel) -> None:
+        self.real = real
+        self.offline = offline
+        self.name = real.name
+
+    async def generate(self, request: ModelRequest) -> str:
+        chosen = self.offline if request.task in OFFLINE_TASKS else self.real
+        return await chosen.generate(request)
+
+    async def close(self) -> None:
+        await self.real.close()
+        await self.offline.close()
+
+
+OFFLINE_TASKS = frozenset({Task.REPLY, Task.EVALUATOR_SELECTION})
+
+
 def _model_settings(base: ModelSettings, use_env: bool) -> ModelSettings:
     if not use_env:
         return base
@@ -463,6 +528,7 @@ async def run_memory(
     mongodb_uri: str | None = None,
     plugins_dir: Path | None = None,
     use_env_model: bool = True,
+    offline_replies: bool = False,
 ) -> dict[str, Any]:
     counter: TokenCounter = load_token_counter() or SERVER_USAGE
     registry = memory_plugins(plugins_dir)
@@ -476,7 +542,15 @@ async def run_memory(
         settings = replace(settings, model=_model_settings(settings.model, use_env_model))
         settings, learn_wait = _paced(settings)
         model_ledger = UsageLedger()
-        model = TimedModel(make_model(settings.model, model_ledger, registry.offline_answers()))
+        made = make_model(settings.model, model_ledger, registry.offline_answers())
+        if offline_replies and not settings.model.offline:
+            offline = make_model(
+                settings.model.model_copy(update={"openai_api_key": None, "openai_base_url": None}),
+                model_ledger,
+                registry.offline_answers(),
+            )
+            made = SplitModel(made, offline)
+        model = TimedModel(made)
         async with open_app(settings, model=model, registry=registry) as app:
             try:
                 for conversation in conversations:
@@ -489,6 +563,7 @@ async def run_memory(
                         replies=score.replies,
                     )
                     learned.update(_learned_facts(conversation, facts))
+                    score_goals(conversation, await tracked_goals(app, conversation), score)
                     calls = model.calls[before:]
                     score.user_messages += len(conversation.turns)
                     score.model_calls += len(calls)
@@ -506,6 +581,7 @@ async def run_memory(
         model=model.name if settings.model.offline else settings.model.large_model,
         offline=settings.model.offline,
         extract_every=extract_every,
+        replies_offline=offline_replies and not settings.model.offline,
         tokens=counter.label,
         calls_by_task=dict(sorted(Counter(c.task for c in model.calls).items())),
         failed_calls=sum(c.failed for c in model.calls),
@@ -551,6 +627,7 @@ def _percent(value: float | None) -> str:
 def memory_goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     """The issue's goals; `met` is None (n/a) when the run had nothing to measure it on."""
     model = "offline model" if result["offline"] else result["model"]
+    model = f"{model}, {result['data']}"
     shown_wrong = sum(result.get("reply_problems", {}).values())
     return [
         {
@@ -590,12 +667,28 @@ def memory_goals(result: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def memory_section(part: dict[str, Any]) -> list[str]:
+    """The memory part of the report: one block per data file when several were run."""
+    if "files" not in part:
+        return _file_section(part)
+    lines: list[str] = []
+    for result in part["files"]:
+        lines += [f"#### {result['data']}", "", *_file_section(result)]
+    return lines
+
+
+def _file_section(part: dict[str, Any]) -> list[str]:
     model = "the offline model" if part["offline"] else f"`{part['model']}`"
     lines = [
         f"{part['conversations']} conversations ({part['groups']} of them groups) from "
         f"{part['data']}, driven through the full app with {model} and real stores; facts "
         f"extracted after every {part['extract_every']} turn(s) and at the end. Tokens: "
-        f"{part['tokens']}, on the prompt text sent.",
+        f"{part['tokens']}, on the prompt text sent."
+        + (
+            " Replies from the offline model (`--offline-replies`): the reply figures are "
+            "not the model's."
+            if part.get("replies_offline")
+            else ""
+        ),
         "",
         "| metric | measured |",
         "| --- | ---: |",
@@ -606,6 +699,9 @@ def memory_section(part: dict[str, Any]) -> list[str]:
         f"({part['stale_in_facts']} in /facts, {part['stale_in_prompt']} in a reply prompt) |",
         f"| changes kept | {_percent(part['changes_kept'])} (of {part['changes']}) |",
         f"| attribution in groups | {_percent(part['attribution'])} (of {part['attributed']}) |",
+        f"| goals stated and tracked | {_percent(part.get('goals_tracked'))} "
+        f"(of {part.get('goals_expected', 0)}) |",
+        f"| goals tracked that nobody stated | {len(part.get('goals_unstated', []))} |",
         f"| duplicate facts | {part['duplicates']} of {part['facts']} |",
         f"| planted facts stored | {part['planted_stored']} |",
         f"| replies shown | {part['replies_shown']} ({part['replies_fallback']} fallbacks) |",

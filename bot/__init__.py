@@ -27,16 +27,9 @@ from bot.domain.records import (
 )
 from bot.domain.state import State
 from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
-from bot.llm.base import JsonAnswer, ModelClass, ModelError
+from bot.llm.base import Example, JsonAnswer, ModelClass, ModelError
 from bot.llm.parsing import parse_json, parse_json_array, parse_json_object
-from bot.memory.claim_words import FIRST_PERSON_WORDS, is_common_word
-from bot.memory.grounding import (
-    FIRST_PERSON,
-    TAKEN_BACK,
-    in_third_person,
-    is_transcript_line,
-    supported,
-)
+from bot.memory.claims import Claim, Learned
 from bot.plugin.api import (
     Action,
     Agent,
@@ -49,6 +42,7 @@ from bot.plugin.api import (
     Evaluator,
     EvaluatorExample,
     ExampleTurn,
+    FactMemory,
     ModelHandle,
     OfflineAnswer,
     OfflineRequest,
@@ -63,16 +57,13 @@ from bot.plugin.api import (
     WorldVoice,
 )
 from bot.runtime.prompts import format_example
-from bot.storage.facts import fact_text_key
 
 __all__ = [
-    "FIRST_PERSON",
-    "FIRST_PERSON_WORDS",
-    "TAKEN_BACK",
     "Account",
     "Action",
     "Agent",
     "Character",
+    "Claim",
     "Collections",
     "Command",
     "CommandContext",
@@ -83,10 +74,13 @@ __all__ = [
     "Document",
     "Evaluator",
     "EvaluatorExample",
+    "Example",
     "ExampleTurn",
     "Fact",
+    "FactMemory",
     "FactType",
     "JsonAnswer",
+    "Learned",
     "Memory",
     "MessageRetriever",
     "ModelClass",
@@ -108,11 +102,7 @@ __all__ = [
     "Trigger",
     "WorldVoice",
     "epoch_millis",
-    "fact_text_key",
     "format_example",
-    "in_third_person",
-    "is_common_word",
-    "is_transcript_line",
     "load_character",
     "new_id",
     "now_ms",
@@ -121,6 +111,5 @@ __all__ = [
     "parse_json_object",
     "reply_id",
     "stable_id",
-    "supported",
     "utcnow",
 ]

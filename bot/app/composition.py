@@ -220,6 +220,8 @@ async def open_app(
             vectors,
             embedder,
             grounding_for(character, registry, agent_id_for(character), others=others),
+            near_duplicate_distance=settings.memory.near_duplicate_distance,
+            language=settings.memory.language,
         )
         messages = MessageIndex(vectors, embedder)
         faults = faults or FaultHook.from_environment()
@@ -252,6 +254,7 @@ async def open_app(
                 evaluator_selection=settings.runtime.evaluator_selection,
                 evaluator_timeout=settings.runtime.evaluator_timeout,
                 max_reply_chars=settings.runtime.reply_max_chars,
+                relevant_facts=settings.memory.relevant_facts,
                 answer_window=settings.runtime.answer_window_minutes * 60,
                 stream_replies=settings.runtime.stream_replies,
             ),

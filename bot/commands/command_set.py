@@ -19,13 +19,15 @@ Answers only ever read the world the command was issued in.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from bot.commands import world_choice
 from bot.commands.fact_history import (
     SUBCOMMAND,
     asks_history,
+    evidence_of,
     help_line,
     history_of,
     open_to_all,
@@ -42,7 +44,7 @@ from bot.commands.types import (  # noqa: F401  (surfaces import the layer's typ
     Scope,
 )
 from bot.config.settings import PlatformSettings
-from bot.domain.records import account_id
+from bot.domain.records import Fact, account_id
 from bot.ops.spend import describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
 from bot.privacy.export import Exporting, told_name_line
@@ -63,6 +65,7 @@ FORGET_ME_PROMPT = (
     "and what my plugins keep about you here. It cannot be undone."
 )
 FORGOTTEN = "Done: I forgot"
+ONLY_ADMINS_FORGET_PEOPLE = "Only admins can forget someone else; /forgetme forgets you."
 CONFIRM_BY_TEXT = 'send the same command with "yes" at the end'
 FORGET_FAILED = (
     "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
@@ -86,9 +89,8 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     ),
     CommandInfo(
         "forget",
-        "Admins: forget a fact (id prefix) or a person (@user)",
-        usage="<fact id | @user>",
-        admin_only=True,
+        "Forget one of your facts (its id, from /me); admins: any fact, or a person (@user)",
+        usage="<fact id | @user> [yes]",
         slow=True,
     ),
     CommandInfo("stats", "Admins: what I have learned here", admin_only=True, slow=True),
@@ -300,13 +302,26 @@ class Commands:
             if subject is None:
                 return f"I don't know {echo(target.split()[0])} here yet."
         if subject is not None:
+            if not request.is_admin and subject != request.account_id:
+                return ONLY_ADMINS_FORGET_PEOPLE
+            if subject == request.account_id and not request.is_admin:
+                return await self._forget_me_command(
+                    replace(request, args=" ".join(target.split()[1:]))
+                )
             # A whole person, as with /forgetme: nothing goes before the admin confirms.
             if target.split()[-1:] != ["yes"]:
                 return await self.forget_person_prompt(subject)
             return await self.forget_person(subject, request)
         if not target:
-            return "Usage: /forget <fact id from /facts> or /forget @user"
-        return await forget_fact(self.services, request.scope, target.split()[0])
+            return "Usage: /forget <fact id from /me or /facts> [yes], or admins: /forget @user"
+        words = target.split()
+        return await forget_fact(
+            self.services,
+            request.scope,
+            words[0],
+            confirmed=words[-1:] == ["yes"] and len(words) > 1,
+            owner=None if request.is_admin else request.account_id,
+        )
 
     async def _stats(self, request: Request) -> str:
         return await self.after_learning(
@@ -349,8 +364,12 @@ async def describe_me(services: CommandServices, scope: Scope) -> str:
     )
     if not facts:
         return called + "I haven't learned anything about you here yet." + kept
-    lines = "\n".join(f"• {line}" for line in await told_lines(services.store.accounts, facts))
-    return f"{called}What I know about you here ({len(facts)}):\n{lines}{kept}"
+    told = await told_lines(services.store.accounts, facts)
+    lines = "\n".join(f"• `{f.id[:8]}` {line}" for f, line in zip(facts, told, strict=True))
+    return (
+        f"{called}What I know about you here ({len(facts)}):\n{lines}{kept}\n"
+        "Something wrong? /forget <id> forgets it, or just tell me what is right."
+    )
 
 
 def forgetting_of(services: CommandServices, *, wait_for_learning: float = 30.0) -> Forgetting:
@@ -402,28 +421,66 @@ async def list_facts(
     )
     if total == 0:
         return "No facts learned here yet." if not search else f"No facts match {echo(search)}."
-    names = await services.store.accounts.in_world({f.subject_id for f in facts}, scope.world_id)
+    people = {f.subject_id for f in facts} | {f.said_by for f in facts if f.said_by}
+    names = await services.store.accounts.in_world(people, scope.world_id)
     pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
-    lines = [
-        f"`{fact.id[:8]}` {fact.text}"
-        + (f" — about {names[fact.subject_id].name}" if fact.subject_id in names else "")
-        for fact in facts
-    ]
+    lines = []
+    for fact in facts:
+        about = names.get(fact.subject_id)
+        line = f"`{fact.id[:8]}` {fact.text}" + (f" — about {about.name}" if about else "")
+        teller = names.get(fact.said_by) if fact.said_by else about
+        source = evidence_of(fact, whose=f"{teller.name}'s" if teller else "their")
+        lines.append(line + (f"\n    {source}" if source else ""))
     return f"Facts (page {page}/{pages}, {total} in all):\n" + "\n".join(lines)
 
 
-async def forget_fact(services: CommandServices, scope: Scope, fact_prefix: str) -> str:
-    """Delete one fact by its id or the id prefix shown in listings."""
+async def forget_fact(
+    services: CommandServices,
+    scope: Scope,
+    fact_prefix: str,
+    *,
+    confirmed: bool = True,
+    owner: str | None = None,
+) -> str:
+    """Delete one fact by its id or the id prefix shown in listings, with the facts it
+    replaced (its history: the value goes, not only its latest wording), from MongoDB and
+    Chroma. `owner`: only a fact about this person may go (a member forgetting their own;
+    None: an admin, any fact here). Unless `confirmed`, say what would go and how to confirm."""
     prefix = fact_prefix.strip().strip("`")
     if len(prefix) < 4:
-        return "Give at least the first 4 characters of the fact id shown in /facts."
+        return "Give at least the first 4 characters of the fact id shown in /me or /facts."
     matches = await services.store.facts.with_id_prefix(scope.world_id, prefix)
+    if owner is not None:
+        matches = [f for f in matches if f.subject_id == owner]
     if not matches:
-        return f"No fact with id {echo(prefix)} here."
+        return (
+            f"No fact of yours with id {echo(prefix)} here."
+            if owner
+            else (f"No fact with id {echo(prefix)} here.")
+        )
     if len(matches) > 1:
         return f"{len(matches)} facts start with {echo(prefix)}; give more of the id."
-    await services.knowledge.delete_fact(matches[0].id, world_id=scope.world_id)
-    return f"Forgot: {matches[0].text}"
+    [fact] = matches
+    if not confirmed:
+        return (
+            f'This forgets "{fact.text}", and what it replaced, everywhere I keep it. '
+            f"Send /forget {prefix} yes if you are sure."
+        )
+    history = await services.knowledge.fact_history(fact.subject_id, scope.world_id)
+    gone = [fact.id, *_replaced_by(fact.id, history)]
+    for fact_id in gone:
+        await services.knowledge.delete_fact(fact_id, world_id=scope.world_id)
+    return f"Forgot: {fact.text}"
+
+
+def _replaced_by(fact_id: str, history: Sequence[Fact]) -> list[str]:
+    """The ids of the facts `fact_id` replaced, and those they replaced, back to the first."""
+    before = {f.superseded_by: f.id for f in history if f.superseded_by}
+    found, current = [], fact_id
+    while current in before and before[current] not in found:
+        current = before[current]
+        found.append(current)
+    return found
 
 
 async def stats(services: CommandServices, scope: Scope) -> str:

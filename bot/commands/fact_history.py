@@ -37,16 +37,38 @@ class AccountReader(Protocol):
     async def get_many(self, ids: list[str]) -> dict[str, Account]: ...
 
 
+# A quote shown beside a fact is cut to this many characters: enough to recognise it.
+QUOTE_SHOWN = 70
+
+
+def evidence_of(fact: Fact, *, whose: str) -> str | None:
+    """Where a fact came from, as people are shown it: `from your message of 1 Dec: "vivo en
+    Málaga desde…"` (`whose`: "your", "Sam's"); None for a fact with no evidence kept."""
+    evidence = fact.evidence
+    if evidence is None or not evidence.quote.strip():
+        return None
+    quote = " ".join(evidence.quote.split())
+    if len(quote) > QUOTE_SHOWN:
+        quote = quote[: QUOTE_SHOWN - 1].rstrip() + "…"
+    when = from_epoch_millis(evidence.said_at or fact.valid_from)
+    return f'from {whose} message of {when.day} {when:%b}: "{quote}"'
+
+
 async def told_lines(accounts: AccountReader, facts: Sequence[Fact]) -> list[str]:
-    """Each fact's text, and who said it when someone else did ("Tobrin is a convicted thief
-    (said by Quorra)": Fact.said_by), so a person sees whose word their memory is."""
+    """Each fact's text, who said it when someone else did ("Tobrin is a convicted thief
+    (said by Quorra)": Fact.said_by), so a person sees whose word their memory is, and the
+    words it was learned from."""
     tellers = sorted({f.said_by for f in facts if f.said_by})
     names = await accounts.get_many(tellers) if tellers else {}
     lines = []
     for fact in facts:
         teller = names.get(fact.said_by) if fact.said_by else None
         said = f" (said by {teller.name})" if teller else " (said by someone else)"
-        lines.append(fact.text + (said if fact.said_by else ""))
+        whose = "your" if not fact.said_by else (f"{teller.name}'s" if teller else "their")
+        source = evidence_of(fact, whose=whose)
+        lines.append(
+            fact.text + (said if fact.said_by else "") + (f" — {source}" if source else "")
+        )
     return lines
 
 

@@ -33,6 +33,7 @@ from bot.config.base import (
     ConfigError,
     SettingsGroup,
 )
+from bot.config.memory import MemorySettings, default_memory
 from bot.config.platforms import PlatformSettings
 from bot.config.privacy import PrivacySettings, default_privacy
 from bot.config.runtime import OpsSettings, RuntimeSettings, default_ops
@@ -77,6 +78,8 @@ class Settings:
     ops: OpsSettings = dataclasses.field(default_factory=default_ops)
     # Retention and the /privacy text (bot/config/privacy.py).
     privacy: PrivacySettings = dataclasses.field(default_factory=default_privacy)
+    # What the reply is shown of the memory, and the facts' language (bot/config/memory.py).
+    memory: MemorySettings = dataclasses.field(default_factory=default_memory)
     # The settings file these came from, if any: plugins' settings models read it too. Where
     # the values came from does not make two settings different.
     env_file: Path | None = dataclasses.field(default=None, compare=False)
@@ -91,6 +94,7 @@ def _groups() -> dict[str, type[SettingsGroup]]:
         "runtime": RuntimeSettings,
         "ops": OpsSettings,
         "privacy": PrivacySettings,
+        "memory": MemorySettings,
     }
 
 

@@ -22,7 +22,8 @@ MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
 
 Platform = Literal["discord", "telegram", "console", "test"]
 RoomKind = Literal["dm", "group"]
-FactType = Literal["fact", "opinion", "status"]
+# "goal": an aim the person stated for themselves ("I want to run a marathon next year").
+FactType = Literal["fact", "opinion", "status", "goal"]
 # intake: the message is being answered (the job holds a copy of it until then); pending and
 # retrying: waiting for a worker; dead: out of attempts, left for the operator.
 JobStatus = Literal["intake", "pending", "running", "retrying", "done", "failed", "dead"]
@@ -190,6 +191,19 @@ class Room(Document):
     platform_id: str | None = None
 
 
+class Evidence(BaseModel):
+    """The words a fact rests on: a quote from one message, as its speaker wrote it. Shown to
+    people beside the fact ("from your message of 1 Dec: 'vivo en Málaga desde...'"), and what
+    the memory checked the fact against when it was learned (bot/memory/evidence.py)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    message_id: str
+    quote: str
+    # When the message was written (integer milliseconds since the epoch).
+    said_at: int = 0
+
+
 class Fact(Document):
     """A claim learned about someone (its subject), scoped to the world it was learned in.
 
@@ -216,6 +230,16 @@ class Fact(Document):
     valid_from: int = 0
     valid_until: int | None = None
     superseded_by: str | None = None
+    # What the value is about ("home city", "employer", "dog's name"): one current fact per
+    # subject and attribute, so a newer value of the same attribute replaces the older one
+    # (with history) even when the two share no words. None: a fact learned without one.
+    attribute: str | None = None
+    # The value itself, in the words it was said in ("Málaga", "five engineers"): for a fact
+    # written as "attribute: value", the part that must stand in its evidence word for word.
+    value: str | None = None
+    # The words it was learned from; None for facts learned before evidence was kept, and for
+    # facts given without a conversation (an import).
+    evidence: Evidence | None = None
 
     @model_validator(mode="after")
     def _said_when_learned(self) -> Fact:

@@ -81,6 +81,18 @@ class ModelRequest:
     json_answer: JsonAnswer | None = None
     images: tuple[ImageBytes, ...] = ()
     model_name: str | None = None
+    # Worked examples, sent as earlier turns before the prompt: (what was asked, what the
+    # answer was). A small model learns an answer's shape from a turn it "gave" far better
+    # than from a description of it.
+    examples: tuple[Example, ...] = ()
+
+
+@dataclass(frozen=True)
+class Example:
+    """One worked example of a task: a prompt and the answer it should get."""
+
+    prompt: str
+    answer: str
 
 
 class LanguageModel(Protocol):

@@ -227,12 +227,15 @@ class OpenAIModel:
 
     @staticmethod
     def _messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
-        """The character's text as a system message, then the prompt."""
-        messages: list[ChatCompletionMessageParam] = [
-            {"role": "user", "content": user_content(request.prompt, request.images)}
-        ]
+        """The character's text as a system message, the worked examples as earlier turns,
+        then the prompt."""
+        messages: list[ChatCompletionMessageParam] = []
         if request.system:
-            messages.insert(0, {"role": "system", "content": request.system})
+            messages.append({"role": "system", "content": request.system})
+        for example in request.examples:
+            messages.append({"role": "user", "content": example.prompt})
+            messages.append({"role": "assistant", "content": example.answer})
+        messages.append({"role": "user", "content": user_content(request.prompt, request.images)})
         return messages
 
     async def _create(self, call: _Call, deadline: float, *, stream: bool = False) -> Any:

@@ -1,16 +1,15 @@
 """Current facts about a message's people, read with the room's window before its reply, so the
-facts provider's MongoDB read is not paid again (the reply path's round trips, issue 14).
+facts shown to the reply cost no MongoDB read of their own (the reply path's round trips,
+issue 14).
 
-While a reply is composed, `Knowledge.search_facts` for the same people in the same world
-answers from them instead of reading: the facts its vector hits name, or the most recent ones.
-What was read is complete when fewer than the read's limit came back; otherwise a hit that is
-not among them is read from MongoDB as before.
+`Knowledge.search_facts` given them answers from them instead of reading: the facts its vector
+hits name, or the most recent ones. What was read is complete when fewer than the read's limit
+came back; otherwise a hit that is not among them is read from MongoDB as before.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bot.domain.records import Fact
@@ -50,27 +49,3 @@ class KnownFacts:
         if not self.complete and len(self.facts) < limit:
             return None
         return self.facts[:limit]
-
-
-class FactsAtHand:
-    """The facts read ahead for the replies being composed now, by world and people."""
-
-    def __init__(self) -> None:
-        self._known: dict[Key, KnownFacts] = {}
-
-    def get(self, world_id: str, subject_ids: Sequence[str]) -> KnownFacts | None:
-        return self._known.get(key_of(world_id, subject_ids))
-
-    @contextmanager
-    def holding(
-        self, world_id: str, subject_ids: Sequence[str], facts: list[Fact]
-    ) -> Iterator[None]:
-        """While the block runs, these are the current facts about these people there."""
-        key, known = key_of(world_id, subject_ids), KnownFacts(facts)
-        self._known[key] = known
-        try:
-            yield
-        finally:
-            # Another reply about the same people may have put its own read in meanwhile.
-            if self._known.get(key) is known:
-                del self._known[key]

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pymongo.errors import PyMongoError
 
 from bot.domain.records import Account, Fact, Memory
+from bot.memory.evidence import QUOTE_NOT_SAID, Said, check
 from bot.memory.grounding import (
     ABOUT_ASSISTANT,
     NOT_SAID,
@@ -32,9 +33,14 @@ log = logging.getLogger(__name__)
 class FactGate:
     """Grounding applied with what the store knows, and the rejects ledger kept."""
 
-    def __init__(self, store: MongoStore, grounding: Grounding) -> None:
+    def __init__(
+        self, store: MongoStore, grounding: Grounding, *, translated: bool = False
+    ) -> None:
         self._store = store
         self._grounding = grounding
+        # Facts are written in one language the operator chose, whatever was said
+        # (MNEMO_FACTS_LANGUAGE): only their names and numbers must be in the quote.
+        self.translated = translated
 
     async def count(self, rejected: Sequence[tuple[str, str]]) -> None:
         """Add (world, reason) pairs to the rejects ledger (bot/storage/rejects.py). The
@@ -56,6 +62,7 @@ class FactGate:
         *,
         given: bool = False,
         people: Mapping[str, Account] | None = None,
+        ending: bool = False,
     ) -> dict[str, str]:
         """Why each fact that must not be stored must not (by fact id). What is not at hand
         (`said`: messages, `people`: accounts) is read: the source messages and the people."""
@@ -79,6 +86,8 @@ class FactGate:
                 verdict = ABOUT_ASSISTANT
             elif speaker in (fact.agent_id, agent_id):
                 verdict = SAID_BY_ASSISTANT
+            elif fact.evidence is not None and not given:
+                verdict = self._evidence_verdict(fact, speaker, messages, accounts, ending)
             else:
                 sources = [messages[i] for i in fact.source_message_ids if i in messages]
                 own = [m for m in sources if m.user_id == speaker]
@@ -108,6 +117,50 @@ class FactGate:
             if verdict is not None:
                 verdicts[fact.id] = verdict
         return verdicts
+
+    def _evidence_verdict(
+        self,
+        fact: Fact,
+        speaker: str,
+        messages: Mapping[str, Memory],
+        accounts: Mapping[str, Account],
+        ending: bool = False,
+    ) -> str | None:
+        """Why a fact that carries its evidence must not be stored: its quote is not in its
+        speaker's message, or comes from a question or a forged turn, or the fact says more
+        than it (evidence.py); or it is about no one in particular, the assistant, the prompt
+        or an identifier (grounding.py). Said of someone else, the message must be about them."""
+        assert fact.evidence is not None
+        message = messages.get(fact.evidence.message_id)
+        if message is None:
+            return QUOTE_NOT_SAID
+        if message.user_id != speaker:
+            told = message.user_id in (fact.agent_id, self._grounding.agent_id)
+            return SAID_BY_ASSISTANT if told else QUOTE_NOT_SAID
+        if speaker != fact.subject_id and not _about(
+            message, fact.subject_id, _names(accounts, fact.subject_id), messages
+        ):
+            return NOT_SAID
+        others = [
+            name
+            for person in accounts
+            if person not in (fact.subject_id, speaker)
+            for name in _names(accounts, person)
+        ]
+        said = Said(message.id, message.user_id, message.content.text)
+        turn_people = [*others, *_names(accounts, fact.subject_id, speaker)]
+        verdict = check(
+            fact.text,
+            fact.evidence.quote,
+            said,
+            names=_names(accounts, fact.subject_id, speaker, text=fact.text),
+            turn_names=[*others, *self._grounding.agent_names],
+            translated=self.translated,
+            value=fact.value,
+            attribute=fact.attribute,
+            ending=ending,
+        )
+        return verdict or self._grounding.unfit(fact.text, names=turn_people)
 
     async def retractable(
         self, claims: Mapping[str, Fact], *, world_id: str, said: Sequence[Memory]

@@ -143,6 +143,26 @@ class Grounding:
             return True
         return bool(_ASSISTANT.search(folded))
 
+    def unfit(self, text: str, *, names: Sequence[str] = ()) -> str | None:
+        """Why a claim is no fact to keep about a person, whatever was said: a transcript
+        line (a line opening with a participant's or the bot's name and a colon, `names`: a
+        label such as "home city: Lisbon" is no speaker), about the assistant, an echo of the
+        prompt or character, an identifier, about everyone; None when it is fit."""
+        speakers = {fold(n).strip() for n in [*names, *self.agent_names] if fold(n).strip()}
+        for line in text.splitlines():
+            head, colon, _ = line.partition(":")
+            if colon and fold(head).strip().lstrip("@") in speakers:
+                return TRANSCRIPT_LINE
+        if self.about_assistant(text):
+            return ABOUT_ASSISTANT
+        if self.echoes(text):
+            return PROMPT_ECHO
+        if _IDENTIFIERS.search(text):
+            return IDENTIFIER
+        if _EVERYONE.search(text):
+            return ABOUT_EVERYONE
+        return None
+
     def judge(
         self,
         text: str,

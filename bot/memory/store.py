@@ -25,10 +25,11 @@ from bot.domain.records import Account, Fact, Memory, utcnow
 from bot.knowledge.embeddings import Embedder
 from bot.knowledge.vector_metadata import fact_metadata, scope_filter
 from bot.knowledge.vectors import VectorHit, VectorIndex
-from bot.memory.at_hand import FactsAtHand
+from bot.memory.at_hand import KnownFacts
 from bot.memory.fact_values import state_different_values
 from bot.memory.gate import FactGate
 from bot.memory.grounding import OTHER_KIND, Grounding, same_kind
+from bot.storage.facts import fact_text_key
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -75,15 +76,20 @@ class Knowledge:
         vectors: VectorIndex,
         embedder: Embedder,
         grounding: Grounding | None = None,
+        *,
+        near_duplicate_distance: float = 0.04,
+        language: str | None = None,
     ) -> None:
         self.store = store
         self.vectors = vectors
         self.embedder = embedder
         # What every fact offered is checked against before it is stored (grounding.py).
         self.grounding = grounding or Grounding()
-        self.gate = FactGate(store, self.grounding)
-        # Facts read with a room's window for the reply being composed (at_hand.py).
-        self.at_hand = FactsAtHand()
+        # The one language facts are written in (MNEMO_FACTS_LANGUAGE); None: as said.
+        self.language = language
+        self.gate = FactGate(store, self.grounding, translated=language is not None)
+        # Under this cosine distance a new fact is a paraphrase of a stored one (settings).
+        self.near_duplicate_distance = near_duplicate_distance
 
     # facts --------------------------------------------------------------------------------
     async def add_facts(
@@ -134,8 +140,12 @@ class Knowledge:
         vectors = await self.embedder.embed([f.text for f in grounded])
         accepted: list[tuple[Fact, list[float]]] = []
         for fact, vector in zip(grounded, vectors, strict=True):
-            duplicate, resembled = await self._resemblance(
-                fact, vector, accepted, near_duplicate_distance
+            slot = await self._slot_of(fact)
+            same = [f.id for f in slot if fact_text_key(f.text) == fact_text_key(fact.text)]
+            duplicate, resembled = (
+                (same[0], None)
+                if same
+                else await self._resemblance(fact, vector, accepted, near_duplicate_distance)
             )
             if duplicate is not None:
                 results.append(FactWrite(fact, stored=False, duplicate_of=duplicate))
@@ -147,8 +157,18 @@ class Knowledge:
                 results.append(FactWrite(fact, stored=False, duplicate_of=fact.id))
                 continue
             accepted.append((fact, vector))
-            target = replaces.get(fact.id)
-            superseded = await self._supersede(fact, target or resembled, asked=target is not None)
+            if slot:
+                # The same attribute of the same person: the new value replaces the old,
+                # whatever words the two share ("17 postcards" -> "25 postcards").
+                closed = [await self._close(old, fact) for old in slot]
+                superseded = next(
+                    (o.id for o, done in zip(slot, closed, strict=True) if done), None
+                )
+            else:
+                target = replaces.get(fact.id)
+                superseded = await self._supersede(
+                    fact, target or resembled, asked=target is not None
+                )
             results.append(FactWrite(fact, stored=True, superseded=superseded))
         if accepted:
             await self._index_facts(accepted)
@@ -187,6 +207,51 @@ class Knowledge:
                     return None, existing[0].id
                 return existing[0].id, None
         return None, None
+
+    async def _slot_of(self, fact: Fact) -> list[Fact]:
+        """The current facts a new one replaces by its attribute: the subject's own facts of
+        the same attribute. What someone said of another person (`said_by`) replaces nothing
+        the person said themselves, and is replaced by nothing but their own word."""
+        if fact.attribute is None or fact.said_by is not None:
+            return []
+        slot = await self.store.facts.in_slot(
+            subject_id=fact.subject_id, world_id=fact.world_id, attribute=fact.attribute
+        )
+        return [old for old in slot if old.id != fact.id and old.said_by is None]
+
+    async def _close(self, old: Fact, successor: Fact) -> bool:
+        """Close `old` with `successor` as its successor; False when it was closed already."""
+        until = max(successor.valid_from, old.valid_from)
+        if not await self.store.facts.close(
+            old.id, world_id=old.world_id, until=until, superseded_by=successor.id
+        ):
+            return False
+        await self._delete_vectors("facts", ids=[old.id])
+        return True
+
+    async def end_slot(self, fact: Fact) -> list[str]:
+        """A take-back ("I sold the car", "I don't work there any more"): close the subject's
+        current facts of `fact`'s attribute (with none, the current fact of `fact`'s text),
+        without a successor; `fact` is the claim saying
+        it stopped (already checked: grounded by its speaker, who is its subject). Returns
+        the ids closed."""
+        closed = []
+        ended = await self._slot_of(fact)
+        if fact.attribute is None and fact.said_by is None:
+            # No attribute: the fact it ends is named by its text (a known fact said again).
+            same = await self.store.facts.find_by_text(
+                subject_id=fact.subject_id, world_id=fact.world_id, text=fact.text
+            )
+            ended = [same] if same is not None else []
+        for old in ended:
+            until = max(fact.valid_from, old.valid_from)
+            if await self.store.facts.close(
+                old.id, world_id=old.world_id, until=until, superseded_by=None
+            ):
+                closed.append(old.id)
+        if closed:
+            await self._delete_vectors("facts", ids=closed)
+        return closed
 
     async def _supersede(self, fact: Fact, old_id: str | None, *, asked: bool) -> str | None:
         """Close `old_id` with `fact` as its successor, if it is a current fact about the same
@@ -317,12 +382,13 @@ class Knowledge:
         world_id: str,
         limit: int = 10,
         max_distance: float = 0.8,
+        known: KnownFacts | None = None,
     ) -> list[Fact]:
         """Facts about these people most relevant to `query`; recent facts when none is.
-        Answered from the facts read with the room's window when it has them (known_facts.py)."""
+        Answered from `known`, the current facts read with the room's window, when given
+        (at_hand.py)."""
         if not subject_ids:
             return []
-        known = self.at_hand.get(world_id, subject_ids)
         found: list[Fact] | None = []
         if query.strip():
             [vector] = await self.embedder.embed([query])

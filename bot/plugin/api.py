@@ -15,13 +15,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic
+from typing import Any, Generic
 
 from pydantic import BaseModel
 from typing_extensions import TypeVar
 
 from bot.domain.characters import Character
-from bot.domain.records import Content, Memory, Trigger
+from bot.domain.records import Content, Fact, Memory, Trigger
 from bot.domain.state import State
 from bot.llm.base import ModelClass
 from bot.plugin.services import (
@@ -29,15 +29,13 @@ from bot.plugin.services import (
     Collections,
     Conversations,
     Delivery,
+    FactMemory,
     ModelHandle,
     Rooms,
     RoomSender,
     UndeclaredCollection,
     WorldVoice,
 )
-
-if TYPE_CHECKING:
-    from bot.memory.store import Knowledge
 
 # `Context[MySettings, MyState]`: the plugin's settings model and what its `setup()` returns,
 # so `ctx.settings` and `ctx.plugin_state` are typed for it. Both default to Any: a bare
@@ -68,7 +66,8 @@ class Context(Generic[SettingsT, PluginStateT]):
     model: ModelHandle
     collections: Collections
     conversations: Conversations
-    knowledge: Knowledge
+    # What is known about the people of the message's world (read, propose claims).
+    memory: FactMemory
     agent: Agent
     log: logging.Logger
     # What the plugin's `setup()` returned for this runtime (None without a setup).
@@ -89,7 +88,6 @@ class PluginContext(Generic[SettingsT, PluginStateT]):
     settings: SettingsT
     collections: Collections
     conversations: Conversations
-    knowledge: Knowledge
     agent: Agent
     log: logging.Logger
     # None while `setup()` runs (it is what setup returns).
@@ -110,7 +108,8 @@ class CommandContext(Generic[SettingsT, PluginStateT]):
     plugin_state: PluginStateT
     collections: Collections
     conversations: Conversations
-    knowledge: Knowledge
+    # What is known about the people of the command's world.
+    memory: FactMemory
     agent: Agent
     log: logging.Logger
 
@@ -124,7 +123,6 @@ class TaskContext(Generic[SettingsT, PluginStateT]):
     settings: SettingsT
     collections: Collections
     conversations: Conversations
-    knowledge: Knowledge
     agent: Agent
     log: logging.Logger
     model: ModelHandle
@@ -132,6 +130,14 @@ class TaskContext(Generic[SettingsT, PluginStateT]):
     plugin_state: PluginStateT = None  # type: ignore[assignment]
     # Finds how the bot speaks in a world; None (a context built by hand): as `agent`/`model`.
     world_lookup: Callable[[str], Awaitable[WorldVoice]] | None = None
+    # What is known about the people of a world (a task works across worlds: it asks for one).
+    memory_of: Callable[[str], FactMemory] | None = None
+
+    def memory(self, world_id: str) -> FactMemory:
+        """What is known about the people of `world_id`."""
+        if self.memory_of is None:
+            raise RuntimeError("this task context has no memory")
+        return self.memory_of(world_id)
 
     async def world(self, world_id: str) -> WorldVoice:
         """The bot as it speaks in `world_id`: the character and model names its admins
@@ -301,6 +307,11 @@ class Plugin:
     # async (PluginContext, person_id, world_id) -> lines for the person's `/me` about what
     # the plugin keeps for them (e.g. "Follow-up planned: your exam, Sat 10:00").
     about: Callable[[PluginContext, str, str], Awaitable[Sequence[str]]] | None = None
+    # async (Context, facts) -> anything: what the memory has just learned about people (any
+    # plugin's claims, once checked and stored; a re-run of the same evaluation hands the same
+    # facts again, so keep it idempotent, e.g. keyed by the fact's id). The goals plugin starts
+    # tracking the goals people state this way.
+    learned: Callable[[Context, Sequence[Fact]], Awaitable[Any]] | None = None
     # Timed work (see `Task`).
     tasks: Sequence[Task] = ()
     # Offline answers for further tasks this plugin's parts name (task -> answer), including
@@ -324,6 +335,7 @@ __all__ = [
     "Evaluator",
     "EvaluatorExample",
     "ExampleTurn",
+    "FactMemory",
     "ModelHandle",
     "OfflineAnswer",
     "OfflineRequest",

@@ -107,7 +107,7 @@ def check_parts(plugin: Plugin, where: str) -> None:
                 _check_command(owner, label, part)
             else:
                 _check_callable(owner, f"{label} get", part.get)
-    for hook in ("setup", "teardown", "forget", "export", "stats", "about"):
+    for hook in ("setup", "teardown", "forget", "export", "stats", "about", "learned"):
         _check_callable(owner, hook, getattr(plugin, hook), optional=True)
     for index, task in enumerate(_check_sequence(owner, "tasks", plugin.tasks)):
         if not isinstance(task, Task):

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from bot.knowledge.retrieval import MessageRetriever
+from bot.memory.world import WorldFacts
 from bot.plugin.api import (
     Action,
     Agent,
@@ -36,7 +38,7 @@ from bot.storage.mongo import CORE_COLLECTIONS
 
 if TYPE_CHECKING:
     from bot.domain.characters import WorldChoice
-    from bot.domain.records import Memory, Trigger
+    from bot.domain.records import Fact, Memory, Trigger
     from bot.domain.state import State
     from bot.llm.accounting import UsageLedger
     from bot.llm.base import LanguageModel
@@ -78,7 +80,12 @@ class PluginHost:
         self._agent = agent
         self._templates = templates
         self._ledger = ledger
-        self.conversations = Conversations(store, agent=agent, max_message_chars=max_message_chars)
+        self.conversations = Conversations(
+            store,
+            agent=agent,
+            max_message_chars=max_message_chars,
+            search=lambda options: MessageRetriever.over(knowledge, options=options),
+        )
         self._states: dict[str, Any] = {}
         self._collections: dict[str, Collections] = {}
         # Adapters connect here once running, so plugins' tasks can speak in a room later.
@@ -126,11 +133,50 @@ class PluginHost:
             settings=self.registry.settings.get(plugin.name),
             collections=self.collections(plugin),
             conversations=self.conversations,
-            knowledge=self._knowledge,
             agent=self._agent,
             log=self.logger(plugin),
             plugin_state=self._states.get(plugin.name),
         )
+
+    def memory(
+        self,
+        world_id: str,
+        on_learned: Callable[[list[Fact]], Awaitable[None]] | None = None,
+    ) -> WorldFacts:
+        """One world's facts, as plugins read and propose to them."""
+        return WorldFacts(self._knowledge, world_id, on_learned=on_learned)
+
+    def _learned_hooks(
+        self, message: Memory, state: State, job_id: str | None, trigger: Trigger
+    ) -> Callable[[list[Fact]], Awaitable[None]] | None:
+        """What tells every plugin with a `learned` hook what the memory just stored, each in
+        its own context for the message being evaluated. A hook that fails fails the
+        evaluation that proposed (retried: the same facts are handed again)."""
+        hooked = [p for p in self.registry.plugins if p.learned is not None]
+        if not hooked:
+            return None
+
+        async def tell(facts: list[Fact]) -> None:
+            for plugin in hooked:
+                assert plugin.learned is not None
+                voice = self._voice(state.world, f"plugin:{plugin.name}", world_id=message.world_id)
+                context = Context(
+                    message=message,
+                    state=state,
+                    settings=self.registry.settings.get(plugin.name),
+                    model=voice.model,
+                    collections=self.collections(plugin),
+                    conversations=self.conversations,
+                    memory=self.memory(message.world_id),
+                    agent=voice.agent,
+                    log=self.logger(plugin),
+                    plugin_state=self._states.get(plugin.name),
+                    job_id=job_id,
+                    trigger=trigger,
+                )
+                await plugin.learned(context, facts)
+
+        return tell
 
     def context(
         self,
@@ -152,7 +198,9 @@ class PluginHost:
             model=voice.model,
             collections=self.collections(plugin),
             conversations=self.conversations,
-            knowledge=self._knowledge,
+            memory=self.memory(
+                message.world_id, self._learned_hooks(message, state, job_id, trigger)
+            ),
             agent=voice.agent,
             log=self.logger(plugin),
             plugin_state=self._states.get(plugin.name),
@@ -175,13 +223,13 @@ class PluginHost:
             settings=self.registry.settings.get(plugin.name),
             collections=self.collections(plugin),
             conversations=self.conversations,
-            knowledge=self._knowledge,
             agent=self._agent,
             log=self.logger(plugin),
             model=ModelHandle(self._model, model_task, self._templates, self._ledger),
             rooms=self.rooms,
             plugin_state=self._states.get(plugin.name),
             world_lookup=world,
+            memory_of=self.memory,
         )
 
     def _voice(self, choice: WorldChoice | None, model_task: str, *, world_id: str) -> WorldVoice:
@@ -260,7 +308,7 @@ class PluginHost:
             plugin_state=self._states.get(plugin.name),
             collections=self.collections(plugin),
             conversations=self.conversations,
-            knowledge=self._knowledge,
+            memory=self.memory(world_id),
             agent=self._agent,
             log=self.logger(plugin),
         )

@@ -13,14 +13,16 @@ from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, 
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from pymongo.errors import DuplicateKeyError
 
-from bot.domain.records import Account, Attachment, Content, Memory, Room, new_id, utcnow
+from bot.domain.records import Account, Attachment, Content, Fact, Memory, Room, new_id, utcnow
 from bot.domain.state import State
-from bot.llm.base import JsonAnswer, ModelClass, ModelRequest
+from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
+from bot.llm.base import Example, JsonAnswer, ModelClass, ModelRequest
 from bot.llm.templating import render
+from bot.memory.claims import Claim, Learned
 from bot.storage.rooms import check_mark_key
 
 if TYPE_CHECKING:
@@ -151,13 +153,22 @@ class Conversations:
         *,
         agent: Agent,
         max_message_chars: int,
+        search: Callable[[RetrieverOptions], MessageRetriever] | None = None,
     ) -> None:
         self._store = store
         self._agent = agent
         self._max_chars = max_message_chars
+        self._search = search
         # Marks of the rooms being evaluated now, read with their window (one round trip less
         # per mark); a room's evaluations run one at a time, so nobody else moves them.
         self._marks: dict[str, dict[str, datetime | None]] = {}
+
+    def retriever(self, options: RetrieverOptions | None = None) -> MessageRetriever:
+        """A search over what people said (vectors and keywords, fused), scoped as each
+        search asks: one per plugin and runtime (it keeps its keyword index cache)."""
+        if self._search is None:
+            raise RuntimeError("no message search in this runtime")
+        return self._search(options or RetrieverOptions())
 
     async def recent(self, room_id: str, limit: int) -> list[Memory]:
         """The room's last `limit` messages, oldest first."""
@@ -231,6 +242,58 @@ class Conversations:
     def cut(self, text: str) -> str:
         """One message's text cut as prompts cut it."""
         return text if len(text) <= self._max_chars else text[: self._max_chars] + "…"
+
+
+class FactMemory(Protocol):
+    """What Mnemo knows about the people of one world, as a plugin is handed it: read their
+    facts, propose claims with the words they rest on, nothing else (no store, no index, no
+    other world). The memory decides what is kept (bot/memory/evidence.py): a claim is stored
+    only when its quote was said, by its speaker, and holds what it states; a newer value of
+    the same attribute replaces the older one, with history. Forgetting and export of facts
+    are Mnemo's own (`/forgetme`, `/export`): a plugin's hooks cover only its collections."""
+
+    world_id: str
+    # The language the operator wants facts written in (MNEMO_FACTS_LANGUAGE); None: each in
+    # the language it was said in.
+    language: str | None
+
+    async def facts_about(self, person_ids: Sequence[str], *, limit: int = 12) -> list[Fact]:
+        """The people's current facts here, most recently learned first."""
+        ...
+
+    async def relevant_facts(
+        self, text: str, person_ids: Sequence[str], *, limit: int = 8
+    ) -> list[Fact]:
+        """The people's current facts most relevant to `text` (the most recent when none is)."""
+        ...
+
+    async def similar_facts(
+        self, texts: Sequence[str], person_ids: Sequence[str], *, limit: int = 12
+    ) -> list[Fact]:
+        """The people's current facts most like any of `texts`, most alike first."""
+        ...
+
+    async def history(self, person_id: str) -> list[Fact]:
+        """Every fact about a person here, current and closed, oldest first."""
+        ...
+
+    async def propose(
+        self,
+        claims: Sequence[Claim],
+        *,
+        messages: Sequence[Memory] = (),
+        people: Mapping[str, Account] | None = None,
+    ) -> Learned:
+        """Offer claims; `messages` are the messages they were read from (others are read)."""
+        ...
+
+    async def learn_name(self, person_id: str, name: str) -> None:
+        """The name a person told the bot here ("call me Sam"): shown here from now on."""
+        ...
+
+    async def count_rejected(self, reasons: Mapping[str, int]) -> None:
+        """Add what a plugin did not propose, by reason, to the world's rejects ledger."""
+        ...
 
 
 class Rooms:
@@ -327,11 +390,15 @@ class ModelHandle:
         max_tokens: int | None = None,
         task: str | None = None,
         json_answer: JsonAnswer | None = None,
+        system: str | None = None,
+        examples: Sequence[Example] = (),
     ) -> str:
         """The model's answer (untrusted text); raises `ModelError` when it cannot answer.
 
         `json_answer` (the JSON shape wanted) makes it a JSON task: structured output where
-        the endpoint accepts it, and a low temperature. Size `max_tokens` to the answer."""
+        the endpoint accepts it, and a low temperature. Size `max_tokens` to the answer.
+        `system` is the task's standing instruction (a system message) and `examples` are
+        worked examples sent as earlier turns: how small models learn an answer's shape."""
         return await self.model.generate(
             ModelRequest(
                 prompt,
@@ -341,6 +408,8 @@ class ModelHandle:
                 max_tokens=max_tokens,
                 json_answer=json_answer,
                 model_name=self.model_names.get(model_class),
+                system=system,
+                examples=tuple(examples),
             )
         )
 

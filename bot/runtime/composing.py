@@ -20,7 +20,8 @@ from typing import Any
 from bot.domain.characters import Character, CharacterCatalog, WorldChoice
 from bot.domain.records import Fact, Memory, Room, utcnow
 from bot.domain.state import State
-from bot.memory.at_hand import PREFETCHED_FACTS
+from bot.memory.at_hand import PREFETCHED_FACTS, KnownFacts
+from bot.memory.provider import FACTS, about_whom, people_named, relevant_facts, shown
 from bot.memory.store import Knowledge
 from bot.plugin.api import Provided, Provider
 from bot.plugin.host import PluginHost
@@ -34,7 +35,7 @@ from bot.storage.window_reads import Read, Window, read_window
 
 log = logging.getLogger(__name__)
 
-# Under this name a reply's window holds the current facts about its people (known_facts.py).
+# Under this name a reply's window holds the current facts about its people (at_hand.py).
 FACTS_AT_HAND = "facts_at_hand"
 
 
@@ -139,16 +140,29 @@ class StateComposer:
             currentTime=utcnow().strftime("%Y-%m-%d %H:%M UTC"),
         )
         if providers:
-            facts = window.extra.get(FACTS_AT_HAND)
-            if facts is None:
-                sections = await self._run_providers(memory, state)
-            else:
-                with self.knowledge.at_hand.holding(
-                    memory.world_id, _about_whom(memory), load_all(Fact, facts)
-                ):
-                    sections = await self._run_providers(memory, state)
-            state.values["providers"] = "\n\n".join(s for s in sections if s)
+            read = window.extra.get(FACTS_AT_HAND)
+            known = None if read is None else KnownFacts(load_all(Fact, read))
+            facts, sections = await asyncio.gather(
+                self._facts(memory, state, known), self._run_providers(memory, state)
+            )
+            state.values["providers"] = "\n\n".join(s for s in [facts, *sections] if s)
         return state
+
+    async def _facts(self, memory: Memory, state: State, known: KnownFacts | None) -> str:
+        """The memory's section of the prompt: the facts about the message's people."""
+        try:
+            found = await relevant_facts(
+                self.knowledge, memory, limit=self.options.relevant_facts, known=known
+            )
+            names = await self.display_names(state, people_named(found, memory))
+        except Exception:
+            log.exception("facts for the reply failed")
+            return ""
+        section = shown(found, memory, names)
+        state.values[FACTS] = section.text
+        state.markup.extend(section.markup)
+        state.provided[FACTS] = section.facts
+        return section.text
 
     async def reply_window(
         self, memory: Memory, *, with_room: bool, extra: Mapping[str, Read | list[Read]]
@@ -156,7 +170,7 @@ class StateComposer:
         """`window()` for a reply, read at intake with the `extra` reads and the current facts
         about the sender and the people mentioned (the facts provider's read, done here)."""
         facts = self.store.facts.about_read(
-            _about_whom(memory), memory.world_id, limit=PREFETCHED_FACTS
+            about_whom(memory), memory.world_id, limit=PREFETCHED_FACTS
         )
         world = {WORLD_SETTINGS_READ: self.worlds.read(memory.world_id)}
         window = await self.window(
@@ -238,9 +252,3 @@ class StateComposer:
         # attached, by title; the images themselves go beside the reply's prompt only, when
         # the model sees images (bot/runtime/replying.py).
         return self.plugins.conversations.format(state, messages, attachments=True)
-
-
-def _about_whom(memory: Memory) -> list[str]:
-    """The people a message's facts are about: its sender and whoever it mentions (as the
-    facts provider asks for them)."""
-    return list(dict.fromkeys([memory.user_id, *memory.mentions]))

@@ -58,6 +58,8 @@ class RuntimeOptions:
     answer_window: float = 300.0
     # Replies shown as the model writes them, where the adapter can (MNEMO_STREAM_REPLIES).
     stream_replies: bool = True
+    # How many facts about the message's people the reply is shown (MNEMO_FACTS_RELEVANT_FACTS).
+    relevant_facts: int = 8
 
 
 @dataclass

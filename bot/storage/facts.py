@@ -41,6 +41,15 @@ def fact_text_key(text: str) -> str:
     return key[:end]
 
 
+def attribute_key(attribute: str) -> str:
+    """The form two attributes share when they name the same slot up to case, accents,
+    spacing and punctuation ("Home city", "home-city", "home city:"), stored as
+    `attribute_key`."""
+    key = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", attribute).casefold())
+    key = "".join(c for c in key if not unicodedata.combining(c))
+    return " ".join(re.sub(r"[\W_]+", " ", key).split())
+
+
 class Facts:
     """Facts: inserted, closed when they stop holding, read current or in full."""
 
@@ -53,6 +62,10 @@ class Facts:
             ),
             IndexModel([("world_id", ASCENDING), ("created_at", DESCENDING)], name="world_created"),
             IndexModel([("indexed_at", ASCENDING)], name="indexed_at"),
+            IndexModel(
+                [("subject_id", ASCENDING), ("world_id", ASCENDING), ("attribute_key", ASCENDING)],
+                name="subject_world_attribute",
+            ),
         ]
     }
 
@@ -63,7 +76,9 @@ class Facts:
     # is read through `history`.
     async def insert(self, fact: Fact) -> None:
         """Store a new fact (a DuplicateKeyError if its id exists: ids are never reused)."""
-        await self._collection.insert_one({**dump(fact), "text_key": fact_text_key(fact.text)})
+        document = {**dump(fact), "text_key": fact_text_key(fact.text)}
+        document["attribute_key"] = attribute_key(fact.attribute) if fact.attribute else None
+        await self._collection.insert_one(document)
 
     async def mark_indexed(self, fact_id: str, when: datetime) -> None:
         await self._collection.update_one({"_id": fact_id}, {"$set": {"indexed_at": when}})
@@ -93,6 +108,19 @@ class Facts:
             }
         )
         return load_one(Fact, document)
+
+    async def in_slot(self, *, subject_id: str, world_id: str, attribute: str) -> list[Fact]:
+        """The current facts about a subject whose attribute names the same slot, newest
+        first: what a new value of that attribute replaces, or a take-back closes."""
+        cursor = self._collection.find(
+            {
+                "subject_id": subject_id,
+                "world_id": world_id,
+                "attribute_key": attribute_key(attribute),
+                **_CURRENT,
+            }
+        ).sort("created_at", DESCENDING)
+        return load_all(Fact, await cursor.to_list())
 
     async def about(self, subject_ids: list[str], world_id: str, *, limit: int = 10) -> list[Fact]:
         """Most recent current facts about these subjects in this world, newest first."""

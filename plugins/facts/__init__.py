@@ -7,7 +7,6 @@ from bot import Plugin
 
 from . import offline
 from .evaluator import MARK, NAME, fact_evaluator
-from .provider import facts_provider
 from .settings import FactsSettings
 
 __all__ = [
@@ -15,15 +14,13 @@ __all__ = [
     "NAME",
     "FactsSettings",
     "fact_evaluator",
-    "facts_provider",
     "plugin",
 ]
 
 plugin = Plugin(
     name="facts",
-    description="Learns facts about people from conversations and recalls the relevant ones.",
+    description="Learns facts about people from what they say, with the words they said it in.",
     evaluators=[fact_evaluator],
-    providers=[facts_provider],
     settings_model=FactsSettings,
     # Without a language model: "what do you remember about me?" and acknowledgements.
     offline_answers={"reply": offline.reply},

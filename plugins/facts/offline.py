@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot import Fact, OfflineRequest, State
+from bot import Fact, Memory, OfflineRequest, State
 from bot.offline import cap, greets, normalise, reply_json, small_talk
 
 from .claims import FACT_REFS, name_fact_text
@@ -27,6 +27,8 @@ from .offline_changes import (
     TRANSPORT,
     more_claims,
     reconcile,
+    retracts,
+    slot_of,
 )
 
 MAX_LISTED_FACTS = 8
@@ -532,10 +534,60 @@ def known_facts(state: State) -> list[Fact]:
 
 
 def extract(request: OfflineRequest) -> str | None:
-    """GET_FACTS offline: every plain statement in the window, attributed to its speaker."""
-    if request.state is None:
-        return "[]"
-    return json.dumps(_claims(request.state), ensure_ascii=False)
+    """GET_FACTS offline: every plain statement of the person read, in the reading's answer
+    shape (a key per message: "m1", "m2", ...). Each fact says what it is about (the slot the
+    rules read it as filling: "home", "work", ...), so a new value replaces the old; a known
+    fact the person said stopped being true ("I sold the Volvo") is ended."""
+    state = request.state
+    if state is None:
+        return "{}"
+    messages = state.people_messages()
+    known = known_facts(state)
+    refs = {f"f{index}": fact.id for index, fact in enumerate(known, start=1)}
+    by_ref = {ref: fact for ref, fact in zip(refs, known, strict=True)}
+    state.data[FACT_REFS] = refs
+    answer: dict[str, list[dict[str, Any]]] = {f"m{i}": [] for i in range(1, len(messages) + 1)}
+    number = {message.id: index for index, message in enumerate(messages, start=1)}
+    for claim in rule_claims(state):
+        change = claim.get("change", "new")
+        if change == "repeat" or claim.get("already_known") or claim.get("in_bio"):
+            continue
+        text = str(claim["claim"])
+        target = by_ref.get(str(claim.get("fact")))
+        about = _about(target) if target is not None else _slot_name(text)
+        said_in = number.get(str(claim.get(SAID_IN, "")))
+        if change == "retract":
+            # Said in the message that took it back: the last one of the reading that names it.
+            said_in = _taking_back(messages, claim) or said_in
+        if said_in is None:
+            said_in = len(messages)
+        answer[f"m{said_in}"].append(
+            {
+                "fact": text,
+                "quote": messages[said_in - 1].content.text,
+                "about": about,
+                "ends": change == "retract",
+            }
+        )
+    return json.dumps(answer, ensure_ascii=False)
+
+
+def _about(fact: Fact) -> str | None:
+    return fact.attribute or _slot_name(fact.text)
+
+
+def _slot_name(text: str) -> str | None:
+    filled = slot_of(text)
+    return filled[0] if filled else None
+
+
+def _taking_back(messages: Sequence[Memory], claim: dict[str, Any]) -> int | None:
+    """The message (1-based) of the person's that takes a known fact back: the last one the
+    rules read a retraction in."""
+    for index in range(len(messages), 0, -1):
+        if retracts(messages[index - 1].content.text):
+            return index
+    return None
 
 
 def reply(request: OfflineRequest) -> str | None:
@@ -587,7 +639,9 @@ def _memory_answer(state: State, user_id: str) -> str:
     return cap(f"Here's what I remember about you: {listed}{suffix}.")
 
 
-def _claims(state: State) -> list[dict[str, Any]]:
+def rule_claims(state: State) -> list[dict[str, Any]]:
+    """What the rules read in the state's messages, each claim with its subject, the message
+    it was said in and its change to the known facts (`reconcile`)."""
     messages = state.people_messages()
     known = known_facts(state)
     # Names first, over the whole batch, so "I live in Seattle. ... I'm Sarah" still says

@@ -272,6 +272,11 @@ def _names(
     return bool(retraction.named & _content(text))
 
 
+def retracts(text: str) -> bool:
+    """Whether a message says something of its speaker's stopped being true."""
+    return any(pattern.search(text) for _, pattern in _RETRACTIONS)
+
+
 def _slot(fact: Fact) -> str | None:
     filled = slot_of(fact.text)
     return filled[0] if filled else None

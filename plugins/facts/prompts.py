@@ -1,96 +1,167 @@
-"""The fact extraction prompt: the seed's task, plus what the model needs to answer it.
+"""The reading: what the model is asked about one person's messages, and the examples it sees.
 
-elizaOS's template asks whether a claim is `already_known` or `in_bio` without ever showing the
-known facts or anyone's description, and its examples never arrive (the template says
-`{{evaluationExamples}}`, a key nothing fills). Here the actors' descriptions, the known facts
-that resemble what was said (each with a short id) and the examples are all in the prompt, and
-each claim names its subject and whether it is new or updates, retracts or repeats a known
-fact: reconciliation costs no second model call.
+One person at a time, their own words only: no character text, no replies of the bot, no
+other speaker's lines (a line of theirs could be a forged one). For each message the model
+lists what it says about the person's own life as notes, each with what it is about (the
+attribute a newer value replaces: "home city") and the words of the message that say it (the
+value, copied). The answer's shape has one key per message (`m1`, `m2`, ...), so a small
+model goes through every message instead of stopping after the first.
 
-The examples are literal, valid JSON (a small model copies what it sees, `//` comments and
-`"a"|"b"` unions included) and their people stay `{{user1}}`-style placeholders, as elizaOS
-writes them: a real model copied the seed's "Priya" and "Alex" into claims about real users.
+The examples are worked turns of the conversation (a small model learns an answer's shape from
+a turn it "gave" far better than from a description), in several languages, with labels in
+the language of the message; their people are not real users, and a note copied from them
+holds nothing the message says, so the evidence check drops it.
+
+elizaOS's `factsTemplate` is still honoured: a character that overrides it gets its own
+prompt, filled with this person's messages, and its claims are read as claims.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
-from bot import EvaluatorExample, ExampleTurn, format_example
+from bot import Example, Fact, JsonAnswer
 
 TEMPLATE_NAME = "factsTemplate"
 
-FACTS_TEMPLATE = """TASK: Extract Claims about the people in the conversation as JSON.
+SYSTEM = (
+    "You write down facts a person tells about their own life, for a memory. For each "
+    "message, list each fact as one short sentence about the person, in the language of the "
+    "message, with the exact words of the message it comes from, and what it is about in a "
+    'few words ("goal" for an aim they set themselves). Questions and requests tell no fact. '
+    "Answer with JSON only."
+)
 
-# START OF EXAMPLES
-{{evaluationExamples}}
-# END OF EXAMPLES
-
-# INSTRUCTIONS
-Extract what the Recent Messages say about the people in them, compared with the known facts:
-- Write each claim with the person's name, never "the user" or "I".
-- subject: the name of the person the claim is about, exactly as in "Actors in the scene". What someone says about a person not listed there (a partner, a pet, a race) is a claim about the speaker. The assistant is never the subject of what a user says.
-- type: "fact" for facts about a person or the world, "status" for what is true now but changes, "opinion" for opinions, feelings and judgements.
-- change: "new" if it is not known; "update" if it replaces a known fact (moved, new job, a new number), with fact set to that fact's id; "retract" if a known fact is no longer true, with its id; "repeat" if it says a known fact again, with its id.
-- in_bio: true if the person's description already says it.
-
-# Actors in the scene
-{{actors}}
-
-# Known facts
-{{knownFacts}}
-
-# Recent Messages
-{{recentMessages}}
-
-Answer with only a JSON object in a ```json block, "claims" listing one object per claim, as in the examples."""  # noqa: E501 - prompt lines read as sentences
-
-EXAMPLES: tuple[EvaluatorExample, ...] = (
-    EvaluatorExample(
-        context="""Actors in the scene:
-{{user1}}: Likes to bake.
-
-Known facts:
-f1: {{user1}} lives in Seattle
-f2: {{user1}} works at a bakery
-f3: {{user1}} has 2 kids""",
-        messages=(
-            ExampleTurn("{{user1}}", "We finally moved to Berlin, and I quit the bakery."),
-            ExampleTurn("{{user1}}", "With 2 kids it was a lot of packing!"),
+# (speaker, their messages, known facts, the answer)
+Shot = tuple[str, tuple[str, ...], tuple[str, ...], dict[str, list[dict[str, str]]]]
+_SHOTS: tuple[Shot, ...] = (
+    (
+        "Ana",
+        (
+            "Morning! I moved to Porto in May and I teach piano now.",
+            "My goal this year is to run a half marathon. Any tips for a metronome app?",
         ),
-        outcome="""```json
-{"claims": [
-  {"claim": "{{user1}} lives in Berlin", "subject": "{{user1}}", "type": "fact", "change": "update", "fact": "f1", "in_bio": false},
-  {"claim": "{{user1}} works at a bakery", "subject": "{{user1}}", "type": "fact", "change": "retract", "fact": "f2", "in_bio": false},
-  {"claim": "{{user1}} has 2 kids", "subject": "{{user1}}", "type": "fact", "change": "repeat", "fact": "f3", "in_bio": false}
-]}
-```""",  # noqa: E501
+        ("home city: Ana lives in Lisbon",),
+        {
+            "m1": [
+                {"fact": "Ana lives in Porto", "quote": "I moved to Porto", "about": "home city"},
+                {"fact": "Ana teaches piano", "quote": "I teach piano", "about": "job"},
+            ],
+            "m2": [
+                {
+                    "fact": "Ana's goal is to run a half marathon",
+                    "quote": "My goal this year is to run a half marathon",
+                    "about": "goal",
+                }
+            ],
+        },
     ),
-    EvaluatorExample(
-        context="""Actors in the scene:
-{{user1}}: Likes poker.
-{{user2}}: Likes to write and read.
-
-Known facts:
-None""",
-        messages=(
-            ExampleTurn("{{user2}}", "My partner Tom is a paramedic, and our dog Comet is 3."),
-            ExampleTurn("{{user1}}", "Comet is adorable."),
+    (
+        "Jonas",
+        (
+            "Kannst du mir helfen, eine Mail an meinen Vermieter zu schreiben?",
+            "Ich wohne seit März in Köln, mit meinem Hund Bello.",
         ),
-        outcome="""```json
-{"claims": [
-  {"claim": "{{user2}}'s partner Tom is a paramedic", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
-  {"claim": "{{user2}} has a dog named Comet", "subject": "{{user2}}", "type": "fact", "change": "new", "in_bio": false},
-  {"claim": "{{user1}} thinks Comet is adorable", "subject": "{{user1}}", "type": "opinion", "change": "new", "in_bio": false}
-]}
-```""",  # noqa: E501
+        (),
+        {
+            "m1": [],
+            "m2": [
+                {
+                    "fact": "Jonas wohnt in Köln",
+                    "quote": "Ich wohne seit März in Köln",
+                    "about": "home city",
+                },
+                {
+                    "fact": "Jonas hat einen Hund namens Bello",
+                    "quote": "mit meinem Hund Bello",
+                    "about": "dog's name",
+                },
+            ],
+        },
+    ),
+    (
+        "chen",
+        ("lol yeah my cat Miso is 3 now", "what should i get her for her bday"),
+        (),
+        {
+            "m1": [
+                {"fact": "Chen has a cat named Miso", "quote": "my cat Miso", "about": "cat's name"}
+            ],
+            "m2": [],
+        },
     ),
 )
 
 
-def render_examples(examples: Sequence[EvaluatorExample] = EXAMPLES) -> str:
-    """The examples with their placeholders kept: no name in them can be a real user's."""
-    blocks = []
-    for index, example in enumerate(examples):
-        blocks.append(f"Example {index + 1}:\n{format_example(example, {})}")
-    return "\n\n".join(blocks)
+def system_text(language: str | None) -> str:
+    """The reading's instruction, with the operator's facts language when there is one."""
+    if language is None:
+        return SYSTEM
+    return SYSTEM.replace("in the language of the message", f"in {language}")
+
+
+def render_messages(name: str, messages: Sequence[str]) -> str:
+    """One line per message, numbered; a message's own line breaks stay inside it (indented),
+    so no line of it can read as another message or another speaker's."""
+    lines = []
+    for number, text in enumerate(messages, start=1):
+        first, *rest = text.strip().splitlines() or [""]
+        lines.append(f"m{number}. {name}: {first}")
+        lines += [f"    {line}" for line in rest if line.strip()]
+    return "\n".join(lines)
+
+
+def render_known(known: Sequence[str]) -> str:
+    return "Known facts: " + "; ".join(known) if known else ""
+
+
+def reading_prompt(name: str, messages: Sequence[str], known: Sequence[str]) -> str:
+    """The person's messages (and what is noted about them already, so a changed value is
+    filed under the same "about")."""
+    head = render_known(known)
+    body = render_messages(name, messages)
+    return f"{head}\n{body}" if head else body
+
+
+EXAMPLES: tuple[Example, ...] = tuple(
+    Example(reading_prompt(name, said, known), json.dumps(answer, ensure_ascii=False))
+    for name, said, known, answer in _SHOTS
+)
+
+
+def known_lines(facts: Sequence[Fact]) -> list[str]:
+    """The person's current facts as the prompt shows them, with what each is about ("home
+    city: Ana lives in Porto"), so a new value is filed under the same attribute."""
+    return [f"{f.attribute}: {f.text}" if f.attribute else f.text for f in facts]
+
+
+_FACT = {
+    "type": "object",
+    "properties": {
+        "fact": {"type": "string"},
+        "quote": {"type": "string"},
+        "about": {"type": "string"},
+    },
+    "required": ["fact", "quote", "about"],
+    "additionalProperties": False,
+}
+
+
+def answer_format(messages: int) -> JsonAnswer:
+    """One key per message, in order, each a list of facts: the structured output (a grammar
+    on llama.cpp) walks the model through every message instead of the first one."""
+    keys = [f"m{number}" for number in range(1, messages + 1)]
+    return JsonAnswer(
+        "facts",
+        {
+            "type": "object",
+            "properties": {key: {"type": "array", "items": _FACT} for key in keys},
+            "required": keys,
+            "additionalProperties": False,
+        },
+    )
+
+
+# Room for a few facts a message.
+TOKENS_PER_MESSAGE = 90

@@ -181,11 +181,8 @@ async def _voice(ctx: TaskContext[FollowupsSettings], followup: FollowUp) -> Wor
 async def _known(ctx: TaskContext[FollowupsSettings], followup: FollowUp) -> list[str]:
     """What Mnemo knows about the person that is closest to what they said."""
     try:
-        facts = await ctx.knowledge.similar_facts(
-            [followup.said],
-            subject_ids=[followup.person_id],
-            world_id=followup.world_id,
-            limit=FACTS_SHOWN,
+        facts = await ctx.memory(followup.world_id).similar_facts(
+            [followup.said], [followup.person_id], limit=FACTS_SHOWN
         )
     except Exception:
         # Vectors unavailable (Chroma down): the question is still asked, knowing less.

@@ -13,6 +13,7 @@ from . import offline
 from .action import create_goal_action, draft_from_text
 from .commands import goal_command, goals_command
 from .evaluator import NAME, goal_evaluator
+from .learned import track_stated_goals
 from .provider import goals_provider
 from .store import COLLECTION, LEGACY_COLLECTION, Goal, GoalStore, Objective
 
@@ -73,6 +74,8 @@ plugin = Plugin(
     stats=stats,
     forget=forget,
     export=export,
+    # The goals people state, read with their facts (the facts plugin's reading).
+    learned=track_stated_goals,
     # Without a language model: a stated goal is offered to CREATE_GOAL.
     offline_answers={"reply": offline.reply},
 )

@@ -17,6 +17,7 @@ from typing import Any
 from bot import OfflineRequest, State
 from bot.offline import normalise, reply_json
 
+from .action import draft_from_text
 from .store import Goal
 
 # The provider files the goals it found here (state.provided), and so does UPDATE_GOAL.
@@ -38,13 +39,6 @@ _PHRASE_STOP = re.compile(
     re.I | re.S,
 )
 
-_GOAL = re.compile(
-    r"(?i:\bmy\s+goal\s+is\s+(?:to\s+)?|\bi\s+want\s+to\s+|\bi'd\s+like\s+to\s+"
-    r"|\bi\s+would\s+like\s+to\s+|\bi'm\s+going\s+to\s+|\bi\s+am\s+going\s+to\s+"
-    r"|\bi\s+plan\s+to\s+|\bi'm\s+planning\s+to\s+|\bhelp\s+me\s+(?:to\s+)?)" + _PHRASE
-)
-# "I want to know ...", "help me understand ...": requests, not goals.
-_NOT_GOALS = _words("know ask say tell talk chat see hear understand remember be check find")
 _COMPLETION = re.compile(
     r"\b(?:i|we)(?:'ve|'m|\s+have|\s+am|\s+just|\s+finally|\s+already|\s+also)*\s+"
     r"(?:finished|completed|did|done|submitted|ran|read|wrote|written|made|prepared|sent|took"
@@ -131,11 +125,11 @@ def reply(request: OfflineRequest) -> str | None:
     state = request.state
     if state is None:
         return None
-    goal = _GOAL.search(normalise(state.message.content.text))
-    if not goal:
+    draft = draft_from_text(normalise(state.message.content.text))
+    if draft is None:
         return None
-    wanted = _phrase(goal.group("x")).rstrip(".!")
-    if not wanted or wanted.split()[0].lower() in _NOT_GOALS:
+    wanted = _phrase(draft.name).rstrip(".!")
+    if not wanted:
         return None
     actions = {str(a).upper() for a in state.data.get("actions") or []}
     if ACTION in actions:

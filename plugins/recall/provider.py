@@ -34,9 +34,7 @@ async def setup(ctx: PluginContext[RecallSettings]) -> MessageRetriever:
     """One retriever per runtime (the plugin's state), so it keeps its keyword-index cache
     between messages and goes away with its runtime."""
     settings = ctx.settings
-    return MessageRetriever.over(
-        ctx.knowledge, options=RetrieverOptions(max_distance=settings.max_distance)
-    )
+    return ctx.conversations.retriever(RetrieverOptions(max_distance=settings.max_distance))
 
 
 async def get_relevant_messages(ctx: Context[RecallSettings, MessageRetriever]) -> Provided:

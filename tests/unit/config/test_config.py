@@ -158,6 +158,9 @@ CASES = [
         {"gpt-4o": (2.5, 10.0), "local-llama": (0.0, 0.0)},
     ),
     ("MNEMO_RETENTION_DAYS", "90", ("privacy", "retention_days"), 90),
+    ("MNEMO_FACTS_RELEVANT_FACTS", "3", ("memory", "relevant_facts"), 3),
+    ("MNEMO_FACTS_LANGUAGE", " English ", ("memory", "language"), "English"),
+    ("MNEMO_FACTS_NEAR_DUPLICATE_DISTANCE", "0.1", ("memory", "near_duplicate_distance"), 0.1),
     ("MNEMO_PRIVACY_TEXT", "We keep logs.", ("privacy", "privacy_text"), "We keep logs."),
     (
         "MNEMO_PRIVACY_FILE",

@@ -18,7 +18,7 @@ from bot.plugin.loading import Registry
 from bot.plugin.offline_model import MAX_REPLY_CHARS, OfflineModel
 from bot.testing.scripted import ModelCall, ScriptedModel, UnscriptedCall
 from plugins.facts import plugin as facts_plugin
-from plugins.facts.offline import statements
+from plugins.facts.offline import rule_claims, statements
 from plugins.goals import Goal, Objective
 from plugins.goals import plugin as goals_plugin
 from plugins.sentiment import plugin as sentiment_plugin
@@ -88,9 +88,14 @@ async def run(state: State | None, task: str, ledger: UsageLedger | None = None)
 
 
 async def claims(state: State) -> list[dict[str, Any]]:
-    parsed = parse_json_array(await run(state, evaluator_task("GET_FACTS")))
-    assert parsed is not None
-    return parsed
+    """The rules' claims, and the same ones in the reading's answer (one key per message)."""
+    answer = json.loads(await run(state, evaluator_task("GET_FACTS")))
+    found = rule_claims(state)
+    written = [item["fact"] for items in answer.values() for item in items]
+    assert written == [
+        c["claim"] for c in found if not (c.get("already_known") or c.get("in_bio"))
+    ]
+    return found
 
 
 CONVERSATION = [
@@ -418,7 +423,7 @@ async def test_unknown_task_and_missing_state(caplog: pytest.LogCaptureFixture) 
     # Not silent: the task nobody answers is named, once rather than on every message.
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warnings) == 1 and "evaluator:SOMETHING_ELSE" in warnings[0]
-    assert await run(None, evaluator_task("GET_FACTS")) == "[]"
+    assert not json.loads(await run(None, evaluator_task("GET_FACTS")))  # no claims
 
 
 async def test_a_failing_plugin_answer_falls_through_to_the_next() -> None:

@@ -1,0 +1,63 @@
+"""Goals learned from the same reading of the conversation as facts: when the memory stores
+a goal someone stated for themselves ("My goal this year is to run a marathon"), it is
+tracked here too, not only when the reply model happens to pick CREATE_GOAL.
+
+One goal per aim: a stated goal that names the same thing as one the person already tracks
+(most of its words) is that goal, not a second one; "I want to run a marathon next year"
+after `/goal Run a marathon: ...` is the marathon goal. Idempotent: the goal's id is derived
+from the fact's, so a re-run of the same evaluation tracks nothing twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pymongo.errors import DuplicateKeyError
+
+from bot import Context, Fact, stable_id
+
+from .guard import content_words
+from .store import Goal, GoalStore
+
+# Of the shorter name's content words, this share in the other's makes two names one aim.
+SAME_AIM = 0.6
+
+
+def same_aim(a: str, b: str) -> bool:
+    mine, theirs = content_words(a), content_words(b)
+    if not mine or not theirs:
+        return False
+    shorter = min(len(mine), len(theirs))
+    return len(mine & theirs) >= SAME_AIM * shorter
+
+
+async def track_stated_goals(ctx: Context, facts: Sequence[Fact]) -> list[Goal]:
+    """Track each goal a person stated for themselves (a fact of type "goal", in their own
+    word); returns the goals started."""
+    stated = [f for f in facts if f.type == "goal" and f.said_by is None]
+    if not stated:
+        return []
+    goals = GoalStore.of(ctx.collections)
+    started = []
+    for fact in stated:
+        mine = [
+            g
+            for g in await goals.in_room(fact.room_id, only_in_progress=True, limit=100)
+            if g.user_id == fact.subject_id
+        ]
+        if any(same_aim(g.name, fact.value or fact.text) for g in mine):
+            continue
+        goal = Goal(
+            id=stable_id("goal", fact.id),
+            name=(fact.value or fact.text)[:200],
+            room_id=fact.room_id,
+            world_id=fact.world_id,
+            user_id=fact.subject_id,
+        )
+        try:
+            await goals.insert(goal)
+        except DuplicateKeyError:
+            continue  # tracked by an earlier run of this evaluation
+        ctx.log.info("goal %s tracked from what %s said", goal.id, fact.subject_id)
+        started.append(goal)
+    return started
