@@ -32,7 +32,7 @@ from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.prompts import action_choice, format_actions, render, reply_answer
-from bot.runtime.ratelimit import ReplyLimit
+from bot.runtime.ratelimit import Admission, ReplyLimit
 from bot.runtime.types import (
     HandleResult,
     ReplyStream,
@@ -121,12 +121,15 @@ class Replier:
         keep: bool = True,
         window: Window | None = None,
     ) -> None:
-        """Reply while showing "typing…", unless the author is over the rate limit (then a
-        polite line, no model call); `arrived` (perf_counter) times the reply. `window`: the
-        room's window, when the caller read it already."""
-        if self.rate_limiter is not None and not await self.rate_limiter.allow(memory.user_id):
-            await send(Content(text=RATE_LIMITED_REPLY))
-            return
+        """Reply while showing "typing…", unless the author is over the rate limit (then no
+        model call, and a polite line once a window); `arrived` (perf_counter) times the
+        reply. `window`: the room's window, when the caller read it already."""
+        if self.rate_limiter is not None:
+            admission = await self.rate_limiter.admit(memory.user_id)
+            if admission is Admission.TELL:
+                await send(Content(text=RATE_LIMITED_REPLY))
+            if admission is not Admission.ALLOWED:
+                return
         async with typing():
             await self.respond(memory, send, result, room, keep=keep, window=window)
         if result.replies and arrived is not None:
