@@ -66,6 +66,13 @@ STREAM_CHECK_SECONDS = 0.2
 # Tokens allowed per reply character of the cap (a token is ~4 characters of English; the
 # margin covers the JSON around the text and other languages).
 REPLY_TOKENS_PER_CHAR = 0.4
+# A streamed answer is read no further than its reply's cap needs. Its text is looked at again
+# every this many characters of answer past the cap (the partial JSON is parsed whole each time).
+CAP_LOOK_EVERY = 512
+# Answer characters allowed per character of the cap whatever the text shows: JSON's escapes
+# (a "\u00e9" is six characters for one) and the syntax around the text fit; an answer that
+# grows past it without its text growing (garbage, a brace that never closes) is stopped too.
+ANSWER_CHARS_PER_REPLY_CHAR = 6
 
 
 @dataclass
@@ -313,7 +320,8 @@ class Replier:
         closed) and returned with its problems, to be asked again, whether or not anyone
         watches it grow. With a `screen`, it is also shown as it is written, but only what
         passes the checks so far: words that fail a check more words might pass are held
-        back."""
+        back. Reading stops once the text is past the reply's cap (`_past_cap`): a model
+        that ignores `max_tokens` is not read to its end."""
         request = ModelRequest(
             prompt,
             model_class=ModelClass.LARGE,
@@ -336,11 +344,25 @@ class Replier:
         answer = ""
         checked = 0.0
         last_checked = ""
+        cap = self.options.max_reply_chars
+        next_look = cap  # the text cannot be longer than the answer holding it
         async with aclosing(stream_text(self.model, request)) as pieces:
             async for piece in pieces:
                 # What came before this piece is shown now, so an answer that comes whole
                 # (a model that does not stream) is read whole: sent once, checked once.
                 answer, before = answer + piece, answer
+                if len(answer) >= next_look:
+                    if _past_cap(answer, cap):
+                        # A model that ignores max_tokens (a runaway stream of 375,561
+                        # characters was read to its end): what is past the cap is never
+                        # sent, so the request is closed here and the reply cut below.
+                        log.info(
+                            "the reply to message %s was stopped at %d characters, past its cap",
+                            memory.id,
+                            len(answer),
+                        )
+                        break
+                    next_look = len(answer) + CAP_LOOK_EVERY
                 if not before:
                     # Counted from the first words: a reply written within the first
                     # interval is sent once, whole, with no edits.
@@ -458,6 +480,15 @@ def fallback_for(memory: Memory, just_said: str | None = None) -> str:
     acknowledgement than the one `just_said` in the room."""
     text = memory.content.text
     return FALLBACK_REPLY if asks(text) or not text.strip() else acknowledgement(text, just_said)
+
+
+def _past_cap(answer: str, cap: int) -> bool:
+    """Whether a reply answer still being written holds more text than the reply's `cap`
+    (the rest would be cut), or is so long that it never will show it."""
+    if len(answer) > cap * ANSWER_CHARS_PER_REPLY_CHAR:
+        return True
+    text = partial_reply_text(answer)
+    return text is not None and len(text) > cap
 
 
 def _whole_words(text: str) -> str:
