@@ -40,6 +40,7 @@ from bot.ops.server import MetricsServer
 from bot.ops.spend import FLUSH_SECONDS, flush_usage
 from bot.plugin.loading import Registry, discover
 from bot.privacy.consent import ConsentStore
+from bot.privacy.forgetting import DatabaseFiles
 from bot.privacy.policy import PrivacyPolicy
 from bot.privacy.retention import Retention
 from bot.queue.succession import take_over
@@ -50,6 +51,7 @@ from bot.runtime.intake.journal import Journal
 from bot.runtime.intake.outage import Outage, wait_until_reachable
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.ratelimit import RateLimiter, ReplyLimit, SharedRateLimiter
+from bot.storage.bundled.scrub import BundledFiles
 from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.bundled.supervisor import MongoSupervisor
 from bot.storage.mongo import MongoStore
@@ -100,8 +102,11 @@ def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> Repl
     return RateLimiter(per_minute) if bundled else SharedRateLimiter(store.db, per_minute)
 
 
-def services_for_commands(runtime: AgentRuntime) -> CommandServices:
-    """The parts of the runtime the command layer uses, named."""
+def services_for_commands(
+    runtime: AgentRuntime, database_files: DatabaseFiles | None = None
+) -> CommandServices:
+    """The parts of the runtime the command layer uses, named; `database_files`: the bundled
+    server's, which forgetting scrubs."""
     return CommandServices(
         agent_id=runtime.agent_id,
         store=runtime.store,
@@ -117,6 +122,7 @@ def services_for_commands(runtime: AgentRuntime) -> CommandServices:
         note_profiles=runtime.note_profiles,
         worlds=runtime.composer.worlds,
         model=runtime.model,
+        database_files=database_files,
     )
 
 
@@ -294,7 +300,11 @@ async def open_app(
             await metrics_server.start()
             stack.push_async_callback(metrics_server.stop)
             log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
-        commands = services_for_commands(runtime)
+        files = None
+        if server is not None:
+            database = settings.storage.mongodb_database
+            files = BundledFiles(store.db, server.database_file(database))
+        commands = services_for_commands(runtime, files)
         yield App(
             settings=settings,
             character=character,

@@ -381,6 +381,7 @@ def files_to_forget(services: CommandServices) -> dict[str, Any]:
         "sent_replies": services.sent_replies,
         "journal": journal,
         "ledger": ForgetLedger(services.store.db, folder),
+        "database_files": services.database_files,
     }
 
 

@@ -12,6 +12,7 @@ from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
 from bot.memory.store import Knowledge
 from bot.plugin.host import PluginHost
+from bot.privacy.forgetting import DatabaseFiles
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue
 from bot.runtime.intake.outage import Outage
@@ -40,3 +41,5 @@ class CommandServices:
     note_profiles: NoteProfiles
     worlds: WorldChoices  # each world's character and model names (/character, /model, /stats)
     model: LanguageModel  # /model checks a name with the endpoint before keeping it
+    # The bundled server's files, scrubbed of what a forgetting deleted (None: MONGODB_URI).
+    database_files: DatabaseFiles | None = None
