@@ -42,6 +42,7 @@ from bot.commands.types import (  # noqa: F401  (surfaces import the layer's typ
     Scope,
 )
 from bot.config.settings import PlatformSettings
+from bot.domain.names import distinct
 from bot.domain.records import account_id
 from bot.ops.spend import describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
@@ -403,7 +404,9 @@ async def list_facts(
     )
     if total == 0:
         return "No facts learned here yet." if not search else f"No facts match {echo(search)}."
-    names = await services.store.accounts.in_world({f.subject_id for f in facts}, scope.world_id)
+    subjects = await services.store.accounts.get_many(sorted({f.subject_id for f in facts}))
+    # Told apart where two of them read alike (bot/domain/names.py).
+    names = distinct(subjects, scope.world_id)
     pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
     lines = [
         f"`{fact.id[:8]}` {fact.text}"
