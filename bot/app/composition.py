@@ -281,10 +281,16 @@ async def open_app(
         stack.push_async_callback(outage.stop)  # first: no replay while the runtime stops
         healing = heal_in_background(store, vectors, embedder, agent_id=runtime.agent_id)
         stack.push_async_callback(cancel_and_wait, healing)
+        # The bundled server's files, scrubbed of what forgetting and retention delete.
+        files = None
+        if server is not None:
+            database = settings.storage.mongodb_database
+            files = BundledFiles(store.db, server.database_file(database))
         scheduler = build_scheduler(
             runtime,
             idle_minutes=settings.runtime.evaluation_idle_flush_minutes,
             retention=privacy.retention,
+            database_files=files,
         )
         # Model spend per world, for /stats: written in batches (and at shutdown, above).
         scheduler.add_job(
@@ -300,10 +306,6 @@ async def open_app(
             await metrics_server.start()
             stack.push_async_callback(metrics_server.stop)
             log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
-        files = None
-        if server is not None:
-            database = settings.storage.mongodb_database
-            files = BundledFiles(store.db, server.database_file(database))
         commands = services_for_commands(runtime, files)
         yield App(
             settings=settings,

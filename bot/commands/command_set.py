@@ -427,6 +427,8 @@ async def forget_fact(services: CommandServices, scope: Scope, fact_prefix: str)
     if len(matches) > 1:
         return f"{len(matches)} facts start with {echo(prefix)}; give more of the id."
     await services.knowledge.delete_fact(matches[0].id, world_id=scope.world_id)
+    if services.database_files is not None:
+        await services.database_files.scrub()  # its words out of the bundled server's files
     return f"Forgot: {matches[0].text}"
 
 

@@ -18,7 +18,8 @@ What goes, in this order:
    the forget ledger (bot/privacy/ledger.py), so a restored backup forgets them again;
 7. with the bundled server, its database file rewritten and its write-ahead log emptied
    (`DatabaseFiles.scrub`, bot/storage/bundled/scrub.py): SQLite keeps a deleted row's bytes
-   in its pages and the log until then, readable in the data folder while the bot runs.
+   in its pages and the log until then, readable in the data folder while the bot runs (one
+   fact forgotten and the retention job's deletions are scrubbed the same way).
 
 Other people's messages and facts, and the same person's data in other worlds, stay. A step
 that fails raises: a half-done forgetting must never be reported as done.

@@ -6,9 +6,13 @@ words stayed readable in the bundled database's free pages and WAL until the bot
 from __future__ import annotations
 
 import dataclasses
+from datetime import timedelta
 from pathlib import Path
 
 from bot.commands.command_set import Commands, Request
+from bot.config.settings import Settings
+from bot.domain.records import utcnow
+from bot.privacy.retention import Retention, delete_expired
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from plugins.facts import plugin as facts
 
@@ -33,14 +37,19 @@ def files_holding(folder: Path, words: list[bytes]) -> dict[str, list[str]]:
     return found
 
 
+def bundled(data_dir: Path, model_dir: Path) -> Settings:
+    """Test settings on the bundled server, its files in `data_dir` (whatever the run's
+    database)."""
+    settings = test_settings(data_dir, model_dir=model_dir, evaluator_selection="all")
+    return dataclasses.replace(
+        settings, storage=settings.storage.model_copy(update={"mongodb_uri": None})
+    )
+
+
 async def test_after_forgetme_no_file_of_the_data_folder_holds_the_forgotten_words(
     tmp_path: Path, model_dir: Path
 ) -> None:
-    settings = test_settings(tmp_path, model_dir=model_dir, evaluator_selection="all")
-    # The bundled server, with its files in this data folder (whatever the run's database).
-    settings = dataclasses.replace(
-        settings, storage=settings.storage.model_copy(update={"mongodb_uri": None})
-    )
+    settings = bundled(tmp_path, model_dir)
     async with open_test_app(tmp_path, plugins=[facts], settings=settings) as app:
         assert app.mongo_server is not None
         priya = TestChat(app.runtime, name="priya", chat="general", world="guild", kind="group")
@@ -67,3 +76,26 @@ async def test_after_forgetme_no_file_of_the_data_folder_holds_the_forgotten_wor
     left = {word: files for word, files in after.items() if word.encode() in HERS}
     assert left == {}, f"forgotten words still in the data folder: {left}"
     assert {w.decode() for w in TOMS} <= set(after)  # Tom's words stay
+
+
+async def test_messages_past_retention_leave_no_byte_in_the_data_folder(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """The same for what MNEMO_RETENTION_DAYS deletes: "kept 90 days" means gone after."""
+    async with open_test_app(tmp_path, settings=bundled(tmp_path, model_dir)) as app:
+        chat = TestChat(app.runtime)
+        await chat.say("The quetzalberry harvest starts with the first frost.")
+        await chat.settle()
+        await app.store.db.command("wal_checkpoint")
+        before = files_holding(tmp_path, [b"quetzalberry"])
+        deleted = await delete_expired(
+            app.store,
+            app.knowledge.vectors,
+            Retention(1),
+            now=utcnow() + timedelta(days=2),  # a day past the retention of one
+            database_files=app.commands.database_files,
+        )
+        after = files_holding(tmp_path, [b"quetzalberry"])
+
+    assert before and deleted == 2  # the message and the reply to it
+    assert after == {}, after
