@@ -10,7 +10,8 @@ runs only a passive checkpoint over the wire, which leaves the log's bytes in pl
 is made for a second connection to checkpoint a WAL database another process writes).
 
 VACUUM rewrites the whole file: the database's other writers wait meanwhile (well under a
-second for a few megabytes; seconds for hundreds).
+second for a few megabytes; seconds for hundreds), and it needs about the database's size in
+free disk space. A scrub that fails is logged and does not fail the deletion it follows.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 from pymongo.asynchronous.database import AsyncDatabase
+from pymongo.errors import PyMongoError
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +43,21 @@ class BundledFiles:
         self.path = path
 
     async def scrub(self) -> None:
-        """Rewrite the database without its deleted bytes, then empty its WAL."""
-        await self._db.command("vacuum")
-        await asyncio.to_thread(empty_wal, self.path)
+        """Rewrite the database without its deleted bytes, then empty its WAL. A step that
+        fails (VACUUM needs free space about the database's size) is logged, never raised:
+        what was deleted is gone from every collection, and the next scrub tries again."""
+        try:
+            await self._db.command("vacuum")
+        except PyMongoError as error:
+            log.warning(
+                "the bundled database could not be rewritten after a deletion (%s); the "
+                "deleted bytes stay in its free pages until the next one",
+                str(error).splitlines()[0] if str(error) else type(error).__name__,
+            )
+        try:
+            await asyncio.to_thread(empty_wal, self.path)
+        except (sqlite3.Error, OSError) as error:
+            log.warning("the bundled database's write-ahead log could not be emptied (%s)", error)
 
 
 def empty_wal(path: Path) -> bool:
