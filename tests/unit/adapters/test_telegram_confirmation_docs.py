@@ -5,12 +5,12 @@ polling's pauses, then given up. It used to say polling could not withhold a con
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from bot.adapters.telegram.keeping import MAX_KEEP_ATTEMPTS
 from bot.adapters.telegram.updates import RETRY_FIRST, RETRY_MAX
+from tests.paths import REPO
 
-PLATFORMS_DOC = Path(__file__).resolve().parents[3] / "docs" / "platforms.md"
+PLATFORMS_DOC = REPO / "docs" / "platforms.md"
 
 
 def polling_pauses(attempts: int) -> float:
