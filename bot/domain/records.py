@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from bot.domain.images import ImageLoader
-from bot.domain.text import capped, readable, valid_text
+from bot.domain.text import capped, readable, valid_text, visible
 
 # Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
 MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
@@ -245,7 +245,7 @@ class Fact(Document):
     @classmethod
     def _readable_text(cls, text: str) -> str:
         # One line people read (/facts, /me, the prompts): nothing in it they cannot see.
-        return readable(text)
+        return visible(text)
 
     @model_validator(mode="after")
     def _said_when_learned(self) -> Fact:

@@ -6,7 +6,7 @@ become U+FFFD instead of failing the database write, NUL characters are removed,
 message longer than `MAX_MESSAGE_CHARS` is kept cut, with a note saying so.
 
 Names (display names, usernames, the names people tell the bot) and fact texts are one line
-people read, so they keep only what can be seen (`readable`): a display name
+people read, so they keep only what can be seen (`readable`, `visible`): a display name
 `Zed\u202eevil\u200b` (a right-to-left override and a zero-width space) is `Zedevil`, never a
 name that reads differently from what it is, and never a line break in a prompt. What looks
 alike compares alike (`name_key`: case, accents and compatibility forms folded). Messages
@@ -48,24 +48,26 @@ _BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 # U+2066-2069, direction marks, zero-width spaces and joiners, the BOM, soft hyphens, tags)
 # and control characters (Cc), which a reader cannot see.
 _INVISIBLE = frozenset({"Cf", "Cc"})
-# Spaces of every kind (no-break, ideographic, line and paragraph separators) read as one.
-_SPACES = frozenset({"Zs", "Zl", "Zp"})
 
 
-def readable(text: str) -> str:
-    """`text` as one line people can read: what they cannot see removed (format and control
-    characters, blank letters), every kind of space or line break one plain space, runs of
-    them one, the ends trimmed."""
-    usual = text.isprintable() and "  " not in text and text == text.strip()
-    if usual and not _BLANK_LETTERS.intersection(text):
-        return text  # the usual name: nothing to do
+def visible(text: str) -> str:
+    """`text` without what people cannot see (format and control characters, blank letters),
+    a tab or line break (of any kind) made a space; for fact texts, one line people read."""
+    if text.isprintable() and not _BLANK_LETTERS.intersection(text):
+        return text  # the usual text: nothing to do
     kept = []
     for char in text:
-        if char in "\t\n\r\v\f" or unicodedata.category(char) in _SPACES:
+        if char in "\t\n\r\v\f" or unicodedata.category(char) in ("Zl", "Zp"):
             kept.append(" ")
         elif unicodedata.category(char) not in _INVISIBLE and char not in _BLANK_LETTERS:
             kept.append(char)
-    return " ".join("".join(kept).split())
+    return "".join(kept)
+
+
+def readable(text: str) -> str:
+    """`text` as a name people can read: `visible`, every kind of space one plain space, runs
+    of them one, the ends trimmed (no name passes for another by its spacing)."""
+    return " ".join(visible(text).split())
 
 
 def name_key(name: str) -> str:

@@ -65,6 +65,8 @@ def test_accounts_and_facts_are_readable_on_the_way_in() -> None:
         agent_id="a",
     )
     assert fact.text == "Zedevil's name is Tobrin"
+    spaced = fact.model_validate({**fact.model_dump(), "text": "Alice  lives\nin Paris"})
+    assert spaced.text == "Alice  lives in Paris"  # a fact's own spacing stays; no line break
 
 
 def test_a_told_name_reading_like_another_members_is_told_apart() -> None:
