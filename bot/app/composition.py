@@ -138,6 +138,12 @@ def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> A
     )
 
 
+def operator_models(settings: Settings) -> set[str]:
+    """Every model name the operator configured: the two classes' and MNEMO_MODEL_CHOICES."""
+    model = settings.model
+    return {model.small_model, model.large_model, *model.model_choices}
+
+
 def agent_id_for(character: Character) -> str:
     return stable_id("agent", character.name)
 
@@ -232,7 +238,10 @@ async def open_app(
         metrics = None
         if settings.ops.metrics_port is not None:
             metrics = Metrics(
-                ledger, settings.ops.model_prices, dependencies_of(store, vectors, journal)
+                ledger,
+                settings.ops.model_prices,
+                dependencies_of(store, vectors, journal),
+                models=operator_models(settings),
             )
         privacy = PrivacyPolicy(
             consent=ConsentStore(store.db),

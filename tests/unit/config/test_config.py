@@ -49,6 +49,12 @@ CASES = [
     ),
     ("MNEMO_SMALL_MODEL", "tiny", ("model", "small_model"), "tiny"),
     ("MNEMO_LARGE_MODEL", "huge", ("model", "large_model"), "huge"),
+    (
+        "MNEMO_MODEL_CHOICES",
+        "gpt-4o, Qwen/Qwen2.5-7B-Instruct,gpt-4o",
+        ("model", "model_choices"),
+        ["gpt-4o", "Qwen/Qwen2.5-7B-Instruct"],
+    ),
     ("MNEMO_MODEL_TIMEOUT", "5.5", ("model", "timeout_seconds"), 5.5),
     ("MNEMO_MODEL_RETRIES", "7", ("model", "max_retries"), 7),
     ("MNEMO_MODEL_CONCURRENCY", "1", ("model", "concurrency"), 1),
@@ -335,6 +341,8 @@ def test_env_example_documents_every_setting_and_changes_nothing(tmp_path: Path)
         ("MNEMO_ADMIN_IDS", "dicsord:1", "not an id like"),
         ("MNEMO_TELEGRAM_WEBHOOK_SECRET", "not secret!", "A-Z, a-z, 0-9, _ and -"),
         ("OPENAI_BASE_URL", "localhost:8080", "http:// or https:// URL"),
+        ("MNEMO_MODEL_CHOICES", "gpt-4o, o1 pro", "'o1 pro' is not a model name"),
+        ("MNEMO_MODEL_CHOICES", "gpt\u20114o", "is not a model name"),
     ],
 )
 def test_bad_value_is_one_line_naming_the_variable(
