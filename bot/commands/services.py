@@ -10,6 +10,7 @@ from bot.domain.records import Account, Room
 from bot.knowledge.messages import MessageIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.llm.caps import DailySpend
 from bot.memory.store import Knowledge
 from bot.plugin.host import PluginHost
 from bot.privacy.policy import PrivacyPolicy
@@ -40,3 +41,4 @@ class CommandServices:
     note_profiles: NoteProfiles
     worlds: WorldChoices  # each world's character and model names (/character, /model, /stats)
     model: LanguageModel  # /model checks a name with the endpoint before keeping it
+    caps: DailySpend | None = None  # the daily spending caps, when set (/stats)

@@ -19,6 +19,7 @@ from bot.commands.parsing import echo
 from bot.commands.types import CommandInfo, Request
 from bot.domain.characters import InstalledCharacter, WorldChoice
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest
+from bot.llm.caps import WORLD_CAP_REPLY, OverCap
 from bot.runtime.worlds import WorldChoices
 
 log = logging.getLogger(__name__)
@@ -128,17 +129,17 @@ class WorldChoosing:
                 "it is used once a model endpoint is set)"
             )
         else:
-            refused = await self._check(model_class, name)
+            refused = await self._check(model_class, name, request.world_id)
             if refused is not None:
                 return refused
         await self.worlds.change(request.world_id, **{field: name})
         log.info("%s: world %s chose the %s model %s", *_where(request), size, name)
         return f"Here the {size} model is now {name}{note}."
 
-    async def _check(self, model_class: ModelClass, name: str) -> str | None:
+    async def _check(self, model_class: ModelClass, name: str, world_id: str) -> str | None:
         """One tiny request with the model name: None when the endpoint answers it, else why
         it is refused (a name the operator lists may still be one the endpoint does not
-        serve, which would fail every reply here)."""
+        serve, which would fail every reply here). Made for the world: its daily cap counts it."""
         try:
             await self.language_model.generate(
                 ModelRequest(
@@ -147,8 +148,11 @@ class WorldChoosing:
                     task=MODEL_CHECK_TASK,
                     max_tokens=1,
                     model_name=name,
+                    world_id=world_id,
                 )
             )
+        except OverCap:
+            return f"{WORLD_CAP_REPLY} I cannot try {name} before then. Nothing changed."
         except ModelError as error:
             log.info("the model %s was refused by the endpoint: %s", name, error)
             return f"The model endpoint did not answer with {name}: {error}. Nothing changed."
