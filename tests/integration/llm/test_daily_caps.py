@@ -102,8 +102,10 @@ async def test_a_world_past_its_cap_is_told_once_per_room_and_its_model_is_not_c
         asked_after = len(server.chat_requests)
         stats = await commands.run("stats", ask(here))
         stored = await app.store.memories.count_in_world(here.room.world_id)
+        days_before = await app.store.db.daily_spend.distinct("day")
         next_day(app)
         await here.say("Mnemo, good morning")
+        days_after = await app.store.db.daily_spend.distinct("day")
 
     assert here.replies == ["Hello there"] * 3 + [WORLD_CAP_REPLY, "Hello there"]
     assert other_room.replies == [WORLD_CAP_REPLY]  # each room hears it, once
@@ -117,6 +119,8 @@ async def test_a_world_past_its_cap_is_told_once_per_room_and_its_model_is_not_c
     # Nothing anyone said was lost: every message is stored (the bot's notice is not).
     assert stored == 5 + 3 + 1  # Sarah's five, the three replies, Tom's one
     assert len(server.chat_requests) == 5  # the next day's reply
+    # Yesterday's counts (and who was told) are dropped with the first call of the new day.
+    assert len(days_before) == len(days_after) == 1 and days_before != days_after
 
 
 async def test_a_dollar_cap_counts_the_estimated_cost_at_the_operator_s_prices(
