@@ -159,6 +159,10 @@ def utc_day(now: float) -> str:
     return datetime.fromtimestamp(now, UTC).date().isoformat()
 
 
+def _larger(one: Spent, other: Spent) -> Spent:
+    return Spent(max(one.tokens, other.tokens), max(one.micro_usd, other.micro_usd))
+
+
 @dataclass
 class DailySpend:
     """Today's spend per world and person: this process's calls, as the ledger records them,
@@ -235,9 +239,15 @@ class DailySpend:
             if totals is None:
                 self._unwritten[(day, key)] = self._unwritten.get((day, key), Spent()) + spent
             elif key in totals:
-                self._known[(day, key)] = _Known(totals[key], self.clock())
-        if self._swept != day and totals is not None:
-            self._swept = day
+                # A day's totals only grow: an answer overtaken by a later one says less.
+                known = self._known.get((day, key))
+                total = totals[key] if known is None else _larger(known.total, totals[key])
+                self._known[(day, key)] = _Known(total, self.clock())
+        today = utc_day(self.clock())
+        if totals is not None and day == today and self._swept != today:
+            # Once a day per process, at its first count of the day (not a late flush of
+            # yesterday's): what was kept of the days before goes.
+            self._swept = today
             self._known = {kept: known for kept, known in self._known.items() if kept[0] == day}
             self._told = {told for told in self._told if told[0] == day}
             try:

@@ -14,9 +14,8 @@ call (`uses_model=False`: asking would cost more than running it). Issue 22.
 
 A world or person at a daily spending cap (bot/llm/caps.py) is learned from only by the
 evaluators that make no model call; the job then finishes. Nothing is half-written (no
-handler that needs the model starts) and nothing is lost: the messages stay stored, and the
-evaluators that keep a mark of what they read (facts, goals) read them at their next run after
-the cap resets.
+handler that needs the model starts) and nothing is lost: the messages stay stored, and an
+evaluator that keeps a mark of what it read reads them at its next run after the cap resets.
 """
 
 from __future__ import annotations
