@@ -33,6 +33,7 @@ from bot.knowledge.reindex import Missing, heal_in_background
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.llm.caps import CappedModel, DailyCaps, DailySpend
 from bot.memory.store import Knowledge
 from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
@@ -123,6 +124,7 @@ def services_for_commands(
         worlds=runtime.composer.worlds,
         model=runtime.model,
         database_files=database_files,
+        caps=runtime.caps,
     )
 
 
@@ -142,6 +144,33 @@ def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> A
         outage=runtime.intake.outage,
         evaluations=runtime.evaluations,
     )
+
+
+def spending_caps(
+    settings: Settings, store: MongoStore, ledger: UsageLedger, *, agent_id: str
+) -> DailySpend | None:
+    """The daily caps the operator set, counting every call the ledger records and shared
+    through MongoDB (every process of the deployment counts against the same caps)."""
+    ops = settings.ops
+    caps = DailyCaps(
+        tokens_per_world=ops.daily_tokens_per_world,
+        tokens_per_person=ops.daily_tokens_per_person,
+        usd_per_world=ops.daily_usd_per_world,
+        usd_per_person=ops.daily_usd_per_person,
+        tokens_total=ops.daily_tokens_total,
+        usd_total=ops.daily_usd_total,
+    )
+    if not caps.scopes:
+        return None
+    spend = DailySpend(caps, store.spend, prices=ops.model_prices, agent_id=agent_id)
+    spend.listen(ledger)
+    return spend
+
+
+def operator_models(settings: Settings) -> set[str]:
+    """Every model name the operator configured: the two classes' and MNEMO_MODEL_CHOICES."""
+    model = settings.model
+    return {model.small_model, model.large_model, *model.model_choices}
 
 
 def agent_id_for(character: Character) -> str:
@@ -217,6 +246,12 @@ async def open_app(
         await vectors.count("facts")
         embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
         model = model or make_model(settings.model, ledger, registry.offline_answers())
+        # The operator's daily spending caps, when set: every model call passes their check.
+        caps = spending_caps(settings, store, ledger, agent_id=agent_id_for(character))
+        if caps is not None:
+            model = CappedModel(model, caps)
+            # After everything that may call the model has stopped, as the usage above.
+            stack.push_async_callback(caps.flush)
         stack.push_async_callback(model.close)
         # What each world may choose instead of the settings (/character, /model).
         worlds = world_choices(settings, character, store, registry)
@@ -238,7 +273,10 @@ async def open_app(
         metrics = None
         if settings.ops.metrics_port is not None:
             metrics = Metrics(
-                ledger, settings.ops.model_prices, dependencies_of(store, vectors, journal)
+                ledger,
+                settings.ops.model_prices,
+                dependencies_of(store, vectors, journal),
+                models=operator_models(settings),
             )
         privacy = PrivacyPolicy(
             consent=ConsentStore(store.db),
@@ -274,6 +312,7 @@ async def open_app(
             owner=succession.owner,
             sent_replies=sent_replies,
             worlds=worlds,
+            caps=caps,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
@@ -296,6 +335,8 @@ async def open_app(
         scheduler.add_job(
             flush_usage, "interval", seconds=usage_flush_seconds, args=(ledger, store)
         )
+        if caps is not None:  # each call shares its spend as it ends; this catches failures
+            scheduler.add_job(caps.flush, "interval", seconds=usage_flush_seconds)
         scheduler.start()
         stack.push_async_callback(_shutdown_scheduler, scheduler)
         metrics_server = None

@@ -44,7 +44,7 @@ from bot.commands.types import (  # noqa: F401  (surfaces import the layer's typ
 from bot.config.settings import PlatformSettings
 from bot.domain.names import distinct
 from bot.domain.records import account_id
-from bot.ops.spend import describe_usage, usage_in_world
+from bot.ops.spend import describe_caps, describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
 from bot.privacy.export import Exporting, told_name_line
 from bot.privacy.forgetting import Forgetting
@@ -441,6 +441,9 @@ async def stats(services: CommandServices, scope: Scope) -> str:
     said = f"Messages: {messages} (kept {services.privacy.retention.describe()})"
     usage = await usage_in_world(services.ledger, services.store, scope.world_id)
     spent = describe_usage(usage, services.ledger)
+    capped = await describe_caps(services.caps, scope.world_id)
+    if capped is not None:
+        spent += f"\n{capped}"
     rejected = describe_rejects(await services.store.rejects.counts(scope.world_id))
     worlds = services.worlds
     chosen = world_choice.describe_world(await worlds.of(scope.world_id), worlds.default_models)

@@ -10,6 +10,7 @@ from bot.domain.records import Account, Room
 from bot.knowledge.messages import MessageIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.llm.caps import DailySpend
 from bot.memory.store import Knowledge
 from bot.plugin.host import PluginHost
 from bot.privacy.forgetting import DatabaseFiles
@@ -43,3 +44,4 @@ class CommandServices:
     model: LanguageModel  # /model checks a name with the endpoint before keeping it
     # The bundled server's files, scrubbed of what a forgetting deleted (None: MONGODB_URI).
     database_files: DatabaseFiles | None = None
+    caps: DailySpend | None = None  # the daily spending caps, when set (/stats)

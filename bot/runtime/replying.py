@@ -21,6 +21,7 @@ from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
+from bot.llm.caps import DailySpend, OverCap
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, partial_reply_text
 from bot.llm.reply_checks import REPEATED, ReplyCheck, note_for
 from bot.llm.streaming import stream_text
@@ -99,6 +100,7 @@ class Replier:
         events: RuntimeEvents = NO_EVENTS,
         faults: FaultHook | None = None,
         sent_replies: SentReplies | None = None,
+        caps: DailySpend | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.store = store
@@ -113,6 +115,8 @@ class Replier:
         self.events = events
         self._faults = faults or FaultHook()
         self.sent_replies = SentReplies(None) if sent_replies is None else sent_replies
+        # Who has been told today that a daily cap was reached (`model` refuses the calls).
+        self.caps = caps
         # The last fallback sent in each room (the most recently used rooms only).
         self._fallbacks: OrderedDict[str, str] = OrderedDict()
 
@@ -215,6 +219,15 @@ class Replier:
                 # Neither its words nor its choice of action are the model's to act on:
                 # a small model named an action with nearly every such reply.
                 draft = ReplyDraft(self._fallback(memory), None, readable=False)
+        except OverCap as over:
+            # No request was sent: the room hears it once a day, then nothing until tomorrow.
+            log.info("no reply to message %s: %s", memory.id, over)
+            told = self.caps is None or await self.caps.first_notice(over, memory.room_id)
+            if screen is not None and screen.shown:
+                await (screen.stream.finish(over.reply) if told else screen.stream.cancel())
+            elif told:
+                await send(Content(text=over.reply))
+            return
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             if screen is not None and screen.shown:
