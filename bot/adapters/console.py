@@ -27,14 +27,14 @@ import re
 import shlex
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from bot.adapters.base import AdapterServices, Incoming
-from bot.adapters.images import ImageFile, ImageLimits, image_loader, media_type_of
+from bot.adapters.images import CHUNK_BYTES, ImageFile, ImageLimits, image_loader, media_type_of
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.streaming import PrintedReply, StreamingSender
 from bot.cancelling import cancel_and_wait
@@ -148,8 +148,14 @@ def picture_at(args: str) -> tuple[FileAttachment, ImageFile, str] | str:
     size = path.stat().st_size
     attachment = FileAttachment(id=new_id(), title=path.name, content_type=content_type, size=size)
 
-    async def read() -> bytes:
-        return await asyncio.to_thread(path.read_bytes)
+    async def read() -> AsyncGenerator[bytes, None]:
+        # In chunks, like a download: a file past the size limit is not read whole.
+        file = await asyncio.to_thread(path.open, "rb")
+        try:
+            while chunk := await asyncio.to_thread(file.read, CHUNK_BYTES):
+                yield chunk
+        finally:
+            file.close()
 
     return (
         attachment,

@@ -1,30 +1,46 @@
 """A message's images for a model that sees them: chosen within the operator's limits when the
-message arrives, downloaded through the platform's own library only when Mnemo answers it.
+message arrives, downloaded only when Mnemo answers it, and only as far as the size limit.
 
 Each platform lists the images a message carries (`ImageFile`: what the platform says about
-the file and how to download it); `image_loader` keeps those within the limits and returns
-the loader an adapter attaches to the message (`Memory.carry_images`, bot/domain/images.py).
-What is left out is logged, and its attachment keeps its title in the stored message.
+the file and how to read its bytes as they arrive); `image_loader` keeps those within the
+limits and returns the loader an adapter attaches to the message (`Memory.carry_images`,
+bot/domain/images.py). A download is read chunk by chunk and given up as soon as it passes
+the size limit, whatever size the platform declared, or none (Telegram often gives none): a
+40 MB file is never fetched whole to be refused. What arrives is checked for what its bytes
+are (`checked_image`) before any model sees it. What is left out is logged, and its
+attachment keeps its title in the stored message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 
+import aiohttp
+
 from bot.config.platforms import PlatformSettings
-from bot.domain.images import ImageBytes, ImageLoader
+from bot.domain.images import (
+    MODEL_IMAGE_TYPES,
+    ImageBytes,
+    ImageLoader,
+    UnusableImage,
+    checked_image,
+)
 
 log = logging.getLogger(__name__)
 
-# What OpenAI's chat API (and the servers copying it) takes as an image part; others (SVG,
-# HEIC, TIFF, ...) stay titles.
-MODEL_IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/webp", "image/gif"})
 MEGABYTE = 1024 * 1024
 # A download that takes longer is given up: the reply goes on without the image.
 DOWNLOAD_SECONDS = 30.0
+# Bytes read at a time from a download.
+CHUNK_BYTES = 64 * 1024
+
+# A file's bytes as they arrive; closed (aclose) when the reader stops early, which closes
+# the download's connection.
+Chunks = Callable[[], AsyncGenerator[bytes, None]]
 
 
 @dataclass(frozen=True)
@@ -45,12 +61,38 @@ class ImageLimits:
 @dataclass(frozen=True)
 class ImageFile:
     """One image a message carries: its name for the log, its type and size as the platform
-    says (size None: unknown until downloaded), and how to download it."""
+    says (size None: unknown until downloaded), and how to read its bytes."""
 
     name: str
     media_type: str | None
     size: int | None
-    download: Callable[[], Awaitable[bytes]]
+    chunks: Chunks
+
+
+class TooLarge(Exception):
+    """A download passed the size limit (and was given up there)."""
+
+
+async def read_capped(chunks: AsyncGenerator[bytes, None], limit: int) -> bytes:
+    """The bytes `chunks` gives, or `TooLarge` as soon as they pass `limit` (the rest is
+    never read: the generator is closed, and with it the download)."""
+    data = bytearray()
+    async with aclosing(chunks):
+        async for chunk in chunks:
+            data += chunk
+            if len(data) > limit:
+                raise TooLarge
+    return bytes(data)
+
+
+async def http_chunks(url: str) -> AsyncGenerator[bytes, None]:
+    """The body at `url` as it arrives (aiohttp; discord.py and python-telegram-bot only read a
+    file whole). An HTTP error status raises `aiohttp.ClientResponseError`. `url` may hold a
+    secret (Telegram's file URLs hold the bot token): it is never logged here."""
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        response.raise_for_status()
+        async for chunk in response.content.iter_chunked(CHUNK_BYTES):
+            yield chunk
 
 
 def media_type_of(content_type: str | None) -> str | None:
@@ -100,25 +142,34 @@ def image_loader(
 async def _download(file: ImageFile, limits: ImageLimits, where: str) -> ImageBytes | None:
     try:
         async with asyncio.timeout(DOWNLOAD_SECONDS):
-            data = await file.download()
+            data = await read_capped(file.chunks(), limits.max_bytes)
+    except TooLarge:
+        # Given up at the limit: the file's real size was never read, only that it is more.
+        _too_large(file, f"more than {limits.max_bytes}", limits, where)
+        return None
     except Exception as error:  # the platform's errors vary; a reply never fails for an image
         log.warning(
-            "image %s of %s left out: the download failed (%s)",
-            file.name,
-            where,
-            type(error).__name__,
+            "image %s of %s left out: the download failed (%s)", file.name, where, _failure(error)
         )
         return None
-    if len(data) > limits.max_bytes:
-        _too_large(file, len(data), limits, where)
+    try:
+        # Its type is what its bytes are (a JPEG the platform called a PNG goes as a JPEG).
+        return checked_image(data)
+    except UnusableImage as why:
+        log.info("image %s of %s left out: %s", file.name, where, why)
         return None
-    assert file.media_type is not None  # chosen only when a type models take
-    return ImageBytes(bytes(data), file.media_type)
 
 
-def _too_large(file: ImageFile, size: int, limits: ImageLimits, where: str) -> None:
+def _failure(error: BaseException) -> str:
+    """Why a download failed, for the log: never the URL (a Telegram file URL holds the token)."""
+    if isinstance(error, aiohttp.ClientResponseError):
+        return f"HTTP {error.status}"
+    return type(error).__name__
+
+
+def _too_large(file: ImageFile, size: int | str, limits: ImageLimits, where: str) -> None:
     log.info(
-        "image %s of %s left out: %d bytes, over the %.1f MB limit",
+        "image %s of %s left out: %s bytes, over the %.1f MB limit",
         file.name,
         where,
         size,

@@ -3,7 +3,7 @@ or evaluation workers, which would write while a backup reads), run, print one s
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +14,7 @@ from bot.knowledge.messages import MessageIndex
 from bot.knowledge.vectors import VectorIndex
 from bot.memory.store import Knowledge
 from bot.ops.backup import backup, read_manifest, restore
+from bot.privacy.ledger import LEDGER_FILE, LedgerApplied, read_ledger_file
 from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.mongo import MongoStore
 
@@ -61,17 +62,50 @@ async def backup_command(settings: Settings, folder: Path) -> None:
     )
 
 
-async def restore_command(settings: Settings, folder: Path) -> None:
+async def restore_command(
+    settings: Settings, folder: Path, forget_ledgers: Sequence[Path] = ()
+) -> None:
+    """`mnemo restore DIR [--forget-ledger FILE]...`: one summary line, then what the forget
+    ledger knew, and plainly when it cannot have known everything."""
     read_manifest(folder)  # a bad backup is refused before any server starts
+    for path in forget_ledgers:
+        read_ledger_file(path)  # and so is a ledger file that is none
+    data_dir = settings.storage.data_dir
     async with open_storage(settings) as storage:
         embedder = make_embedder(settings.embedding, settings.model, None)
         knowledge = Knowledge(storage.store, storage.vectors, embedder)
         messages = MessageIndex(storage.vectors, embedder)
         result = await restore(
-            storage.store, knowledge, messages, folder, data_dir=settings.storage.data_dir
+            storage.store,
+            knowledge,
+            messages,
+            folder,
+            data_dir=data_dir,
+            ledger_files=forget_ledgers,
         )
     print(
         f"restored {result.documents} documents from {folder}; vectors rebuilt for "
         f"{result.facts_indexed} facts and {result.messages_indexed} messages; "
         f"{result.forgotten} forgotten person(s) left out (forget ledger)"
     )
+    if result.ledger is not None:
+        print(ledger_report(result.ledger, data_dir / LEDGER_FILE))
+
+
+def ledger_report(applied: LedgerApplied, own_file: Path) -> str:
+    """Where the forgettings a restore knew came from; and, when neither the data folder nor
+    a file given held a ledger, that anyone forgotten after the backup was made is back."""
+    sources = [f"{applied.in_backup} in the backup"]
+    if applied.in_data_folder is not None:
+        sources.append(f"{applied.in_data_folder} in {own_file}")
+    sources += [f"{count} in {path}" for path, count in applied.in_files.items()]
+    report = f"forget ledger: {', '.join(sources)}"
+    if applied.in_data_folder is None and not applied.in_files:
+        report += (
+            f"\nwarning: {own_file} did not exist and no --forget-ledger was given, so only "
+            "the forgettings made before this backup are applied: anyone who used /forgetme "
+            "(or was forgotten by an admin) after the backup was made is in the restored data "
+            "again. If you kept a copy of the old data folder's forget_ledger.jsonl, restore "
+            "again into an empty database with --forget-ledger FILE."
+        )
+    return report

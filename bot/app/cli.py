@@ -43,6 +43,7 @@ def _startup_errors() -> tuple[type[BaseException], ...]:
     from bot.ops.backup import BackupError
     from bot.ops.migrations import MigrationError
     from bot.plugin.loading import PluginError
+    from bot.privacy.ledger import LedgerFileError
     from bot.storage.bundled.server import EmbeddedMongoError
     from bot.storage.mongo import StorageUnavailable
 
@@ -56,6 +57,7 @@ def _startup_errors() -> tuple[type[BaseException], ...]:
         VectorIndexError,
         MigrationError,
         BackupError,
+        LedgerFileError,
     ]
     with contextlib.suppress(ImportError):
         from bot.app.platforms import PlatformStartupError
@@ -254,6 +256,15 @@ def build_parser() -> argparse.ArgumentParser:
         parents=[common],
     )
     restore.add_argument("dir", type=Path, help="a folder written by `mnemo backup`")
+    restore.add_argument(
+        "--forget-ledger",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a copy of forget_ledger.jsonl kept apart from the data folder: everyone it names "
+        "is left out of the restored data too (repeatable)",
+    )
     reindex = sub.add_parser(
         "reindex",
         help="rebuild the vectors Chroma lacks from MongoDB (with --all: every one)",
@@ -356,8 +367,12 @@ def _run_command(
     if command in ("backup", "restore"):
         from bot.app.backup_commands import backup_command, restore_command
 
-        operation = backup_command if command == "backup" else restore_command
-        runner = functools.partial(operation, folder=args.dir)
+        if command == "backup":
+            runner = functools.partial(backup_command, folder=args.dir)
+        else:
+            runner = functools.partial(
+                restore_command, folder=args.dir, forget_ledgers=args.forget_ledger
+            )
     elif command == "reindex":
         runner = functools.partial(_reindex, everything=args.all)
     else:

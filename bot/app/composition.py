@@ -33,6 +33,7 @@ from bot.knowledge.reindex import Missing, heal_in_background
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.llm.caps import CappedModel, DailyCaps, DailySpend
 from bot.memory.store import Knowledge
 from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
@@ -40,6 +41,7 @@ from bot.ops.server import MetricsServer
 from bot.ops.spend import FLUSH_SECONDS, flush_usage
 from bot.plugin.loading import Registry, discover
 from bot.privacy.consent import ConsentStore
+from bot.privacy.forgetting import DatabaseFiles
 from bot.privacy.policy import PrivacyPolicy
 from bot.privacy.retention import Retention
 from bot.queue.succession import take_over
@@ -50,6 +52,7 @@ from bot.runtime.intake.journal import Journal
 from bot.runtime.intake.outage import Outage, wait_until_reachable
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.ratelimit import RateLimiter, ReplyLimit, SharedRateLimiter
+from bot.storage.bundled.scrub import BundledFiles
 from bot.storage.bundled.server import EmbeddedMongo
 from bot.storage.bundled.supervisor import MongoSupervisor
 from bot.storage.mongo import MongoStore
@@ -100,8 +103,11 @@ def reply_limit(settings: Settings, store: MongoStore, *, bundled: bool) -> Repl
     return RateLimiter(per_minute) if bundled else SharedRateLimiter(store.db, per_minute)
 
 
-def services_for_commands(runtime: AgentRuntime) -> CommandServices:
-    """The parts of the runtime the command layer uses, named."""
+def services_for_commands(
+    runtime: AgentRuntime, database_files: DatabaseFiles | None = None
+) -> CommandServices:
+    """The parts of the runtime the command layer uses, named; `database_files`: the bundled
+    server's, which forgetting scrubs."""
     return CommandServices(
         agent_id=runtime.agent_id,
         store=runtime.store,
@@ -117,6 +123,8 @@ def services_for_commands(runtime: AgentRuntime) -> CommandServices:
         note_profiles=runtime.note_profiles,
         worlds=runtime.composer.worlds,
         model=runtime.model,
+        database_files=database_files,
+        caps=runtime.caps,
     )
 
 
@@ -136,6 +144,33 @@ def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> A
         outage=runtime.intake.outage,
         evaluations=runtime.evaluations,
     )
+
+
+def spending_caps(
+    settings: Settings, store: MongoStore, ledger: UsageLedger, *, agent_id: str
+) -> DailySpend | None:
+    """The daily caps the operator set, counting every call the ledger records and shared
+    through MongoDB (every process of the deployment counts against the same caps)."""
+    ops = settings.ops
+    caps = DailyCaps(
+        tokens_per_world=ops.daily_tokens_per_world,
+        tokens_per_person=ops.daily_tokens_per_person,
+        usd_per_world=ops.daily_usd_per_world,
+        usd_per_person=ops.daily_usd_per_person,
+        tokens_total=ops.daily_tokens_total,
+        usd_total=ops.daily_usd_total,
+    )
+    if not caps.scopes:
+        return None
+    spend = DailySpend(caps, store.spend, prices=ops.model_prices, agent_id=agent_id)
+    spend.listen(ledger)
+    return spend
+
+
+def operator_models(settings: Settings) -> set[str]:
+    """Every model name the operator configured: the two classes' and MNEMO_MODEL_CHOICES."""
+    model = settings.model
+    return {model.small_model, model.large_model, *model.model_choices}
 
 
 def agent_id_for(character: Character) -> str:
@@ -211,6 +246,12 @@ async def open_app(
         await vectors.count("facts")
         embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
         model = model or make_model(settings.model, ledger, registry.offline_answers())
+        # The operator's daily spending caps, when set: every model call passes their check.
+        caps = spending_caps(settings, store, ledger, agent_id=agent_id_for(character))
+        if caps is not None:
+            model = CappedModel(model, caps)
+            # After everything that may call the model has stopped, as the usage above.
+            stack.push_async_callback(caps.flush)
         stack.push_async_callback(model.close)
         # What each world may choose instead of the settings (/character, /model).
         worlds = world_choices(settings, character, store, registry)
@@ -234,7 +275,10 @@ async def open_app(
         metrics = None
         if settings.ops.metrics_port is not None:
             metrics = Metrics(
-                ledger, settings.ops.model_prices, dependencies_of(store, vectors, journal)
+                ledger,
+                settings.ops.model_prices,
+                dependencies_of(store, vectors, journal),
+                models=operator_models(settings),
             )
         privacy = PrivacyPolicy(
             consent=ConsentStore(store.db),
@@ -271,6 +315,7 @@ async def open_app(
             owner=succession.owner,
             sent_replies=sent_replies,
             worlds=worlds,
+            caps=caps,
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
@@ -278,15 +323,23 @@ async def open_app(
         stack.push_async_callback(outage.stop)  # first: no replay while the runtime stops
         healing = heal_in_background(store, vectors, embedder, agent_id=runtime.agent_id)
         stack.push_async_callback(cancel_and_wait, healing)
+        # The bundled server's files, scrubbed of what forgetting and retention delete.
+        files = None
+        if server is not None:
+            database = settings.storage.mongodb_database
+            files = BundledFiles(store.db, server.database_file(database))
         scheduler = build_scheduler(
             runtime,
             idle_minutes=settings.runtime.evaluation_idle_flush_minutes,
             retention=privacy.retention,
+            database_files=files,
         )
         # Model spend per world, for /stats: written in batches (and at shutdown, above).
         scheduler.add_job(
             flush_usage, "interval", seconds=usage_flush_seconds, args=(ledger, store)
         )
+        if caps is not None:  # each call shares its spend as it ends; this catches failures
+            scheduler.add_job(caps.flush, "interval", seconds=usage_flush_seconds)
         scheduler.start()
         stack.push_async_callback(_shutdown_scheduler, scheduler)
         metrics_server = None
@@ -297,7 +350,7 @@ async def open_app(
             await metrics_server.start()
             stack.push_async_callback(metrics_server.stop)
             log.info("metrics and health at %s/metrics and /healthz", metrics_server.url)
-        commands = services_for_commands(runtime)
+        commands = services_for_commands(runtime, files)
         yield App(
             settings=settings,
             character=character,

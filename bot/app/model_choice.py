@@ -48,7 +48,8 @@ def world_choices(
     characters installed where the `MNEMO_CHARACTER` setting looks for them (the working
     folder's `characters/`, then the ones shipped with Mnemo, and the folder of the configured
     file), then the plugins' characters; the default model names are the settings' (none for
-    the offline model)."""
+    the offline model), and the model names they may choose are the operator's
+    MNEMO_MODEL_CHOICES."""
     configured = Path(settings.runtime.character)
     folders = list(dict.fromkeys([Path("characters"), BUILTIN_CHARACTERS, configured.parent]))
     catalog = character_catalog(
@@ -56,4 +57,6 @@ def world_choices(
     )
     model = settings.model
     defaults = {} if model.offline else {"small": model.small_model, "large": model.large_model}
-    return WorldChoices(store.worlds, catalog, default_models=defaults)
+    return WorldChoices(
+        store.worlds, catalog, default_models=defaults, model_choices=model.model_choices
+    )

@@ -38,6 +38,7 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.domain.records import utcnow
+from bot.privacy.forgetting import DatabaseFiles
 from bot.privacy.retention import Retention, delete_expired
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ def build_scheduler(
     reindex_every_seconds: float = 300,
     retention: Retention | None = None,
     once: OncePerDeployment | None = None,
+    database_files: DatabaseFiles | None = None,
 ) -> AsyncIOScheduler:
     """A scheduler with the idle-flush and re-index jobs, not started yet.
 
@@ -233,7 +235,12 @@ def build_scheduler(
                 once,
                 RETENTION_JOB,
                 24 * 3600,
-                lambda: delete_expired(runtime.store, runtime.knowledge.vectors, retention),
+                lambda: delete_expired(
+                    runtime.store,
+                    runtime.knowledge.vectors,
+                    retention,
+                    database_files=database_files,
+                ),
                 # The database may be briefly away; tomorrow's run deletes the same messages.
                 "tomorrow's run deletes the same messages",
             ),

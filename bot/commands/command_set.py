@@ -44,8 +44,9 @@ from bot.commands.types import (  # noqa: F401  (surfaces import the layer's typ
     Scope,
 )
 from bot.config.settings import PlatformSettings
+from bot.domain.names import distinct
 from bot.domain.records import Fact, account_id
-from bot.ops.spend import describe_usage, usage_in_world
+from bot.ops.spend import describe_caps, describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
 from bot.privacy.export import Exporting, told_name_line
 from bot.privacy.forgetting import Forgetting
@@ -400,6 +401,7 @@ def files_to_forget(services: CommandServices) -> dict[str, Any]:
         "sent_replies": services.sent_replies,
         "journal": journal,
         "ledger": ForgetLedger(services.store.db, folder),
+        "database_files": services.database_files,
     }
 
 
@@ -422,7 +424,8 @@ async def list_facts(
     if total == 0:
         return "No facts learned here yet." if not search else f"No facts match {echo(search)}."
     people = {f.subject_id for f in facts} | {f.said_by for f in facts if f.said_by}
-    names = await services.store.accounts.in_world(people, scope.world_id)
+    # Told apart where two of them read alike (bot/domain/names.py).
+    names = distinct(await services.store.accounts.get_many(sorted(people)), scope.world_id)
     pages = (total + PAGE_SIZE - 1) // PAGE_SIZE
     lines = []
     for fact in facts:
@@ -470,6 +473,8 @@ async def forget_fact(
     gone = [fact.id, *_replaced_by(fact.id, history)]
     for fact_id in gone:
         await services.knowledge.delete_fact(fact_id, world_id=scope.world_id)
+    if services.database_files is not None:
+        await services.database_files.scrub()  # its words out of the bundled server's files
     return f"Forgot: {fact.text}"
 
 
@@ -492,6 +497,9 @@ async def stats(services: CommandServices, scope: Scope) -> str:
     said = f"Messages: {messages} (kept {services.privacy.retention.describe()})"
     usage = await usage_in_world(services.ledger, services.store, scope.world_id)
     spent = describe_usage(usage, services.ledger)
+    capped = await describe_caps(services.caps, scope.world_id)
+    if capped is not None:
+        spent += f"\n{capped}"
     rejected = describe_rejects(await services.store.rejects.counts(scope.world_id))
     worlds = services.worlds
     chosen = world_choice.describe_world(await worlds.of(scope.world_id), worlds.default_models)

@@ -10,8 +10,10 @@ from bot.domain.records import Account, Room
 from bot.knowledge.messages import MessageIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.llm.caps import DailySpend
 from bot.memory.store import Knowledge
 from bot.plugin.host import PluginHost
+from bot.privacy.forgetting import DatabaseFiles
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue
 from bot.runtime.intake.outage import Outage
@@ -40,3 +42,6 @@ class CommandServices:
     note_profiles: NoteProfiles
     worlds: WorldChoices  # each world's character and model names (/character, /model, /stats)
     model: LanguageModel  # /model checks a name with the endpoint before keeping it
+    # The bundled server's files, scrubbed of what a forgetting deleted (None: MONGODB_URI).
+    database_files: DatabaseFiles | None = None
+    caps: DailySpend | None = None  # the daily spending caps, when set (/stats)

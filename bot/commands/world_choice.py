@@ -3,6 +3,9 @@ model names, chosen by its admins (issue 21.3). Without arguments each shows the
 choice and the options. The choice is kept in `world_settings` (bot/storage/world_settings.py)
 and used for everything done in the world (bot/runtime/worlds.py); `/stats` shows it.
 
+A model costs the operator, not the admin: `/model` chooses only among the names the operator
+lists in MNEMO_MODEL_CHOICES (none by default: then it shows the models and changes nothing).
+
 Registered with the other built-in commands in bot/commands/command_set.py (`BUILT_IN` and
 the handlers), from `COMMANDS` and `handlers()` here.
 """
@@ -10,15 +13,14 @@ the handlers), from `COMMANDS` and `handlers()` here.
 from __future__ import annotations
 
 import logging
-import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from bot.commands.parsing import echo
 from bot.commands.types import CommandInfo, Request
 from bot.domain.characters import InstalledCharacter, WorldChoice
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest
+from bot.llm.caps import WORLD_CAP_REPLY, OverCap
 from bot.runtime.worlds import WorldChoices
-from bot.storage.world_settings import MAX_MODEL_NAME
 
 log = logging.getLogger(__name__)
 
@@ -34,13 +36,15 @@ COMMANDS: tuple[CommandInfo, ...] = (
     ),
 )
 
-# What endpoints call their models: "gpt-4o-mini", "llama3.1:8b", "Qwen/Qwen2.5-7B-Instruct".
-# No whitespace, no markup or mention characters (an answer shows the name back).
-MODEL_NAME = re.compile(rf"^[A-Za-z0-9._:/+-]{{1,{MAX_MODEL_NAME}}}$")
 DEFAULT_WORDS = ("default", "reset", "none")
 MODEL_USAGE = (
     "Usage: /model small|large <model name> to choose one here, "
     "/model small|large default to go back to the bot's setting."
+)
+# With MNEMO_MODEL_CHOICES empty: what /model says instead of changing anything.
+NO_MODEL_CHOICES = (
+    "Whoever runs this bot has not allowed other models, so every server and group uses the "
+    "configured ones (they can list the names admins may choose in MNEMO_MODEL_CHOICES)."
 )
 # The task a model name's check is accounted under.
 MODEL_CHECK_TASK = "model_check"
@@ -90,24 +94,33 @@ class WorldChoosing:
     async def model(self, request: Request) -> str:
         words = request.args.split()
         choice = await self.worlds.of(request.world_id)
+        choices = self.worlds.model_choices
         if not words:
-            return f"{describe_models(choice, self.worlds.default_models)}\n{MODEL_USAGE}"
+            shown = describe_models(choice, self.worlds.default_models)
+            if not choices:
+                return f"{shown}\n{NO_MODEL_CHOICES}"
+            return f"{shown}\n{_may_choose(choices)}\n{MODEL_USAGE}"
         size = words[0].casefold()
         if size not in (ModelClass.SMALL, ModelClass.LARGE) or len(words) != 2:
             return MODEL_USAGE
         model_class = ModelClass(size)
         field = f"{model_class.value}_model"
-        name = words[1]
-        if name.casefold() in DEFAULT_WORDS:
+        wanted = words[1]
+        if wanted.casefold() in DEFAULT_WORDS:
+            # Always allowed: it only ever goes back to what the operator configured.
             await self.worlds.change(request.world_id, **{field: None})
             log.info("%s: world %s went back to the default %s model", *_where(request), size)
             default = self.worlds.default_models.get(size)
             shown = f" ({default})" if default else ""
             return f"Here the {size} model is the bot's setting again{shown}."
-        if not MODEL_NAME.fullmatch(name):
+        if not choices:
+            return f"{NO_MODEL_CHOICES} Nothing changed."
+        name = self.worlds.allowed(wanted)
+        if name is None:
+            log.info("%s: world %s asked for a model not allowed", *_where(request))
             return (
-                f"{echo(name)} is not a model name I can use: at most {MAX_MODEL_NAME} letters, "
-                "digits and . _ : / + -, no spaces. Nothing changed."
+                f"{echo(wanted)} is not one of the models allowed here. "
+                f"{_may_choose(choices)} Nothing changed."
             )
         note = ""
         if not self.worlds.default_models:
@@ -116,16 +129,17 @@ class WorldChoosing:
                 "it is used once a model endpoint is set)"
             )
         else:
-            refused = await self._check(model_class, name)
+            refused = await self._check(model_class, name, request.world_id)
             if refused is not None:
                 return refused
         await self.worlds.change(request.world_id, **{field: name})
         log.info("%s: world %s chose the %s model %s", *_where(request), size, name)
         return f"Here the {size} model is now {name}{note}."
 
-    async def _check(self, model_class: ModelClass, name: str) -> str | None:
+    async def _check(self, model_class: ModelClass, name: str, world_id: str) -> str | None:
         """One tiny request with the model name: None when the endpoint answers it, else why
-        it is refused (a name the endpoint does not serve fails every reply here)."""
+        it is refused (a name the operator lists may still be one the endpoint does not
+        serve, which would fail every reply here). Made for the world: its daily cap counts it."""
         try:
             await self.language_model.generate(
                 ModelRequest(
@@ -134,8 +148,11 @@ class WorldChoosing:
                     task=MODEL_CHECK_TASK,
                     max_tokens=1,
                     model_name=name,
+                    world_id=world_id,
                 )
             )
+        except OverCap:
+            return f"{WORLD_CAP_REPLY} I cannot try {name} before then. Nothing changed."
         except ModelError as error:
             log.info("the model %s was refused by the endpoint: %s", name, error)
             return f"The model endpoint did not answer with {name}: {error}. Nothing changed."
@@ -158,11 +175,21 @@ def describe_models(choice: WorldChoice, defaults: dict[str, str]) -> str:
         own = choice.model_name(size)
         if own is not None:
             parts.append(f"{size}: {own} (chosen here)")
-        else:
-            default = defaults.get(size)
-            parts.append(f"{size}: {default} (the default)" if default else f"{size}: the default")
+            continue
+        default = defaults.get(size)
+        shown = f"{size}: {default} (the default" if default else f"{size}: the default"
+        refused = choice.refused_model(size)
+        if refused is not None:
+            # Chosen before the operator took it off the list: kept, but never used.
+            shown += "; " if default else " ("
+            shown += f"{echo(refused)}, chosen here, is not allowed now"
+        parts.append(shown + ")" if default or refused is not None else shown)
     offline = "" if defaults else " (the offline model is in use)"
     return f"Models here: {', '.join(parts)}{offline}."
+
+
+def _may_choose(choices: Sequence[str]) -> str:
+    return f"Models you may choose: {', '.join(choices)}."
 
 
 def describe_world(choice: WorldChoice, defaults: dict[str, str]) -> str:

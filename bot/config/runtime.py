@@ -1,5 +1,5 @@
 """Settings of the runtime (character, evaluation, plugins, logging) and of running Mnemo as a
-service (metrics, log files, model prices)."""
+service (metrics, log files, model prices, daily spending caps)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def _parse_prices(value: object) -> object:
 
 
 class OpsSettings(SettingsGroup):
-    """Running as a service: the metrics endpoint, log files, model prices."""
+    """Running as a service: the metrics endpoint, log files, model prices, spending caps."""
 
     model_config = settings_config("MNEMO_")
 
@@ -116,6 +116,18 @@ class OpsSettings(SettingsGroup):
         default_factory=lambda: {"gpt-4o": (2.5, 10.0), "gpt-4o-mini": (0.15, 0.6)}
     )
 
+    # Daily caps (a UTC day), counted across every process: the tokens (prompt + completion)
+    # or the estimated USD (MNEMO_MODEL_PRICES) the model may spend for one world (a server,
+    # a group, a DM), for one person, and in all; unset: no cap. Past one, the room is told
+    # once that day and gets no reply; learning that needs the model waits
+    # (docs/operations.md).
+    daily_tokens_per_world: int | None = Field(None, ge=1)
+    daily_tokens_per_person: int | None = Field(None, ge=1)
+    daily_tokens_total: int | None = Field(None, ge=1)
+    daily_usd_per_world: float | None = Field(None, gt=0)
+    daily_usd_per_person: float | None = Field(None, gt=0)
+    daily_usd_total: float | None = Field(None, gt=0)
+
     _prices = field_validator("model_prices", mode="before")(_parse_prices)
 
     @field_validator("log_format", mode="before")
@@ -132,3 +144,12 @@ def default_ops() -> OpsSettings:
             for name, info in OpsSettings.model_fields.items()
         }
     )
+
+
+def unpriced_models(ops: OpsSettings, models: list[str]) -> list[str]:
+    """The models a dollar cap would count that have no price (their spend would count as
+    nothing): empty when no dollar cap is set."""
+    dollar_caps = (ops.daily_usd_per_world, ops.daily_usd_per_person, ops.daily_usd_total)
+    if all(cap is None for cap in dollar_caps):
+        return []
+    return sorted({model for model in models if model not in ops.model_prices})

@@ -3,10 +3,12 @@ Chroma."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import NoDecode
 
 from bot.config.base import (
     AbsolutePath,
@@ -14,7 +16,29 @@ from bot.config.base import (
     env,
     http_url,
     settings_config,
+    split_csv,
 )
+
+# A model name as endpoints spell them ("gpt-4o-mini", "llama3.1:8b", "Qwen/Qwen2.5-7B-Instruct"):
+# ASCII letters, digits and `. _ : / + -`, no whitespace, at most `MAX_MODEL_NAME` long. What
+# an admin may name with `/model` is one of the operator's own `MNEMO_MODEL_CHOICES`, which
+# are checked against this when the settings are read.
+MAX_MODEL_NAME = 100
+MODEL_NAME = re.compile(rf"[A-Za-z0-9._:/+-]{{1,{MAX_MODEL_NAME}}}")
+
+
+def _model_names(value: object) -> object:
+    """`gpt-4o, gpt-4o-mini` -> ["gpt-4o", "gpt-4o-mini"]: each a model name, once."""
+    names = split_csv(value)
+    if not isinstance(names, list):
+        return names
+    for name in names:
+        if not isinstance(name, str) or not MODEL_NAME.fullmatch(name):
+            raise ValueError(
+                f"{name!r} is not a model name (at most {MAX_MODEL_NAME} letters, digits "
+                "and . _ : / + -, comma separated)"
+            )
+    return list(dict.fromkeys(names))
 
 
 class ModelSettings(SettingsGroup):
@@ -26,6 +50,12 @@ class ModelSettings(SettingsGroup):
     openai_base_url: str | None = Field(None, validation_alias=env("OPENAI_BASE_URL"))
     small_model: str = Field("gpt-4o-mini", validation_alias=env("MNEMO_SMALL_MODEL"))
     large_model: str = Field("gpt-4o", validation_alias=env("MNEMO_LARGE_MODEL"))
+    # The only model names a world's admins may choose with `/model` (comma separated);
+    # empty: none, and every world runs on the two above. The operator pays for every model
+    # call, so the operator, not a server's owner, decides which models may be called.
+    model_choices: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, validation_alias=env("MNEMO_MODEL_CHOICES")
+    )
     timeout_seconds: float = Field(60.0, gt=0, validation_alias=env("MNEMO_MODEL_TIMEOUT"))
     max_retries: int = Field(3, ge=0, le=10, validation_alias=env("MNEMO_MODEL_RETRIES"))
     # Requests in flight at once (0: no limit). A local server that answers one request at a
@@ -38,6 +68,7 @@ class ModelSettings(SettingsGroup):
     )
 
     _url = field_validator("openai_base_url")(http_url)
+    _choices = field_validator("model_choices", mode="before")(_model_names)
 
     @property
     def offline(self) -> bool:

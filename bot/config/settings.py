@@ -36,7 +36,7 @@ from bot.config.base import (
 from bot.config.memory import MemorySettings, default_memory
 from bot.config.platforms import PlatformSettings
 from bot.config.privacy import PrivacySettings, default_privacy
-from bot.config.runtime import OpsSettings, RuntimeSettings, default_ops
+from bot.config.runtime import OpsSettings, RuntimeSettings, default_ops, unpriced_models
 from bot.config.services import EmbeddingSettings, ModelSettings, StorageSettings
 
 __all__ = [
@@ -186,7 +186,25 @@ def load_settings(env_file: Path | None = Path(".env"), **overrides: dict[str, o
             raise ConfigError(f"setting {cls.__name__}: {error}") from None
         except (OSError, UnicodeDecodeError) as error:
             raise ConfigError(f"settings file {env_file}: cannot read it ({error})") from None
-    return Settings(**groups, env_file=env_file)  # type: ignore[arg-type]
+    settings = Settings(**groups, env_file=env_file)  # type: ignore[arg-type]
+    _check_across_groups(settings)
+    return settings
+
+
+def _check_across_groups(settings: Settings) -> None:
+    """What no one group can check alone: a dollar cap needs a price for every model it
+    counts (the configured ones and MNEMO_MODEL_CHOICES; the offline model costs nothing)."""
+    model = settings.model
+    if model.offline:
+        return
+    counted = [model.small_model, model.large_model, *model.model_choices]
+    missing = unpriced_models(settings.ops, counted)
+    if missing:
+        raise ConfigError(
+            "setting MNEMO_DAILY_USD_PER_WORLD / _PER_PERSON / _TOTAL: no price for "
+            f"{', '.join(missing)} in MNEMO_MODEL_PRICES (MODEL=PROMPT/COMPLETION, USD per "
+            "million tokens), so its spend could not count against the cap"
+        )
 
 
 def _check_env_file(env_file: Path) -> None:

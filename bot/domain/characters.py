@@ -281,7 +281,15 @@ class WorldChoice:
     large_model: str | None = None
     # The character the world chose, when it is no longer installed (the default stands in).
     missing_character: str | None = None
+    # Model names the world chose that the operator does not allow (any more): kept in the
+    # world's settings, never used (the process's model stands in), shown by `/model`.
+    refused_small_model: str | None = None
+    refused_large_model: str | None = None
 
     def model_name(self, model_class: str) -> str | None:
         """The world's model name for "small" or "large" (a `ModelClass`), or None."""
         return self.small_model if model_class == "small" else self.large_model
+
+    def refused_model(self, model_class: str) -> str | None:
+        """The name chosen here for "small" or "large" that is not allowed, or None."""
+        return self.refused_small_model if model_class == "small" else self.refused_large_model

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from bot.domain.images import ImageLoader
-from bot.domain.text import capped, valid_text
+from bot.domain.text import capped, readable, valid_text, visible
 
 # Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
 MNEMO_NAMESPACE = uuid.UUID("6f1c2f4e-8d7a-5b8e-9a51-2f3c0d6e4b71")
@@ -173,6 +173,30 @@ class Account(Document):
     # one is stored as None (nx-27017 has no reliable `$unset` of a nested field).
     told_names: dict[str, str | None] = Field(default_factory=dict, exclude=True)
 
+    # Names are what people can read (bot/domain/text.py): a display name holding a
+    # right-to-left override or zero-width characters is kept without them, on every path in.
+    @field_validator("name", mode="after")
+    @classmethod
+    def _readable_name(cls, name: str) -> str:
+        return readable(name)
+
+    @field_validator("username", mode="after")
+    @classmethod
+    def _readable_username(cls, username: str | None) -> str | None:
+        return (readable(username) or None) if username is not None else None
+
+    @field_validator("told_names", mode="after")
+    @classmethod
+    def _readable_told_names(cls, names: dict[str, str | None]) -> dict[str, str | None]:
+        return {world: readable(name) or None if name else None for world, name in names.items()}
+
+    @model_validator(mode="after")
+    def _some_name(self) -> Account:
+        # A name made only of what cannot be seen: called by the username, else the id.
+        if not self.name:
+            self.name = self.username or self.platform_id
+        return self
+
     def told_name_in(self, world_id: str | None) -> str | None:
         return self.told_names.get(world_id) if world_id is not None else None
 
@@ -240,6 +264,12 @@ class Fact(Document):
     # The words it was learned from; None for facts learned before evidence was kept, and for
     # facts given without a conversation (an import).
     evidence: Evidence | None = None
+
+    @field_validator("text", mode="after")
+    @classmethod
+    def _readable_text(cls, text: str) -> str:
+        # One line people read (/facts, /me, the prompts): nothing in it they cannot see.
+        return visible(text)
 
     @model_validator(mode="after")
     def _said_when_learned(self) -> Fact:

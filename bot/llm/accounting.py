@@ -35,6 +35,12 @@ class ModelCall:
     seconds: float | None
     # The world (guild, group or DM) the call was made for, when it was made for a message.
     world_id: str | None = None
+    # The person whose message it was made for (a reply to them, learning from what they said).
+    person_id: str | None = None
+    # (prompt, completion) tokens guessed from the characters sent and received, when the
+    # endpoint reported no usage: the daily caps count them (bot/llm/caps.py), so an endpoint
+    # that reports nothing does not slip past them; usage and /stats show only what was reported.
+    estimated: tuple[int, int] | None = None
 
 
 # Prices per model: USD per million (prompt, completion) tokens (MNEMO_MODEL_PRICES).
@@ -74,6 +80,8 @@ class UsageLedger:
         model: str | None = None,
         seconds: float | None = None,
         world_id: str | None = None,
+        person_id: str | None = None,
+        estimated: tuple[int, int] | None = None,
     ) -> None:
         _add(self.tasks[task], prompt_tokens, completion_tokens)
         if model is not None:
@@ -81,7 +89,9 @@ class UsageLedger:
         if world_id is not None:
             key = (world_id, model or UNNAMED_MODEL)
             _add(self._unwritten.setdefault(key, TaskUsage()), prompt_tokens, completion_tokens)
-        call = ModelCall(task, model, prompt_tokens, completion_tokens, seconds, world_id)
+        call = ModelCall(
+            task, model, prompt_tokens, completion_tokens, seconds, world_id, person_id, estimated
+        )
         for listener in self.listeners:
             listener(call)
 

@@ -66,7 +66,9 @@ class ModelRequest:
     as a system message); `prompt` is the conversation and the task (the user message).
     `json_answer` marks a JSON task: structured output where accepted, a low temperature.
     `images` go with the prompt as image parts; `model_name` is a world's own choice of model
-    for `model_class`, in place of the process's setting.
+    for `model_class`, in place of the process's setting. `world_id` names the world a call
+    without a state is made for (a plugin's task, `/model`'s check): every call made for a
+    world counts against its daily cap (bot/llm/caps.py).
 
     One value, not a keyword signature, so that a wrapper (a deadline, a timer, a recorder)
     passes a request through unchanged and a new field reaches every model at once.
@@ -81,10 +83,23 @@ class ModelRequest:
     json_answer: JsonAnswer | None = None
     images: tuple[ImageBytes, ...] = ()
     model_name: str | None = None
+    world_id: str | None = None
     # Worked examples, sent as earlier turns before the prompt: (what was asked, what the
     # answer was). A small model learns an answer's shape from a turn it "gave" far better
     # than from a description of it.
     examples: tuple[Example, ...] = ()
+
+    @property
+    def world(self) -> str | None:
+        """The world the call is made for: named, or the world of the state's message."""
+        if self.world_id is not None:
+            return self.world_id
+        return self.state.message.world_id if self.state is not None else None
+
+    @property
+    def person(self) -> str | None:
+        """Whose message the call is made for (a reply to it, learning from it), if any."""
+        return self.state.message.user_id if self.state is not None else None
 
 
 @dataclass(frozen=True)

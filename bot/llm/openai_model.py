@@ -46,6 +46,10 @@ _FORMAT_WORDS: dict[str, tuple[str, ...]] = {
     "json_object": ("response_format", "response format", "json_object", "json mode"),
 }
 
+# Characters per token, to guess the tokens of a call whose endpoint reported no usage (for
+# the daily caps only: English runs about 4; other scripts fewer, so this guesses low).
+_CHARS_PER_TOKEN = 4
+
 # Words of a 4xx that refuses streaming ("streaming is not supported", "'stream' is not
 # allowed"), or only its usage report; "upstream" is not one of them.
 _STREAM_WORDS = re.compile(r"\bstream(?:ing)?\b", re.I)
@@ -62,6 +66,7 @@ class _Call:
     options: dict[str, Any]
     json_answer: JsonAnswer | None
     world_id: str | None
+    person_id: str | None
 
 
 class _StreamRefused(Exception):
@@ -221,8 +226,10 @@ class OpenAIModel:
             messages=self._messages(request),
             options=options,
             json_answer=json_answer,
-            # Whose conversation it was for: /stats shows a world's own spend.
-            world_id=request.state.message.world_id if request.state is not None else None,
+            # Whose conversation it was for: /stats shows a world's own spend, and the daily
+            # caps count the world's and the person's.
+            world_id=request.world,
+            person_id=request.person,
         )
 
     @staticmethod
@@ -277,6 +284,7 @@ class OpenAIModel:
         usage: Any = None
         iterator = aiter(chunks)
         failed = False
+        written = 0  # characters received, for a guess when no usage comes
         try:
             while True:
                 try:
@@ -289,30 +297,31 @@ class OpenAIModel:
                 delta = getattr(choices[0], "delta", None) if choices else None
                 piece = getattr(delta, "content", None)
                 if isinstance(piece, str) and piece:
+                    written += len(piece)
                     yield piece
         except Exception:
             failed = True  # counted as a failure (_mapped_errors), not as usage
             raise
         finally:
             if not failed:
-                prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-                completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-                self._record(call, prompt_tokens, completion_tokens, started)
+                self._record(call, usage, started, written)
 
     def _answer(self, call: _Call, response: object, started: float) -> str:
         """The text of a whole completion, its usage recorded."""
         text = self._content(response)
         if text is None:
             raise self._failure(call.task, call.model, self._why_empty(response))
-        usage = getattr(response, "usage", None)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        self._record(call, prompt_tokens, completion_tokens, started)
+        self._record(call, getattr(response, "usage", None), started, len(text))
         return text
 
-    def _record(
-        self, call: _Call, prompt_tokens: int, completion_tokens: int, started: float
-    ) -> None:
+    def _record(self, call: _Call, usage: Any, started: float, written: int) -> None:
+        """The call's usage in the ledger, as the endpoint reported it (`usage`); with none
+        reported, a guess from the characters (`written`: the answer's) goes beside it."""
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        estimated = None
+        if usage is None:
+            estimated = (_tokens_in(_characters(call.messages)), _tokens_in(written))
         self._ledger.record(
             call.task,
             prompt_tokens,
@@ -320,6 +329,8 @@ class OpenAIModel:
             model=call.model,
             seconds=time.perf_counter() - started,
             world_id=call.world_id,
+            person_id=call.person_id,
+            estimated=estimated,
         )
         log.debug(
             "model call task=%s model=%s prompt_tokens=%d completion_tokens=%d",
@@ -439,6 +450,22 @@ class OpenAIModel:
         self._ledger.record_failure(task)
         log.debug("model call failed task=%s model=%s: %s", task, model, reason)
         return ModelError(f"model {model} failed ({task}): {reason}")
+
+
+def _tokens_in(characters: int) -> int:
+    return -(-characters // _CHARS_PER_TOKEN)  # rounded up: a short answer is a token
+
+
+def _characters(messages: Sequence[ChatCompletionMessageParam]) -> int:
+    """The characters of text in the messages sent (an image part counts none)."""
+    total = 0
+    for message in messages:
+        content: Any = message.get("content")
+        if isinstance(content, str):
+            total += len(content)
+        elif isinstance(content, list):
+            total += sum(len(str(part.get("text", ""))) for part in content if part)
+    return total
 
 
 def user_content(

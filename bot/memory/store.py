@@ -344,8 +344,10 @@ class Knowledge:
         return await self.store.accounts.get_many(ids)
 
     async def learn_name(self, account_id: str, name: str, world_id: str) -> None:
-        """The name a person told the bot in a world: shown there from now on, not elsewhere."""
-        await self.store.accounts.set_told_name(account_id, world_id, name)
+        """The name a person told the bot in a world: shown there from now on, not elsewhere;
+        told apart from the world's other members' (Accounts.set_told_name)."""
+        others = await self.participants(world_id)
+        await self.store.accounts.set_told_name(account_id, world_id, name, others=others.values())
 
     async def recent_facts(self, ids: Sequence[str], world_id: str, limit: int = 10) -> list[Fact]:
         """The most recently learned current facts about these people in a world."""

@@ -20,7 +20,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +38,7 @@ from bot.domain.records import Memory
 from bot.knowledge.messages import MessageIndex
 from bot.memory.store import Knowledge
 from bot.ops.migrations import LOCK_ID, META_COLLECTION, latest_version, migrate, schema_version
-from bot.privacy.ledger import ForgetLedger
+from bot.privacy.ledger import ForgetLedger, LedgerApplied
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -98,8 +98,13 @@ class RestoreResult:
     facts_indexed: int
     messages_indexed: int
     migrated: list[int]
-    # (person, world) pairs of the backup forgotten again (the forget ledger names them).
-    forgotten: int = 0
+    # What the forget ledger knew and where from; `forgotten`: the (person, world) pairs of
+    # the backup forgotten again because it names them.
+    ledger: LedgerApplied | None = None
+
+    @property
+    def forgotten(self) -> int:
+        return 0 if self.ledger is None else self.ledger.forgotten
 
 
 # ---------------------------------------------------------------------------------- backup
@@ -238,11 +243,14 @@ async def restore(
     *,
     progress: Progress = progress_bars,
     data_dir: Path | None = None,
+    ledger_files: Sequence[Path] = (),
 ) -> RestoreResult:
     """Load a backup into an empty database, migrate it, forget again whoever the forget
-    ledger names (the backup's, and `data_dir`'s: forgettings after the backup was made),
-    and rebuild its vectors."""
+    ledger names (the backup's, `data_dir`'s and `ledger_files`': forgettings after the
+    backup was made), and rebuild its vectors."""
     manifest = read_manifest(folder)
+    ledger = ForgetLedger(store.db, data_dir, tuple(ledger_files))
+    ledger.file_hashes()  # a ledger file that is none is refused before anything is loaded
     if manifest.schema_version > latest_version():
         raise BackupError(
             f"the backup's schema version {manifest.schema_version} is newer than this Mnemo's "
@@ -265,10 +273,10 @@ async def restore(
     await store.ensure_indexes()
     migrated = await migrate(db)
     # Before any vector is built: nothing of a forgotten person reaches Chroma again.
-    forgotten = await ForgetLedger(db, data_dir).apply()
+    applied = await ledger.apply()
     facts = await _rebuild_fact_vectors(store, knowledge, progress)
     indexed = await _rebuild_message_vectors(store, messages, progress)
-    return RestoreResult(loaded, facts, indexed, migrated, forgotten)
+    return RestoreResult(loaded, facts, indexed, migrated, applied)
 
 
 async def _load_collection(

@@ -5,13 +5,17 @@ time by a collector instead of being counted twice; what only happens in passing
 latency, a model call's duration) is observed as it happens; what lives in the databases
 (queue depth, job states, reachability) is looked up when scraped, each look bounded by a
 time-out so a dead database makes the scrape say so instead of hanging it.
+
+A model's name becomes a label value only when the operator named it (MNEMO_SMALL_MODEL,
+MNEMO_LARGE_MODEL, MNEMO_MODEL_CHOICES): any other name is counted under `other`, so nobody
+else can put a string into the operator's metrics or grow a new series per name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -21,13 +25,14 @@ from prometheus_client.registry import Collector
 
 from bot.domain.records import JobStatus
 from bot.knowledge.vectors import VectorIndex
-from bot.llm.accounting import ModelCall, Prices, UsageLedger, estimated_cost
+from bot.llm.accounting import UNNAMED_MODEL, ModelCall, Prices, UsageLedger, estimated_cost
 from bot.runtime.intake.journal import Journal
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
 
-# USD per million prompt and completion tokens, by model name.
+# The label of every model name the operator did not configure.
+OTHER_MODEL = "other"
 
 # Replies are dominated by the model: from tens of milliseconds (a local or offline model)
 # to a minute (a slow remote one at its time-out).
@@ -52,12 +57,29 @@ class Dependencies:
     journal: Callable[[], tuple[int, int]] = lambda: (0, 0)
 
 
+@dataclass(frozen=True)
+class ModelLabels:
+    """The model names that may be label values: the operator's own (see the module's doc)."""
+
+    names: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, names: Collection[str]) -> ModelLabels:
+        return cls(frozenset(names))
+
+    def __call__(self, model: str | None) -> str:
+        if model is None:
+            return UNNAMED_MODEL
+        return model if model in self.names else OTHER_MODEL
+
+
 class _LedgerCollector(Collector):
     """Model calls, tokens and estimated cost, read from the ledger at each scrape."""
 
-    def __init__(self, ledger: UsageLedger, prices: Prices) -> None:
+    def __init__(self, ledger: UsageLedger, prices: Prices, labels: ModelLabels) -> None:
         self._ledger = ledger
         self._prices = dict(prices)
+        self._labels = labels
 
     def collect(self) -> Iterator[Metric]:
         calls = CounterMetricFamily(
@@ -97,14 +119,24 @@ class _LedgerCollector(Collector):
             "Estimated spend in USD by model, from MNEMO_MODEL_PRICES (unpriced models absent)",
             labels=["model"],
         )
-        for model, usage in sorted(self._ledger.model_snapshot().items()):
-            tokens.add_metric([model, "prompt"], usage.prompt_tokens)
-            tokens.add_metric([model, "completion"], usage.completion_tokens)
+        # Summed by label: every name the operator did not configure adds to `other`.
+        by_label: dict[str, list[int]] = {}
+        spent: dict[str, float] = {}
+        for model, usage in self._ledger.model_snapshot().items():
+            label = self._labels(model)
+            counts = by_label.setdefault(label, [0, 0])
+            counts[0] += usage.prompt_tokens
+            counts[1] += usage.completion_tokens
             price = self._prices.get(model)
             if price is not None:
-                cost.add_metric(
-                    [model], estimated_cost(usage.prompt_tokens, usage.completion_tokens, price)
+                spent[label] = spent.get(label, 0.0) + estimated_cost(
+                    usage.prompt_tokens, usage.completion_tokens, price
                 )
+        for label, (prompt_tokens, completion_tokens) in sorted(by_label.items()):
+            tokens.add_metric([label, "prompt"], prompt_tokens)
+            tokens.add_metric([label, "completion"], completion_tokens)
+        for label, amount in sorted(spent.items()):
+            cost.add_metric([label], amount)
         embeddings = CounterMetricFamily("mnemo_embedding_calls", "Embedding model calls")
         embeddings.add_metric([], self._ledger.embedding_calls)
         texts = CounterMetricFamily("mnemo_embedded_texts", "Texts embedded")
@@ -116,9 +148,18 @@ class Metrics:
     """Every metric of one process, in its own registry (no global state: two apps in one
     process, as in tests, do not mix their numbers). Implements `RuntimeEvents`."""
 
-    def __init__(self, ledger: UsageLedger, prices: Prices, dependencies: Dependencies) -> None:
+    def __init__(
+        self,
+        ledger: UsageLedger,
+        prices: Prices,
+        dependencies: Dependencies,
+        *,
+        models: Collection[str] = (),
+    ) -> None:
+        """`models`: the model names the operator configured, the only model labels."""
         self.registry = CollectorRegistry()
         self._dependencies = dependencies
+        self._labels = ModelLabels.of(models)
         self.messages_received = Counter(
             "mnemo_messages_received",
             "Messages stored (redeliveries not counted)",
@@ -170,7 +211,7 @@ class Metrics:
             "Evaluation jobs handed out more than once",
             registry=self.registry,
         )
-        self.registry.register(_LedgerCollector(ledger, prices))
+        self.registry.register(_LedgerCollector(ledger, prices, self._labels))
         ledger.listeners.append(self._model_call)
 
     # RuntimeEvents ---------------------------------------------------------------------------
@@ -183,7 +224,7 @@ class Metrics:
 
     def _model_call(self, call: ModelCall) -> None:
         if call.seconds is not None:
-            self.model_time.labels(call.task, call.model or "unnamed").observe(call.seconds)
+            self.model_time.labels(call.task, self._labels(call.model)).observe(call.seconds)
 
     # scrape-time lookups ---------------------------------------------------------------------
     async def health(self) -> dict[str, bool]:

@@ -13,6 +13,7 @@ import logging
 from pymongo.errors import PyMongoError
 
 from bot.llm.accounting import TaskUsage, UsageLedger
+from bot.llm.caps import DEPLOYMENT, DailySpend
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,35 @@ def describe_usage(usage: dict[str, TaskUsage], ledger: UsageLedger) -> str:
     if unpriced:
         line += f" (no price for {', '.join(unpriced)}: set MNEMO_MODEL_PRICES)"
     return line
+
+
+async def describe_caps(spend: DailySpend | None, world_id: str) -> str | None:
+    """The /stats line of the daily caps: the world's, with what it used today, whether it
+    is reached, and each person's; None when the operator set none."""
+    if spend is None:
+        return None
+    caps = spend.caps
+    parts = []
+    world_cap = caps.describe("world")
+    if world_cap is not None:
+        today = await spend.today(("world", world_id))
+        used = f"{today.tokens:,} tokens"
+        if caps.usd_per_world is not None:
+            used += f", about {_dollars(today.usd)}"
+        line = f"Daily limit here: {world_cap} (used today, UTC: {used})"
+        if caps.reached("world", today):
+            line += "; reached: no replies and no learning that needs the model until 00:00 UTC"
+        parts.append(line)
+    person_cap = caps.describe("person")
+    if person_cap is not None:
+        parts.append(f"Daily limit for each person: {person_cap}")
+    total_cap = caps.describe("deployment")
+    if total_cap is not None:
+        line = f"Daily limit for the whole bot: {total_cap}"
+        if caps.reached("deployment", await spend.today(DEPLOYMENT)):
+            line += ", reached today"
+        parts.append(line)
+    return ". ".join(parts) + "."
 
 
 def _dollars(amount: float) -> str:

@@ -239,7 +239,9 @@ class PluginHost:
             return WorldVoice(
                 world_id,
                 self._agent,
-                ModelHandle(self._model, model_task, self._templates, self._ledger),
+                ModelHandle(
+                    self._model, model_task, self._templates, self._ledger, world_id=world_id
+                ),
             )
         character = choice.character
         agent = replace(
@@ -254,7 +256,12 @@ class PluginHost:
             if (name := choice.model_name(size)) is not None
         }
         model = ModelHandle(
-            self._model, model_task, character.templates, self._ledger, model_names=model_names
+            self._model,
+            model_task,
+            character.templates,
+            self._ledger,
+            model_names=model_names,
+            world_id=world_id,
         )
         return WorldVoice(world_id, agent, model)
 

@@ -380,6 +380,9 @@ class ModelHandle:
     ledger: UsageLedger | None = None
     # The world's own model names by class ("small", "large"; `/model`), else the process's.
     model_names: Mapping[str, str] = field(default_factory=dict)
+    # The world the calls are made for, when a call passes no state naming it (a task's):
+    # every call made for a world counts against its daily cap.
+    world_id: str | None = None
 
     async def generate(
         self,
@@ -410,6 +413,7 @@ class ModelHandle:
                 model_name=self.model_names.get(model_class),
                 system=system,
                 examples=tuple(examples),
+                world_id=self.world_id,
             )
         )
 

@@ -15,7 +15,11 @@ What goes, in this order:
 6. the data folder's files that quote them: the record of sent replies (rewritten at once),
    the outage journal's set-aside lines; the console's /export files (`forget_exports`, run
    by the console, which knows its folder); and a one-way hash of (person, world) goes into
-   the forget ledger (bot/privacy/ledger.py), so a restored backup forgets them again.
+   the forget ledger (bot/privacy/ledger.py), so a restored backup forgets them again;
+7. with the bundled server, its database file rewritten and its write-ahead log emptied
+   (`DatabaseFiles.scrub`, bot/storage/bundled/scrub.py): SQLite keeps a deleted row's bytes
+   in its pages and the log until then, readable in the data folder while the bot runs (one
+   fact forgotten and the retention job's deletions are scrubbed the same way).
 
 Other people's messages and facts, and the same person's data in other worlds, stay. A step
 that fails raises: a half-done forgetting must never be reported as done.
@@ -51,6 +55,11 @@ class SentReplyRecord(Protocol):
 
 class SetAsideJournal(Protocol):
     def forget_set_aside(self, user_id: str, world_id: str) -> int: ...
+
+
+# The database's own files, which may keep deleted bytes (the bundled server's SQLite file).
+class DatabaseFiles(Protocol):
+    async def scrub(self) -> None: ...
 
 
 # Jobs that have not started yet: deleted before waiting for the running ones.
@@ -104,6 +113,7 @@ class Forgetting:
         sent_replies: SentReplyRecord | None = None,
         journal: SetAsideJournal | None = None,
         ledger: ForgetLedger | None = None,
+        database_files: DatabaseFiles | None = None,
     ) -> None:
         self._store = store
         self._knowledge = knowledge
@@ -119,6 +129,7 @@ class Forgetting:
         self._sent_replies = sent_replies
         self._journal = journal
         self._ledger = ledger
+        self._database_files = database_files
 
     async def person(self, person_id: str, world_id: str) -> Forgotten:
         """Forget everything about `person_id` in `world_id`."""
@@ -176,6 +187,8 @@ class Forgetting:
             await asyncio.to_thread(self._journal.forget_set_aside, person_id, world_id)
         if self._ledger is not None:
             await self._ledger.record(person_id, world_id)
+        if self._database_files is not None:
+            await self._database_files.scrub()
 
     async def _forget_account(self, person_id: str, world_id: str) -> bool:
         """Delete the account once nothing refers to it; else drop the name they told the

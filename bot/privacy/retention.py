@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 
 from bot.domain.records import utcnow
 from bot.knowledge.vectors import VectorIndex
+from bot.privacy.forgetting import DatabaseFiles
 from bot.storage.mongo import MongoStore
 
 log = logging.getLogger(__name__)
@@ -44,9 +45,15 @@ class Retention:
 
 
 async def delete_expired(
-    store: MongoStore, vectors: VectorIndex, retention: Retention, *, now: datetime | None = None
+    store: MongoStore,
+    vectors: VectorIndex,
+    retention: Retention,
+    *,
+    now: datetime | None = None,
+    database_files: DatabaseFiles | None = None,
 ) -> int:
-    """Delete every message older than the retention period, with its vector; returns how
+    """Delete every message older than the retention period, with its vector, and scrub the
+    bundled database's files of them (`database_files`, as forgetting does); returns how
     many messages were deleted (0 when retention is off)."""
     if not retention.enabled:
         return 0
@@ -59,6 +66,8 @@ async def delete_expired(
     await _delete_vectors(vectors, where={"created_at": {"$lt": cutoff.timestamp()}})
     if deleted:
         log.info("retention: deleted %d message(s) older than %s", deleted, retention.describe())
+        if database_files is not None:
+            await database_files.scrub()
     return deleted
 
 

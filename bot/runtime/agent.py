@@ -23,6 +23,7 @@ from bot.knowledge.messages import MessageIndex
 from bot.knowledge.prefetch import Background
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
+from bot.llm.caps import DailySpend
 from bot.memory.store import Knowledge
 from bot.plugin.api import Agent
 from bot.plugin.host import PluginHost
@@ -83,7 +84,10 @@ class AgentRuntime:
         owner: str | None = None,
         sent_replies: SentReplies | None = None,
         worlds: WorldChoices | None = None,
+        caps: DailySpend | None = None,
     ) -> None:
+        """`caps`: the daily spending caps, when the operator set any; `model` is then the
+        `CappedModel` that enforces them (bot/llm/caps.py)."""
         self.agent_id = agent_id
         self.character = character
         self.store = store
@@ -92,6 +96,7 @@ class AgentRuntime:
         self.model = model
         self.registry = registry
         self.ledger = ledger
+        self.caps = caps
         self._options = options or RuntimeOptions()
         self.rate_limiter = rate_limiter
         self.events = events
@@ -140,6 +145,7 @@ class AgentRuntime:
             events=events,
             faults=self._faults,
             sent_replies=sent_replies,  # replies sent and not settled yet (a data-folder file)
+            caps=caps,  # a room over a daily cap is told once a day
         )
         self.sent_replies = self.replier.sent_replies
         self.evaluator = EvaluationRunner(
@@ -154,6 +160,7 @@ class AgentRuntime:
             composer=self.composer,
             options=self._options,
             faults=self._faults,
+            caps=caps,  # learning that needs the model waits out a daily cap
         )
         # The durable queue runs each job through the runner (it calls nothing else back).
         self.evaluations = EvaluationQueue(

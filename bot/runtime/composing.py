@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from bot.domain.characters import Character, CharacterCatalog, WorldChoice
+from bot.domain.names import distinct
 from bot.domain.records import Fact, Memory, Room, utcnow
 from bot.domain.state import State
 from bot.memory.at_hand import PREFETCHED_FACTS, KnownFacts
@@ -115,8 +116,9 @@ class StateComposer:
         actors = {i: a for i, a in window.accounts.items() if i in people}
         if unread := sorted(people - set(window.accounts) - window.asked):
             actors.update(await self.store.accounts.get_many(unread))
-        # A told name belongs to the world it was told in (never used in another).
-        actors = {i: a.in_world(memory.world_id) for i, a in actors.items()}
+        # A told name belongs to the world it was told in (never used in another); no two
+        # accounts, nor one and the bot, go by names that read alike in the prompt.
+        actors = distinct(actors, memory.world_id, taken=[character.name])
         state = State(
             message=memory,
             agent_id=self.agent_id,

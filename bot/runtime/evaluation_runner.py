@@ -11,6 +11,11 @@ validation left at least two candidates whose handlers call the model. A lone su
 is named without asking (its handler's own model call judges the message anyway, and the
 selection call would cost as much as that call), and so is an evaluator that makes no model
 call (`uses_model=False`: asking would cost more than running it). Issue 22.
+
+A world or person at a daily spending cap (bot/llm/caps.py) is learned from only by the
+evaluators that make no model call; the job then finishes. Nothing is half-written (no
+handler that needs the model starts) and nothing is lost: the messages stay stored, and an
+evaluator that keeps a mark of what it read reads them at its next run after the cap resets.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from bot.faults import FaultHook
 from bot.knowledge.messages import MessageIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
+from bot.llm.caps import DailySpend
 from bot.llm.parsing import read_evaluator_selection
 from bot.plugin.api import Context, Evaluator
 from bot.plugin.host import PluginHost
@@ -62,6 +68,7 @@ class EvaluationRunner:
         composer: StateComposer,
         options: RuntimeOptions,
         faults: FaultHook,
+        caps: DailySpend | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.store = store
@@ -75,6 +82,7 @@ class EvaluationRunner:
         # Replaced by the runtime when its options change.
         self.options = options
         self._faults = faults
+        self.caps = caps
 
     async def run_job(self, job: EvaluationJob) -> list[str]:
         """One attempt at a job. What an earlier attempt finished is not done again: the
@@ -101,7 +109,7 @@ class EvaluationRunner:
             window=window,
         )
         validated = await self._validated(job, message, state)
-        candidates = [evaluator for evaluator, _ in validated]
+        candidates = await self._within_caps(job, message, [e for e, _ in validated])
         if job.selected is None:
             chosen = await self._select(candidates, state) if candidates else []
             await self.jobs.record_selection(job.id, [e.name for e in chosen])
@@ -125,6 +133,20 @@ class EvaluationRunner:
         if failures:
             raise EvaluationFailed("; ".join(failures))
         return ran
+
+    async def _within_caps(
+        self, job: EvaluationJob, message: Memory, candidates: list[Evaluator]
+    ) -> list[Evaluator]:
+        """The candidates that may run under the daily caps: all, or, past one, those that
+        make no model call (the others would only be refused: see the module's doc)."""
+        if self.caps is None or not any(e.uses_model for e in candidates):
+            return candidates
+        over = await self.caps.over(message.world_id, message.user_id)
+        if over is None:
+            return candidates
+        skipped = [e.name for e in candidates if e.uses_model]
+        log.info("evaluation %s: %s; not run: %s", job.id, over, ", ".join(skipped))
+        return [e for e in candidates if not e.uses_model]
 
     async def _message_and_window(self, job: EvaluationJob) -> tuple[Memory | None, Window | None]:
         """The job's message, and the room's window up to it when that found it: one read

@@ -1,6 +1,11 @@
 """Per-person reply rate limit, so one chatty person cannot run up the bill.
 
-Two kinds, one interface (`await limiter.allow(key)`):
+Each message to be answered is counted (`await limiter.admit(key)`): `ALLOWED` is answered;
+past the limit, the first refused message of a window is `TELL` (the person hears once that
+they are over it) and the rest of that window `SILENT`, so a person writing faster than the
+limit gets one notice a window, in a group as in a DM, not one per message.
+
+Two kinds, one interface:
 
 - `RateLimiter`: in this process, a sliding window. Enough when one process serves the
   deployment (the bundled server: it belongs to one process);
@@ -9,11 +14,14 @@ Two kinds, one interface (`await limiter.allow(key)`):
   hashed, so a counter never names the person it counts), bumped by one atomic `$inc`
   upsert: one round trip per message, no read-modify-write race between processes. Fixed
   windows let a person reach twice the limit across a window boundary (a sliding estimate
-  would need a second read per message). Counters of past windows are dropped.
+  would need a second read per message). Counters of past windows are dropped. The count
+itself says which refusal is the first (`limit + 1`), so the notice is once per window across
+processes too, with no second write.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import time
 from collections import defaultdict, deque
@@ -26,11 +34,19 @@ from pymongo.asynchronous.database import AsyncDatabase
 COLLECTION = "rate_limits"
 
 
+class Admission(enum.Enum):
+    """What the limit says of one message to be answered."""
+
+    ALLOWED = "allowed"  # within the limit: answered
+    TELL = "tell"  # the first over it this window: the person is told, once
+    SILENT = "silent"  # over it and told already this window: not answered
+
+
 class ReplyLimit(Protocol):
     per_minute: int
 
-    async def allow(self, key: str) -> bool:
-        """Count one reply for `key`; False once it exceeds the limit."""
+    async def admit(self, key: str) -> Admission:
+        """Count one message to be answered for `key`, and say whether it is."""
         ...
 
 
@@ -48,19 +64,29 @@ class RateLimiter:
         self.window = window_seconds
         self._clock = clock
         self._seen: dict[str, deque[float]] = defaultdict(deque)
+        # When each person over the limit was last told so.
+        self._told: dict[str, float] = {}
 
-    async def allow(self, key: str) -> bool:
-        """Count one reply for `key`; False once it exceeds the limit inside the window."""
+    async def admit(self, key: str) -> Admission:
+        """Count one message for `key`: refused once `per_minute` were answered inside the
+        sliding window; told at most once a window."""
         if self.per_minute <= 0:
-            return True
+            return Admission.ALLOWED
         now = self._clock()
         seen = self._seen[key]
         while seen and now - seen[0] >= self.window:
             seen.popleft()
+        told = self._told.get(key)
+        if told is not None and now - told >= self.window:
+            del self._told[key]
+            told = None
         if len(seen) >= self.per_minute:
-            return False
+            if told is not None:
+                return Admission.SILENT
+            self._told[key] = now
+            return Admission.TELL
         seen.append(now)
-        return True
+        return Admission.ALLOWED
 
 
 class SharedRateLimiter:
@@ -81,9 +107,9 @@ class SharedRateLimiter:
         # The window whose old counters this process last cleared.
         self._swept = -1
 
-    async def allow(self, key: str) -> bool:
+    async def admit(self, key: str) -> Admission:
         if self.per_minute <= 0:
-            return True
+            return Admission.ALLOWED
         now = int(self._clock() * 1000)
         start = now - now % self._window_ms
         if start != self._swept:
@@ -98,4 +124,10 @@ class SharedRateLimiter:
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
-        return counter is not None and int(counter.get("count", 0)) <= self.per_minute
+        if counter is None:  # an upsert returns its document; refused, as before, if not
+            return Admission.SILENT
+        count = int(counter.get("count", 0))
+        if count <= self.per_minute:
+            return Admission.ALLOWED
+        # Exactly one message of the window counts `limit + 1`, whichever process bumped it.
+        return Admission.TELL if count == self.per_minute + 1 else Admission.SILENT

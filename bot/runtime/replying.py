@@ -21,6 +21,7 @@ from bot.domain.state import State
 from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
+from bot.llm.caps import DailySpend, OverCap
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, partial_reply_text
 from bot.llm.reply_checks import REPEATED, ReplyCheck, note_for
 from bot.llm.streaming import stream_text
@@ -32,7 +33,7 @@ from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.prompts import action_choice, format_actions, render, reply_answer
-from bot.runtime.ratelimit import ReplyLimit
+from bot.runtime.ratelimit import Admission, ReplyLimit
 from bot.runtime.types import (
     HandleResult,
     ReplyStream,
@@ -66,6 +67,13 @@ STREAM_CHECK_SECONDS = 0.2
 # Tokens allowed per reply character of the cap (a token is ~4 characters of English; the
 # margin covers the JSON around the text and other languages).
 REPLY_TOKENS_PER_CHAR = 0.4
+# A streamed answer is read no further than its reply's cap needs. Its text is looked at again
+# every this many characters of answer past the cap (the partial JSON is parsed whole each time).
+CAP_LOOK_EVERY = 512
+# Answer characters allowed per character of the cap whatever the text shows: JSON's escapes
+# (a "\u00e9" is six characters for one) and the syntax around the text fit; an answer that
+# grows past it without its text growing (garbage, a brace that never closes) is stopped too.
+ANSWER_CHARS_PER_REPLY_CHAR = 6
 
 
 @dataclass
@@ -92,6 +100,7 @@ class Replier:
         events: RuntimeEvents = NO_EVENTS,
         faults: FaultHook | None = None,
         sent_replies: SentReplies | None = None,
+        caps: DailySpend | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.store = store
@@ -106,6 +115,8 @@ class Replier:
         self.events = events
         self._faults = faults or FaultHook()
         self.sent_replies = SentReplies(None) if sent_replies is None else sent_replies
+        # Who has been told today that a daily cap was reached (`model` refuses the calls).
+        self.caps = caps
         # The last fallback sent in each room (the most recently used rooms only).
         self._fallbacks: OrderedDict[str, str] = OrderedDict()
 
@@ -121,12 +132,15 @@ class Replier:
         keep: bool = True,
         window: Window | None = None,
     ) -> None:
-        """Reply while showing "typing…", unless the author is over the rate limit (then a
-        polite line, no model call); `arrived` (perf_counter) times the reply. `window`: the
-        room's window, when the caller read it already."""
-        if self.rate_limiter is not None and not await self.rate_limiter.allow(memory.user_id):
-            await send(Content(text=RATE_LIMITED_REPLY))
-            return
+        """Reply while showing "typing…", unless the author is over the rate limit (then no
+        model call, and a polite line once a window); `arrived` (perf_counter) times the
+        reply. `window`: the room's window, when the caller read it already."""
+        if self.rate_limiter is not None:
+            admission = await self.rate_limiter.admit(memory.user_id)
+            if admission is Admission.TELL:
+                await send(Content(text=RATE_LIMITED_REPLY))
+            if admission is not Admission.ALLOWED:
+                return
         async with typing():
             await self.respond(memory, send, result, room, keep=keep, window=window)
         if result.replies and arrived is not None:
@@ -205,6 +219,15 @@ class Replier:
                 # Neither its words nor its choice of action are the model's to act on:
                 # a small model named an action with nearly every such reply.
                 draft = ReplyDraft(self._fallback(memory), None, readable=False)
+        except OverCap as over:
+            # No request was sent: the room hears it once a day, then nothing until tomorrow.
+            log.info("no reply to message %s: %s", memory.id, over)
+            told = self.caps is None or await self.caps.first_notice(over, memory.room_id)
+            if screen is not None and screen.shown:
+                await (screen.stream.finish(over.reply) if told else screen.stream.cancel())
+            elif told:
+                await send(Content(text=over.reply))
+            return
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
             if screen is not None and screen.shown:
@@ -310,7 +333,8 @@ class Replier:
         closed) and returned with its problems, to be asked again, whether or not anyone
         watches it grow. With a `screen`, it is also shown as it is written, but only what
         passes the checks so far: words that fail a check more words might pass are held
-        back."""
+        back. Reading stops once the text is past the reply's cap (`_past_cap`): a model
+        that ignores `max_tokens` is not read to its end."""
         request = ModelRequest(
             prompt,
             model_class=ModelClass.LARGE,
@@ -333,11 +357,25 @@ class Replier:
         answer = ""
         checked = 0.0
         last_checked = ""
+        cap = self.options.max_reply_chars
+        next_look = cap  # the text cannot be longer than the answer holding it
         async with aclosing(stream_text(self.model, request)) as pieces:
             async for piece in pieces:
                 # What came before this piece is shown now, so an answer that comes whole
                 # (a model that does not stream) is read whole: sent once, checked once.
                 answer, before = answer + piece, answer
+                if len(answer) >= next_look:
+                    if _past_cap(answer, cap):
+                        # A model that ignores max_tokens (a runaway stream of 375,561
+                        # characters was read to its end): what is past the cap is never
+                        # sent, so the request is closed here and the reply cut below.
+                        log.info(
+                            "the reply to message %s was stopped at %d characters, past its cap",
+                            memory.id,
+                            len(answer),
+                        )
+                        break
+                    next_look = len(answer) + CAP_LOOK_EVERY
                 if not before:
                     # Counted from the first words: a reply written within the first
                     # interval is sent once, whole, with no edits.
@@ -455,6 +493,15 @@ def fallback_for(memory: Memory, just_said: str | None = None) -> str:
     acknowledgement than the one `just_said` in the room."""
     text = memory.content.text
     return FALLBACK_REPLY if asks(text) or not text.strip() else acknowledgement(text, just_said)
+
+
+def _past_cap(answer: str, cap: int) -> bool:
+    """Whether a reply answer still being written holds more text than the reply's `cap`
+    (the rest would be cut), or is so long that it never will show it."""
+    if len(answer) > cap * ANSWER_CHARS_PER_REPLY_CHAR:
+        return True
+    text = partial_reply_text(answer)
+    return text is not None and len(text) > cap
 
 
 def _whole_words(text: str) -> str:

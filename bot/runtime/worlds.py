@@ -8,16 +8,21 @@ kept here per world; the paths that have no such read (evaluations, should-respo
 the window, plugins' commands) use it for at most `ttl` seconds, then read it again. A change
 made in this process replaces the kept entry at once; one made in another process reaches
 this one's evaluations within `ttl` seconds, and its replies on the next message.
+
+Which model names a world may run on is the operator's decision (`MNEMO_MODEL_CHOICES`): a
+stored name outside that list (chosen before the operator removed it, or written into the
+database by hand) is never used; the process's model stands in and `/model` says so.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bot.config.services import MODEL_NAME
 from bot.domain.characters import CharacterCatalog, WorldChoice
 from bot.storage.window_reads import Read
 from bot.storage.world_settings import COLLECTION, WorldSettings, WorldSettingsStore
@@ -43,6 +48,7 @@ class WorldChoices:
         catalog: CharacterCatalog,
         *,
         default_models: Mapping[str, str] | None = None,
+        model_choices: Sequence[str] = (),
         ttl: float = CHOICE_TTL_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -51,9 +57,46 @@ class WorldChoices:
         # The process's model names by class ("small", "large"), shown as the defaults; empty
         # with the offline model, which has no model names.
         self.default_models = dict(default_models or {})
+        # The names a world may choose instead (MNEMO_MODEL_CHOICES), as the operator spelt them.
+        self.model_choices = tuple(model_choices)
         self._ttl = ttl
         self._clock = clock
         self._kept: dict[str, _Kept] = {}
+        # (world, name) pairs already logged as not allowed: one warning each, not one a read.
+        self._warned: set[tuple[str, str]] = set()
+
+    def allowed(self, name: str) -> str | None:
+        """The operator's spelling of `name` when it is one of MNEMO_MODEL_CHOICES, else None.
+
+        Exact, or the same ASCII letters in another case ("GPT-4o" for "gpt-4o"); nothing
+        else: not a name with spaces, invisible or look-alike characters, nor a longer one.
+        What is kept and sent to the endpoint is always the operator's own string."""
+        if name in self.model_choices:
+            return name
+        if not MODEL_NAME.fullmatch(name):
+            return None
+        folded = [choice for choice in self.model_choices if choice.lower() == name.lower()]
+        return folded[0] if len(folded) == 1 else None
+
+    def _usable(self, world_id: str, size: str, name: str | None) -> tuple[str | None, str | None]:
+        """(the model name to use, the refused name) for a stored choice of class `size`."""
+        if not name:
+            return None, None
+        if name == self.default_models.get(size):
+            return name, None  # the operator's own setting for that class
+        allowed = self.allowed(name)
+        if allowed is not None:
+            return allowed, None
+        if (world_id, name) not in self._warned:
+            self._warned.add((world_id, name))
+            log.warning(
+                "world %s chose the %s model %r, which MNEMO_MODEL_CHOICES does not allow; "
+                "using the configured one",
+                world_id,
+                size,
+                name[:120],
+            )
+        return None, name
 
     @property
     def default(self) -> WorldChoice:
@@ -112,10 +155,14 @@ class WorldChoices:
                 missing = settings.character
             else:
                 installed = found
+        small, refused_small = self._usable(settings.world_id, "small", settings.small_model)
+        large, refused_large = self._usable(settings.world_id, "large", settings.large_model)
         return WorldChoice(
             installed.character,
             installed.key,
-            small_model=settings.small_model or None,
-            large_model=settings.large_model or None,
+            small_model=small,
+            large_model=large,
             missing_character=missing,
+            refused_small_model=refused_small,
+            refused_large_model=refused_large,
         )

@@ -10,7 +10,9 @@ from pymongo import IndexModel
 from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
+from bot.domain.names import told_name_for
 from bot.domain.records import Account
+from bot.domain.text import readable
 from bot.storage.documents import (
     by_ids,
     fields,
@@ -33,12 +35,22 @@ class Accounts:
             {"_id": account.id}, {"$set": fields(account)}, upsert=True
         )
 
-    async def set_told_name(self, account_id: str, world_id: str, name: str) -> None:
+    async def set_told_name(
+        self, account_id: str, world_id: str, name: str, *, others: Iterable[Account] = ()
+    ) -> str | None:
         """Remember the name a person told the bot in a world (`Account.in_world` shows it
-        there, and only there)."""
+        there, and only there), as people can read it; one that reads like a name one of
+        `others` (the world's other members) goes by there is kept with the teller's own
+        after it, "Tobrin (Zed)" (bot/domain/names.py). Returns the name kept (None: nothing
+        readable was told, or the account is unknown)."""
+        teller = (await self.get_many([account_id])).get(account_id)
+        if teller is None or not readable(name):
+            return None
+        kept = told_name_for(name, teller, others, world_id)
         await self._collection.update_one(
-            {"_id": account_id}, {"$set": {f"told_names.{world_id}": name}}
+            {"_id": account_id}, {"$set": {f"told_names.{world_id}": kept}}
         )
+        return kept
 
     async def forget_told_name(self, account_id: str, world_id: str) -> None:
         """The name told in a world goes with what was learned from them there."""

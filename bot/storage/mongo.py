@@ -36,6 +36,8 @@ from pymongo.asynchronous.database import AsyncDatabase
 from pymongo.errors import CollectionInvalid, OperationFailure, PyMongoError
 
 from bot.storage.accounts import Accounts
+from bot.storage.daily_spend import COLLECTION as DAILY_SPEND
+from bot.storage.daily_spend import DailySpendStore
 from bot.storage.facts import Facts
 from bot.storage.jobs import JobStore
 from bot.storage.leases import Leases
@@ -57,6 +59,7 @@ _COLLECTIONS = (
     Leases,
     FactRejects,
     WorldSettingsStore,
+    DailySpendStore,
 )
 # The collections Mnemo itself keeps (plugins keep theirs under `plugin_<name>_`).
 CORE_COLLECTIONS = frozenset(
@@ -71,6 +74,7 @@ CORE_COLLECTIONS = frozenset(
         "leases",
         "rate_limits",
         WORLD_SETTINGS,
+        DAILY_SPEND,
         ANCHOR,
     }
 )
@@ -127,6 +131,8 @@ class MongoStore:
         self.leases = Leases(self.db)
         # What each world's admins chose: character and model names (/character, /model).
         self.worlds = WorldSettingsStore(self.db)
+        # Today's model spend per world and person, for the daily caps (bot/llm/caps.py).
+        self.spend = DailySpendStore(self.db)
         # Strings that must never reach an error message (the URI's password).
         self._secrets = tuple(secret for secret in secrets if secret)
 

@@ -22,8 +22,6 @@ from bot.domain.records import utcnow
 from bot.storage.documents import millis
 
 COLLECTION = "world_settings"
-# A model name as an endpoint knows it: no whitespace, at most this long.
-MAX_MODEL_NAME = 100
 
 
 class WorldSettings(BaseModel):

@@ -89,7 +89,13 @@ class ScriptedModel:
                 self._ledger.record_failure(task)
             raise
         if self._ledger is not None:
-            self._ledger.record(task, len(prompt.split()), len(answer.split()))
+            self._ledger.record(
+                task,
+                len(prompt.split()),
+                len(answer.split()),
+                world_id=request.world,
+                person_id=request.person,
+            )
         return answer
 
     async def close(self) -> None:

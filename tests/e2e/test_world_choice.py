@@ -14,6 +14,7 @@ import pytest
 from bot import Character, Evaluator, Plugin
 from bot.app.prompt_texts import grounding_for
 from bot.commands.command_set import Commands
+from bot.commands.world_choice import NO_MODEL_CHOICES
 from bot.domain.characters import CharacterCatalog, InstalledCharacter, load_character
 from bot.knowledge.messages import MessageIndex
 from bot.llm.base import ModelClass, Task
@@ -27,7 +28,7 @@ from bot.testing.harness import DEFAULT_CHARACTER, TestChat, open_test_app, test
 from bot.testing.openai_server import FakeOpenAIServer, status
 from bot.testing.scripted import ScriptedModel
 from tests.helpers.processes import mnemo
-from tests.helpers.world_choice import HELLO, ask, with_endpoint
+from tests.helpers.world_choice import HELLO, allowing, ask, with_endpoint
 from tests.paths import REPO
 
 ARCHIVIST = load_character(REPO / "characters" / "archivist.json")
@@ -187,7 +188,8 @@ async def test_a_plugin_s_model_calls_and_agent_follow_the_world_s_choice(
             Task.EVALUATOR_SELECTION: [picks] * 2,
         }
     )
-    async with open_test_app(tmp_path, model=model, plugins=[plugin]) as app:
+    settings = allowing(test_settings(tmp_path))
+    async with open_test_app(tmp_path, model=model, plugins=[plugin], settings=settings) as app:
         commands = Commands(app.commands, learn_wait=5)
         here = TestChat(app.runtime, chat="dm-a", world="server-a")
         there = TestChat(app.runtime, chat="dm-b", world="server-b")
@@ -227,14 +229,15 @@ async def test_privacy_names_the_character_chosen_in_the_server(
 
 
 async def test_the_choice_survives_a_restart(tmp_path: Path, model_dir: Path) -> None:
-    async with open_test_app(tmp_path, keep_database=True) as app:
+    settings = allowing(test_settings(tmp_path))
+    async with open_test_app(tmp_path, keep_database=True, settings=settings) as app:
         commands = Commands(app.commands, learn_wait=5)
         chat = TestChat(app.runtime, world="server-a")
         await commands.run("character", ask(chat, "archivist"))
         await commands.run("model", ask(chat, "large gpt-x"))
 
     model = ScriptedModel(answers={Task.REPLY: [HELLO] * 2})
-    async with open_test_app(tmp_path, model=model) as app:
+    async with open_test_app(tmp_path, model=model, settings=settings) as app:
         commands = Commands(app.commands, learn_wait=5)
         chat = TestChat(app.runtime, world="server-a")
         await chat.say("hello again")
@@ -255,7 +258,8 @@ async def test_a_backup_and_restore_keep_each_world_s_choice(
     tmp_path: Path, model_dir: Path, mongo_uri: str, knowledge: Knowledge
 ) -> None:
     folder = tmp_path / "backup"
-    async with open_test_app(tmp_path / "source", mongodb_uri=mongo_uri) as app:
+    source = allowing(test_settings(tmp_path / "source", mongodb_uri=mongo_uri))
+    async with open_test_app(tmp_path / "source", settings=source) as app:
         commands = Commands(app.commands, learn_wait=5)
         chat = TestChat(app.runtime, world="server-a")
         await commands.run("character", ask(chat, "archivist"))
@@ -266,7 +270,7 @@ async def test_a_backup_and_restore_keep_each_world_s_choice(
     await restore(
         knowledge.store, knowledge, MessageIndex(knowledge.vectors, knowledge.embedder), folder
     )
-    settings = test_settings(tmp_path / "restored", mongodb_uri=mongo_uri)
+    settings = allowing(test_settings(tmp_path / "restored", mongodb_uri=mongo_uri))
     storage = settings.storage.model_copy(update={"mongodb_database": knowledge.store.db.name})
     model = ScriptedModel(answers={Task.REPLY: [HELLO]})
     async with open_test_app(
@@ -332,7 +336,9 @@ async def test_paths_without_their_own_read_see_another_process_s_change_within_
         InstalledCharacter("mnemo", MNEMO, "settings"),
         (InstalledCharacter("archivist", ARCHIVIST, "characters/archivist.json"),),
     )
-    here = WorldChoices(store.worlds, catalog, ttl=30.0, clock=lambda: now[0])
+    here = WorldChoices(
+        store.worlds, catalog, model_choices=["gpt-x"], ttl=30.0, clock=lambda: now[0]
+    )
     elsewhere = WorldChoices(store.worlds, catalog)
     assert (await here.of("world-a")).character.name == "Mnemo"
     await elsewhere.change("world-a", character="archivist", large_model="gpt-x")
@@ -380,3 +386,25 @@ def test_the_console_speaks_as_the_character_chosen_for_it(tmp_path: Path, model
     assert "Mnemo: " in before and "Archivist: " not in before
     assert "Archivist: " in after and "Mnemo: " not in after
     assert "Character: Archivist (archivist). Models here:" in after
+
+
+# What /model lists when MNEMO_MODEL_CHOICES=gpt-x,tiny-x.
+MAY_CHOOSE = "Models you may choose: gpt-x, tiny-x."
+
+
+def test_on_the_console_model_chooses_only_among_the_operator_s_names(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    script = "/model large o1-pro\n/model large GPT-X\n/model\n/quit\n"
+    first = mnemo(["chat"], script, tmp_path, model_dir, MNEMO_MODEL_CHOICES="gpt-x,tiny-x")
+    assert first.returncode == 0, first.stderr
+    refused = f"“o1-pro” is not one of the models allowed here. {MAY_CHOOSE} Nothing changed."
+    assert refused in first.stdout
+    assert "Here the large model is now gpt-x (I run on the offline model now" in first.stdout
+    assert "large: gpt-x (chosen here)" in first.stdout
+
+    # The operator empties the list: the kept choice is shown, and not used.
+    again = mnemo(["chat"], "/model\n/model large tiny-x\n/quit\n", tmp_path, model_dir)
+    assert again.returncode == 0, again.stderr
+    assert "large: the default (“gpt-x”, chosen here, is not allowed now)" in again.stdout
+    assert f"{NO_MODEL_CHOICES} Nothing changed." in again.stdout

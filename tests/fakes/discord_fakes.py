@@ -283,9 +283,6 @@ class RecordingHTTP:
         self.edits: list[EditedMessage] = []
         self.deleted: list[int] = []
         self.fail_sends_with: int | None = None
-        # Attachments' files on Discord's CDN, by URL (`Attachment.read()`), and the URLs read.
-        self.cdn: dict[str, bytes] = {}
-        self.downloads: list[str] = []
 
     async def send_message(self, channel_id: int, *, params: Any) -> dict[str, Any]:
         payload = dict(params.payload or {})
@@ -328,12 +325,6 @@ class RecordingHTTP:
 
     async def send_typing(self, channel_id: int) -> None:
         self.typing.append(int(channel_id))
-
-    async def get_from_cdn(self, url: str) -> bytes:
-        if url not in self.cdn:  # as discord.py's own get_from_cdn answers a 404
-            raise discord.NotFound(_FakeResponse(404), "404: Not Found")  # type: ignore[arg-type]
-        self.downloads.append(url)
-        return self.cdn[url]
 
     async def close(self) -> None:
         """`Client.close()` closes its HTTP session: nothing is open here."""
@@ -383,10 +374,69 @@ def _http_error(status: int) -> discord.HTTPException:
 
 
 # --------------------------------------------------------------------------- the fake world
+class FakeCDN:
+    """Discord's CDN on loopback, for attachments' files: each served in chunks with no
+    Content-Length (so only what is read counts), the URLs downloaded and the bytes each
+    download wrote before the reader stopped (`served`)."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}  # by path, "/attachments/<channel>/<name>"
+        self.downloads: list[str] = []
+        self.served: list[int] = []
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> FakeCDN:
+        app = web.Application()
+        app.router.add_get("/attachments/{channel}/{name}", self._serve)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        assert site._server is not None and site._server.sockets  # type: ignore[attr-defined]
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        data = self.files.get(request.path)
+        if data is None:
+            return web.Response(status=404, text="404: Not Found")
+        self.downloads.append(str(request.url))
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        written = 0
+        try:
+            for start in range(0, len(data), 64 * 1024):
+                chunk = data[start : start + 64 * 1024]
+                await response.write(chunk)
+                written += len(chunk)
+            await response.write_eof()
+        except ConnectionError:
+            pass  # the reader stopped
+        finally:
+            self.served.append(written)
+        return response
+
+
+# Where attachments point without a FakeCDN: a loopback port nothing listens on, so a download
+# fails at once and never reaches the real CDN.
+NO_CDN = "http://127.0.0.1:9"
+
+
 class FakeDiscord:
     """Guilds, people, DMs and messages on a client's real ConnectionState.
 
     Must be created inside the running event loop (discord.py's typing and views use it).
+    Attachments' files are served by `cdn` (none: their downloads fail).
     """
 
     def __init__(
@@ -395,7 +445,9 @@ class FakeDiscord:
         *,
         tree: app_commands.CommandTree[Any] | None = None,
         bot_name: str = "Mnemo",
+        cdn: FakeCDN | None = None,
     ) -> None:
+        self.cdn = cdn
         self.snowflakes = Snowflakes()
         self.bot = Person(self.snowflakes(), bot_name, bot=True)
         self.application_id = self.bot.id
@@ -495,8 +547,9 @@ class FakeDiscord:
     ) -> discord.Message:
         """A message as the gateway delivers it. Mentions are read from `text` (<@id>,
         <@&id>) like Discord does; `attachments` are (filename, content type, size), and
-        `files` the bytes the CDN serves for them, by filename."""
+        `files` the bytes the CDN (`cdn`) serves for them, by filename."""
         where = self.channel(guild, channel).id if guild is not None else self.dm_channel_id(author)
+        cdn = self.cdn.base_url if self.cdn is not None else NO_CDN
         people = self._people_in(text)
         reference = None
         if reply_to is not None:
@@ -527,8 +580,8 @@ class FakeDiscord:
                     "filename": filename,
                     "content_type": content_type,
                     "size": size,
-                    "url": f"https://cdn.discordapp.com/attachments/{where}/{filename}",
-                    "proxy_url": f"https://media.discordapp.net/attachments/{where}/{filename}",
+                    "url": f"{cdn}/attachments/{where}/{filename}",
+                    "proxy_url": f"{cdn}/attachments/{where}/{filename}",
                 }
                 for filename, content_type, size in attachments
             ],
@@ -538,8 +591,9 @@ class FakeDiscord:
         )
         self.http.payloads[message_id] = payload
         for attachment in payload["attachments"]:
-            if (data := (files or {}).get(attachment["filename"])) is not None:
-                self.http.cdn[attachment["url"]] = data
+            data = (files or {}).get(attachment["filename"])
+            if data is not None and self.cdn is not None:
+                self.cdn.files[yarl.URL(attachment["url"]).path] = data
         return self.parse(payload)
 
     def parse(self, payload: dict[str, Any]) -> discord.Message:

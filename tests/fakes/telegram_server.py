@@ -179,6 +179,11 @@ class FakeTelegramServer:
         # the file_ids downloaded, in order.
         self.files: dict[str, bytes] = {}
         self.downloads: list[str] = []
+        # Files whose size Telegram does not give (a document sent without `file_size`):
+        # getFile leaves it out and the download comes in chunks with no Content-Length.
+        # `served`: the bytes each of their downloads wrote before the bot stopped reading.
+        self.undeclared: set[str] = set()
+        self.served: list[int] = []
         self._poll = _Poll()
         self._next_update = itertools.count(1)
         self._next_message: dict[int, itertools.count[int]] = {}
@@ -271,7 +276,8 @@ class FakeTelegramServer:
         Entities are worked out as Telegram does: `@name` mentions and a leading `/command`;
         `text_mentions` adds (shown name, user) mentions of people without a username.
         `photo`: True for two sizes with no file behind them, or the file of each size,
-        smallest first, which getFile serves. A `document` with a `data` key is served too.
+        smallest first, which getFile serves. A `document` with a `data` key is served too;
+        without a `file_size` key, as a file of undeclared size (`undeclared`).
         """
         message = self._new_message(chat, user)
         if text is not None:
@@ -303,6 +309,8 @@ class FakeTelegramServer:
             message["document"] = {"file_id": "doc", "file_unique_id": "doc-u", **document}
             if data is not None:
                 self.files[message["document"]["file_id"]] = data
+                if "file_size" not in document:
+                    self.undeclared.add(message["document"]["file_id"])
         if reply_to is not None:
             message["reply_to_message"] = self._original(chat.id, reply_to)
         message.update(extra or {})
@@ -568,21 +576,35 @@ class FakeTelegramServer:
         file_id = str(params.get("file_id"))
         if file_id not in self.files:
             raise _ApiError(400, "Bad Request: invalid file_id")
-        return {
-            "file_id": file_id,
-            "file_unique_id": f"{file_id}-u",
-            "file_size": len(self.files[file_id]),
-            "file_path": f"files/{file_id}",
-        }
+        described: JSONDict = {"file_id": file_id, "file_unique_id": f"{file_id}-u"}
+        if file_id not in self.undeclared:
+            described["file_size"] = len(self.files[file_id])
+        return {**described, "file_path": f"files/{file_id}"}
 
-    async def _download(self, request: web.Request) -> web.Response:
+    async def _download(self, request: web.Request) -> web.StreamResponse:
         if request.match_info["token"] != self.token or self._revoked:
             return _error(401, "Unauthorized")
         file_id = request.match_info["file_id"]
         if file_id not in self.files:
             return _error(404, "Not Found")
         self.downloads.append(file_id)
-        return web.Response(body=self.files[file_id], content_type="application/octet-stream")
+        data = self.files[file_id]
+        if file_id not in self.undeclared:
+            return web.Response(body=data, content_type="application/octet-stream")
+        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response.enable_chunked_encoding()  # no Content-Length: the size shows only as it comes
+        await response.prepare(request)
+        written = 0
+        try:
+            for start in range(0, len(data), 64 * 1024):
+                await response.write(data[start : start + 64 * 1024])
+                written += len(data[start : start + 64 * 1024])
+            await response.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass  # the bot stopped reading
+        finally:
+            self.served.append(written)
+        return response
 
     async def _api_editmessagetext(self, params: JSONDict) -> JSONDict | bool:
         chat_id = int(params["chat_id"])

@@ -28,12 +28,25 @@ def ask(
     )
 
 
-def with_endpoint(settings: Settings, base_url: str) -> Settings:
+# The model names the operator lets admins choose in these tests (MNEMO_MODEL_CHOICES).
+CHOICES = ("gpt-x", "tiny-x", "no-such-model")
+
+
+def allowing(settings: Settings, *names: str) -> Settings:
+    """`settings` with MNEMO_MODEL_CHOICES set to `names` (by default, `CHOICES`)."""
+    model = settings.model.model_copy(update={"model_choices": list(names or CHOICES)})
+    return dataclasses.replace(settings, model=model)
+
+
+def with_endpoint(settings: Settings, base_url: str, *choices: str) -> Settings:
+    """The model at `base_url`, its classes fake-small and fake-large; admins may choose
+    `choices` (by default, `CHOICES`)."""
     model = ModelSettings.model_construct(
         openai_api_key=SecretStr("test-key"),
         openai_base_url=base_url,
         small_model="fake-small",
         large_model="fake-large",
+        model_choices=list(choices or CHOICES),
         timeout_seconds=5.0,
         max_retries=0,
     )

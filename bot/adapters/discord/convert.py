@@ -7,11 +7,12 @@ message, who the bot is, the agent's id, and when it arrived; it returns an `Inc
 from __future__ import annotations
 
 from datetime import datetime
+from functools import partial
 
 import discord
 
 from bot.adapters.base import Incoming
-from bot.adapters.images import ImageFile, media_type_of
+from bot.adapters.images import ImageFile, http_chunks, media_type_of
 from bot.domain.records import (
     Account,
     Attachment,
@@ -144,10 +145,10 @@ def _attachment(attachment: discord.Attachment) -> Attachment:
 
 
 def images_of(message: discord.Message) -> list[ImageFile]:
-    """The message's attachments whose type is an image, each downloaded through discord.py
-    (`Attachment.read`, from Discord's CDN) only when called."""
+    """The message's attachments whose type is an image, each read from Discord's CDN only
+    when called, and only as far as the size limit (`Attachment.read` reads it whole)."""
     return [
-        ImageFile(a.filename, media_type, a.size, a.read)
+        ImageFile(a.filename, media_type, a.size, partial(http_chunks, a.url))
         for a in message.attachments
         if (media_type := media_type_of(a.content_type))
     ]

@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -26,6 +27,7 @@ from telegram import Bot, InlineKeyboardMarkup, Message, Update
 from telegram.error import (
     InvalidToken,
     NetworkError,
+    TelegramError,
 )
 from telegram.ext import (
     AIORateLimiter,
@@ -40,7 +42,7 @@ from telegram.ext import (
 
 from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.errors import PlatformError, PlatformStartupError
-from bot.adapters.images import ImageFile, ImageLimits, image_loader
+from bot.adapters.images import Chunks, ImageFile, ImageLimits, http_chunks, image_loader
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.telegram.commands import FORGET_DATA, TelegramCommands
 from bot.adapters.telegram.convert import PLATFORM, BotIdentity, images_of, to_memory
@@ -286,12 +288,18 @@ class TelegramAdapter:
             return
         bot = message.get_bot()
 
-        def downloader(file_id: str) -> Callable[[], Awaitable[bytes]]:
-            async def download() -> bytes:
+        def downloader(file_id: str) -> Chunks:
+            async def chunks() -> AsyncGenerator[bytes, None]:
                 file = await bot.get_file(file_id)
-                return bytes(await file.download_as_bytearray())
+                if file.file_path is None:
+                    raise TelegramError("getFile gave no file path")
+                # Read as it arrives, as far as the limit (PTB's download reads a file whole,
+                # and Telegram often declares no size).
+                async with aclosing(http_chunks(file.file_path)) as body:
+                    async for chunk in body:
+                        yield chunk
 
-            return download
+            return chunks
 
         files = [
             ImageFile(image.name, image.media_type, image.size, downloader(image.file_id))

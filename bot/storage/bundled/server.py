@@ -104,6 +104,10 @@ class EmbeddedMongo:
     def uri(self) -> str:
         return f"mongodb://{self.host}:{self.port}/?directConnection=true"
 
+    def database_file(self, database: str) -> Path:
+        """The SQLite file of one logical database (`--data-dir` mode: `<database>.db`)."""
+        return self.folder / f"{database}.db"
+
     @property
     def pid(self) -> int | None:
         return self._process.pid if self._process is not None else None

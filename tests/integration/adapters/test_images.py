@@ -7,9 +7,12 @@ one never becomes a fact about the person who sent it."""
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 import logging
+import struct
+import zlib
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -18,6 +21,8 @@ from typing import Any
 
 import discord
 import pytest
+from PIL import Image
+from PIL.PngImagePlugin import PngInfo
 from pydantic import BaseModel, SecretStr
 
 from bot import Context, Evaluator, Plugin
@@ -36,13 +41,54 @@ from bot.testing.harness import open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, image_parts, last_user_message
 from plugins.facts import FactsSettings
 from plugins.facts import plugin as FACTS
-from tests.fakes.discord_fakes import FakeDiscord
+from tests.fakes.discord_fakes import FakeCDN, FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
 
-# Stand-ins for a photo's sizes: recognisable anywhere they might wrongly be kept.
-PHOTO = b"\xff\xd8\xff\xe0" + b"sarahs-cat-photo" * 64 + b"\xff\xd9"
-THUMBNAIL = b"\xff\xd8\xff\xe0" + b"sarahs-cat-thumb" * 4 + b"\xff\xd9"
-PNG = b"\x89PNG\r\n\x1a\n" + b"a-logo-in-png" * 8
+
+def jpeg(marker: bytes, side: int = 8) -> bytes:
+    """A real JPEG, `side` pixels square, carrying `marker` in its comment."""
+    out = io.BytesIO()
+    Image.new("RGB", (side, side), (200, 120, 40)).save(out, "JPEG", comment=marker)
+    return out.getvalue()
+
+
+def png(marker: str, side: int = 8) -> bytes:
+    """A real PNG carrying `marker` in a text chunk."""
+    info = PngInfo()
+    info.add_text("marker", marker)
+    out = io.BytesIO()
+    Image.new("RGB", (side, side), (40, 120, 200)).save(out, "PNG", pnginfo=info)
+    return out.getvalue()
+
+
+# A photo's sizes and a logo: real images, recognisable anywhere they might wrongly be kept.
+PHOTO = jpeg(b"sarahs-cat-photo" * 64)
+THUMBNAIL = jpeg(b"sarahs-cat-thumb" * 4)
+PNG = png("a-logo-in-png" * 8)
+# What the audit sent as `image/png`: a web page.
+HTML = b"<!doctype html><html><body><script>alert(1)</script></body></html>"
+# A file past the size limit whose size nobody declared: read whole, 40 MB came first.
+HUGE = 40 * MEGABYTE
+
+
+@functools.cache
+def png_bomb(side: int = 12_000) -> bytes:
+    """A real PNG of `side` x `side` grey pixels, all black: 144 megapixels in about 140 KB,
+    which a server decoding it unpacks to 144 MB (a decompression bomb)."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body) & 0xFFFFFFFF
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", crc)
+
+    packer = zlib.compressobj(9)
+    row = bytes(side + 1)  # the filter byte, then the row's pixels
+    pixels = b"".join(packer.compress(row) for _ in range(side)) + packer.flush()
+    header = struct.pack(">IIBBBBB", side, side, 8, 0, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
 REPLY = "What a lovely cat!"
 # Why a claim only the model made is refused: nobody said it, or the bot did.
 GROUNDING_REASONS = {grounding.NOT_SAID, grounding.SAID_BY_ASSISTANT}
@@ -246,7 +292,8 @@ async def test_only_the_reply_to_the_message_that_carried_images_gets_them(
 async def test_a_telegram_photo_is_sent_in_its_largest_size_within_the_limit(
     tmp_path: Path, model_dir: Path, mongo_uri: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    small, medium, large = b"s" * 600, b"m" * 900, b"l" * 5_000
+    small, medium, large = jpeg(b"s"), jpeg(b"m" * 300), jpeg(b"l" * 4_000)
+    assert len(small) < len(medium) < 1_048 < len(large)
     limit = {"model_sees_images": True, "max_image_mb": 0.001}  # 1,048 bytes
     async with (
         FakeTelegramServer() as telegram,
@@ -330,6 +377,75 @@ async def test_what_the_model_saw_in_an_image_never_becomes_a_fact(
     assert sum(rejects.values()) == 1 and set(rejects) <= GROUNDING_REASONS
 
 
+async def test_only_bytes_that_are_an_image_reach_the_model_whatever_their_declared_type(
+    tmp_path: Path, model_dir: Path, mongo_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 30: HTML sent as `image/png` went to the model, and so did a PNG decompression
+    bomb. An image is what its bytes are: its magic number and header (never decoded here),
+    within a pixel cap; a JPEG called a PNG goes as the JPEG it is."""
+    bomb = png_bomb()
+    assert len(bomb) < 200_000
+    documents = [
+        ("page.png", HTML, "a web page"),
+        ("bomb.png", bomb, "a big one"),
+        ("photo.png", PHOTO, "my cat"),
+    ]
+    async with (
+        FakeTelegramServer() as telegram,
+        mnemo(tmp_path, model_dir, mongo_uri) as bot,
+        on_telegram(bot, telegram, model_sees_images=True) as adapter,
+    ):
+        sarah = telegram.user("Sarah")
+        dm = telegram.private_chat(sarah)
+        with caplog.at_level(logging.INFO, logger="bot.adapters.images"):
+            for number, (name, data, caption) in enumerate(documents, start=1):
+                document = {"file_id": name, "file_name": name, "mime_type": "image/png"}
+                telegram.push_message(
+                    dm, sarah, caption=caption, document={**document, "data": data}
+                )
+                await telegram.wait_for_sent(number, chat_id=dm.id)
+        await settled(bot, adapter, telegram)
+
+    assert [m.text for m in telegram.sent] == [REPLY] * 3  # each answered all the same
+    page, big, photo = bot.reply_requests()
+    assert image_parts(page) == [] and image_parts(big) == []
+    assert image_parts(photo) == [("image/jpeg", PHOTO)]
+    assert "image page.png" in caplog.text and "its bytes are no image models take" in caplog.text
+    assert "image bomb.png" in caplog.text and "12000 x 12000 pixels, over 50,000,000" in (
+        caplog.text
+    )
+    assert "Sarah: a web page [image: page.png]" in last_user_message(page)
+
+
+async def test_a_telegram_file_of_no_declared_size_is_read_only_as_far_as_the_limit(
+    tmp_path: Path, model_dir: Path, mongo_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 30: a document Telegram gives no size for was downloaded whole (40 MB) before
+    the size check. It is read as it arrives and given up at the limit."""
+    document = {"file_id": "huge", "file_name": "huge.jpg", "mime_type": "image/jpeg"}
+    async with (
+        FakeTelegramServer() as telegram,
+        mnemo(tmp_path, model_dir, mongo_uri) as bot,
+        on_telegram(bot, telegram, model_sees_images=True, max_image_mb=1) as adapter,
+    ):
+        sarah = telegram.user("Sarah")
+        dm = telegram.private_chat(sarah)
+        with caplog.at_level(logging.INFO, logger="bot.adapters.images"):
+            huge = PHOTO + bytes(HUGE)
+            telegram.push_message(dm, sarah, caption="big", document={**document, "data": huge})
+            await telegram.wait_for_sent(1, chat_id=dm.id)
+        await settled(bot, adapter, telegram)
+
+    [request] = bot.reply_requests()
+    assert image_parts(request) == [] and telegram.sent[0].text == REPLY
+    assert "huge" in telegram.undeclared and telegram.calls_to("getFile")
+    assert "more than 1048576 bytes, over the 1.0 MB limit" in caplog.text
+    # What the server could write before the bot hung up: the limit and the sockets'
+    # buffers, far from the whole file.
+    [served] = telegram.served
+    assert served < HUGE // 2, served
+
+
 # --------------------------------------------------------------------------- Discord
 
 
@@ -340,7 +456,8 @@ async def on_discord(
     settings = PlatformSettings(_env_file=None, **images)  # type: ignore[call-arg]
     adapter = DiscordAdapter(settings, learn_wait=10)
     adapter.bind(bot.app.adapter_services)
-    yield adapter, FakeDiscord(adapter.client, tree=adapter.tree)
+    async with FakeCDN() as cdn:
+        yield adapter, FakeDiscord(adapter.client, tree=adapter.tree, cdn=cdn)
 
 
 async def hear(bot: Mnemo, adapter: DiscordAdapter, message: discord.Message) -> None:
@@ -372,7 +489,8 @@ async def test_discord_image_attachments_reach_the_model_within_the_limits(
     [request] = bot.reply_requests()
     assert image_parts(request) == [("image/png", pngs[f"{n}.png"]) for n in "abcd"]
     assert "Sarah: my designs [image: a.png]" in last_user_message(request)
-    assert sorted(url.rsplit("/", 1)[-1] for url in fake.http.downloads) == [
+    assert fake.cdn is not None
+    assert sorted(url.rsplit("/", 1)[-1] for url in fake.cdn.downloads) == [
         "a.png",
         "b.png",
         "c.png",
@@ -399,8 +517,33 @@ async def test_discord_with_the_setting_off_reads_no_attachment(
         await hear(bot, adapter, message)
 
     [request] = bot.reply_requests()
-    assert image_parts(request) == [] and fake.http.downloads == []
+    assert image_parts(request) == [] and fake.cdn is not None and fake.cdn.downloads == []
     assert "Sarah: [image: a.png]" in last_user_message(request)
+
+
+async def test_a_discord_file_larger_than_declared_is_read_only_as_far_as_the_limit(
+    tmp_path: Path, model_dir: Path, mongo_uri: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same on Discord: whatever size the attachment declares, its download is given up
+    at the limit."""
+    async with (
+        mnemo(tmp_path, model_dir, mongo_uri) as bot,
+        on_discord(bot, model_sees_images=True, max_image_mb=1) as (adapter, fake),
+    ):
+        sarah = fake.person("Sarah")
+        attachments = [("huge.jpg", "image/jpeg", 500_000)]
+        files = {"huge.jpg": PHOTO + bytes(HUGE)}
+        with caplog.at_level(logging.INFO, logger="bot.adapters.images"):
+            await hear(
+                bot, adapter, fake.message(sarah, "big", attachments=attachments, files=files)
+            )
+
+    [request] = bot.reply_requests()
+    assert image_parts(request) == [] and fake.http.texts == [REPLY]
+    assert "more than 1048576 bytes, over the 1.0 MB limit" in caplog.text
+    assert fake.cdn is not None
+    [served] = fake.cdn.served
+    assert served < HUGE // 2, served
 
 
 # --------------------------------------------------------------------------- the console
@@ -450,4 +593,4 @@ async def test_an_image_that_cannot_be_downloaded_is_left_out_and_the_reply_stil
     assert fake.http.texts == [REPLY]
     [request] = bot.reply_requests()
     assert image_parts(request) == [("image/png", PNG)]
-    assert "image gone.png" in caplog.text and "the download failed (NotFound)" in caplog.text
+    assert "image gone.png" in caplog.text and "the download failed (HTTP 404)" in caplog.text

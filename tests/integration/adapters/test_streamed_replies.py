@@ -472,6 +472,45 @@ async def test_a_reply_going_round_in_circles_is_stopped_a_dozen_words_in(
     assert len(replies_asked) == 2
 
 
+async def test_a_runaway_reply_is_read_no_further_than_the_reply_cap(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """Issue 30: a model that ignores max_tokens streamed 375,561 characters, all read before
+    the reply was cut to MNEMO_REPLY_MAX_CHARS. The request is closed once the text is past
+    the cap; the person gets the reply cut at its last sentence within it."""
+    sentence = "All work and no play makes Jack a dull boy. "
+    runaway = answer(sentence * 8536)
+    assert len(runaway) > 375_000
+    written: list[int] = []
+
+    async def writing() -> AsyncGenerator[str, None]:
+        sent = 0
+        try:
+            for start in range(0, len(runaway), 200):
+                # Paced, as a model writes: unpaced, the whole answer would sit in the
+                # socket's buffers before the bot read its first piece.
+                await asyncio.sleep(0.002)
+                piece = runaway[start : start + 200]
+                sent += len(piece)
+                yield piece
+        finally:
+            written.append(sent)
+
+    async with FakeOpenAIServer() as openai_server:
+        openai_server.enqueue(Relay(writing()))
+        async with mnemo_with(
+            tmp_path, mongo_uri, model_dir, openai_server, reply_max_chars=4000
+        ) as (app, _):
+            out = await console_says(app, "Tell me about Jack.")
+
+    name = app.runtime.character.name
+    [printed] = [text for _, text in out.writes if text.startswith(f"{name}: ")]
+    said = printed.removeprefix(f"{name}: ")
+    assert 3_900 < len(said) <= 4000 and said.endswith("a dull boy.")
+    # The model's request was closed a little past the cap, not read to its end.
+    assert len(written) == 1 and written[0] < 3 * 4000, written
+
+
 # --------------------------------------------------------------------------- the model
 
 

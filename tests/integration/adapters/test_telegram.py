@@ -235,6 +235,25 @@ async def test_the_rate_limit_answers_politely_without_asking_the_model(
         assert len(bot.model.calls_for(Task.REPLY)) == 1
 
 
+async def test_a_person_over_the_rate_limit_in_a_group_is_told_once_not_at_every_message(
+    open_bot: OpenBot, server: FakeTelegramServer
+) -> None:
+    """Issue 30: a rate-limited person got one notice per message, in groups too (a room
+    filled with the same line). Now one a window; the others still answer."""
+    sarah, tom = server.user("Sarah"), server.user("Tom")
+    group = server.group("Book club")
+    async with open_bot(rate_limit=1) as bot:
+        for n in range(5):
+            server.push_message(group, sarah, f"@mnemo_bot question {n}")
+        await bot.settle(group)
+        answered = await bot.said(group, tom, "@mnemo_bot and me?")
+
+    to_sarah = [m.text for m in server.sent if m.chat_id == group.id][:-1]
+    assert to_sarah == ["You said: @mnemo_bot question 0", RATE_LIMITED_REPLY]
+    assert answered.text == "You said: @mnemo_bot and me?"
+    assert len(bot.model.calls_for(Task.REPLY)) == 2
+
+
 # --------------------------------------------------------------------------- user commands
 
 

@@ -215,3 +215,31 @@ async def test_queue_depth_counts_jobs_awaiting_their_reply_and_retrying(
     assert page[("mnemo_evaluation_jobs", (("status", "retrying"),))] == 1
     assert page[("mnemo_evaluation_queue_depth", ())] == 2
     assert page[("mnemo_journal_messages", ())] == 0
+
+
+async def test_model_labels_are_only_the_names_the_operator_configured(
+    tmp_path: Path, model_dir: Path, openai_server: FakeOpenAIServer
+) -> None:
+    settings = metered_settings(tmp_path, openai_server)
+    allowed = settings.model.model_copy(update={"model_choices": ["gpt-4o-mini"]})
+    settings = dataclasses.replace(settings, model=allowed)
+    async with open_test_app(tmp_path, settings=settings) as app:
+        assert app.metrics_server is not None
+        chat = TestChat(app.runtime, world="server-a")
+        # A world's choice written past /model: never used, so never a label.
+        await app.store.worlds.change(chat.room.world_id, large_model="../../etc/passwd")
+        await chat.say("hi")
+        # Names that reach the accounting some other way (a plugin naming its own model):
+        # counted all the same, under one fixed label.
+        for name in ("../../etc/passwd", "o1-pro", 'x"} 1\nmnemo_forged{a="'):
+            app.ledger.record("reply", 100, 10, model=name, seconds=0.1)
+        status, text = await get(f"{app.metrics_server.url}/metrics")
+    assert status == 200
+    page = samples(text)
+    models = {dict(labels)["model"] for _, labels in page if "model" in dict(labels)}
+    assert models <= {"gpt-4o", "gpt-4o-mini", "other"} and {"gpt-4o", "other"} <= models
+    assert page[("mnemo_model_tokens_total", (("kind", "prompt"), ("model", "other")))] == 300
+    timed = ("mnemo_model_call_seconds_count", (("model", "other"), ("task", "reply")))
+    assert page[timed] == 3
+    assert [r.json["model"] for r in openai_server.chat_requests].count("../../etc/passwd") == 0
+    assert "mnemo_forged" not in text

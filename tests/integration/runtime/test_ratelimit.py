@@ -1,22 +1,34 @@
-"""The per-person reply limit: in one process, and shared through MongoDB by every process."""
+"""The per-person reply limit: in one process, and shared through MongoDB by every process;
+one notice a window for a person over it, however many messages they send."""
 
 from __future__ import annotations
 
 import asyncio
 
-from bot.runtime.ratelimit import RateLimiter, SharedRateLimiter
+from bot.runtime.ratelimit import Admission, RateLimiter, SharedRateLimiter
 from bot.storage.mongo import MongoStore
 
+ALLOWED, TELL, SILENT = Admission.ALLOWED, Admission.TELL, Admission.SILENT
 
-async def test_the_in_process_limit_slides_with_time() -> None:
+
+async def test_the_in_process_limit_slides_with_time_and_tells_once_a_window() -> None:
     now = [0.0]
     limiter = RateLimiter(2, clock=lambda: now[0])
-    assert [await limiter.allow("sarah") for _ in range(3)] == [True, True, False]
-    assert await limiter.allow("tom")  # per person
+    assert [await limiter.admit("sarah") for _ in range(5)] == [
+        ALLOWED,
+        ALLOWED,
+        TELL,
+        SILENT,
+        SILENT,
+    ]
+    assert await limiter.admit("tom") is ALLOWED  # per person
     now[0] = 59.0
-    assert not await limiter.allow("sarah")
+    assert await limiter.admit("sarah") is SILENT
     now[0] = 60.0
-    assert await limiter.allow("sarah")
+    assert await limiter.admit("sarah") is ALLOWED
+    assert await limiter.admit("sarah") is ALLOWED
+    # Told at 0 s: a window later she is told again, once.
+    assert [await limiter.admit("sarah") for _ in range(2)] == [TELL, SILENT]
 
 
 async def test_processes_sharing_a_database_share_each_persons_limit(
@@ -27,13 +39,14 @@ async def test_processes_sharing_a_database_share_each_persons_limit(
     try:
         limiters = [SharedRateLimiter(db.db, 3, clock=lambda: now[0]) for db in [store, *others]]
         # Sarah's messages land on whichever process the platform picks, some at once.
-        answers = await asyncio.gather(*(limiters[n % 3].allow("sarah") for n in range(7)))
-        assert answers.count(True) == 3
-        assert await limiters[1].allow("tom")  # another person has their own count
-        assert not await limiters[2].allow("sarah")
+        answers = await asyncio.gather(*(limiters[n % 3].admit("sarah") for n in range(7)))
+        # Three answered, and of the four refused, one tells her (whichever process it hit).
+        assert sorted(a.value for a in answers) == ["allowed"] * 3 + ["silent"] * 3 + ["tell"]
+        assert await limiters[1].admit("tom") is ALLOWED  # another person has their own count
+        assert await limiters[2].admit("sarah") is SILENT
 
         now[0] += 60  # the next window
-        assert await limiters[0].allow("sarah")
+        assert await limiters[0].admit("sarah") is ALLOWED
     finally:
         for other in others:
             await other.close()
@@ -45,5 +58,5 @@ async def test_processes_sharing_a_database_share_each_persons_limit(
 
 async def test_a_limit_of_zero_is_no_limit(store: MongoStore) -> None:
     limiter = SharedRateLimiter(store.db, 0)
-    assert all([await limiter.allow("sarah") for _ in range(20)])
+    assert {await limiter.admit("sarah") for _ in range(20)} == {ALLOWED}
     assert await store.db.rate_limits.count_documents({}) == 0

@@ -49,6 +49,12 @@ CASES = [
     ),
     ("MNEMO_SMALL_MODEL", "tiny", ("model", "small_model"), "tiny"),
     ("MNEMO_LARGE_MODEL", "huge", ("model", "large_model"), "huge"),
+    (
+        "MNEMO_MODEL_CHOICES",
+        "gpt-4o, Qwen/Qwen2.5-7B-Instruct,gpt-4o",
+        ("model", "model_choices"),
+        ["gpt-4o", "Qwen/Qwen2.5-7B-Instruct"],
+    ),
     ("MNEMO_MODEL_TIMEOUT", "5.5", ("model", "timeout_seconds"), 5.5),
     ("MNEMO_MODEL_RETRIES", "7", ("model", "max_retries"), 7),
     ("MNEMO_MODEL_CONCURRENCY", "1", ("model", "concurrency"), 1),
@@ -157,6 +163,13 @@ CASES = [
         ("ops", "model_prices"),
         {"gpt-4o": (2.5, 10.0), "local-llama": (0.0, 0.0)},
     ),
+    ("MNEMO_DAILY_TOKENS_PER_WORLD", "200000", ("ops", "daily_tokens_per_world"), 200_000),
+    ("MNEMO_DAILY_TOKENS_PER_PERSON", "20000", ("ops", "daily_tokens_per_person"), 20_000),
+    # The offline model (no key here) costs nothing: a dollar cap needs no price for it.
+    ("MNEMO_DAILY_USD_PER_WORLD", "0.5", ("ops", "daily_usd_per_world"), 0.5),
+    ("MNEMO_DAILY_USD_PER_PERSON", "0.05", ("ops", "daily_usd_per_person"), 0.05),
+    ("MNEMO_DAILY_TOKENS_TOTAL", "5000000", ("ops", "daily_tokens_total"), 5_000_000),
+    ("MNEMO_DAILY_USD_TOTAL", "20", ("ops", "daily_usd_total"), 20.0),
     ("MNEMO_RETENTION_DAYS", "90", ("privacy", "retention_days"), 90),
     ("MNEMO_FACTS_RELEVANT_FACTS", "3", ("memory", "relevant_facts"), 3),
     ("MNEMO_FACTS_LANGUAGE", " English ", ("memory", "language"), "English"),
@@ -338,6 +351,10 @@ def test_env_example_documents_every_setting_and_changes_nothing(tmp_path: Path)
         ("MNEMO_ADMIN_IDS", "dicsord:1", "not an id like"),
         ("MNEMO_TELEGRAM_WEBHOOK_SECRET", "not secret!", "A-Z, a-z, 0-9, _ and -"),
         ("OPENAI_BASE_URL", "localhost:8080", "http:// or https:// URL"),
+        ("MNEMO_MODEL_CHOICES", "gpt-4o, o1 pro", "'o1 pro' is not a model name"),
+        ("MNEMO_MODEL_CHOICES", "gpt\u20114o", "is not a model name"),
+        ("MNEMO_DAILY_TOKENS_PER_WORLD", "0", "greater than or equal to 1"),
+        ("MNEMO_DAILY_USD_PER_PERSON", "-1", "greater than 0"),
     ],
 )
 def test_bad_value_is_one_line_naming_the_variable(
@@ -352,6 +369,22 @@ def test_bad_value_is_one_line_naming_the_variable(
     assert "\n" not in message
     # No traceback of pydantic's underneath: the one line is the whole story.
     assert caught.value.__cause__ is None and caught.value.__suppress_context__
+
+
+def test_a_dollar_cap_needs_a_price_for_every_model_it_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("MNEMO_MODEL_CHOICES", "o1-pro")
+    monkeypatch.setenv("MNEMO_DAILY_USD_PER_WORLD", "1")
+    # An unpriced model would spend without counting: refused at start-up, in one line.
+    with pytest.raises(ConfigError, match=r"no price for o1-pro in MNEMO_MODEL_PRICES"):
+        load()
+    monkeypatch.setenv("MNEMO_MODEL_PRICES", "gpt-4o=2.5/10,gpt-4o-mini=0.15/0.6,o1-pro=150/600")
+    assert load().ops.daily_usd_per_world == 1.0
+    monkeypatch.delenv("MNEMO_DAILY_USD_PER_WORLD")
+    monkeypatch.delenv("MNEMO_MODEL_PRICES")
+    assert load().model.model_choices == ["o1-pro"]  # a token cap, or none, needs no price
 
 
 def test_bad_value_in_env_file_names_the_variable(tmp_path: Path) -> None:
