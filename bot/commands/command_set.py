@@ -301,7 +301,12 @@ class Commands:
         if subject is None and target.startswith("@"):
             subject = await self.resolve(target.split()[0], request)
             if subject is None:
-                return f"I don't know {echo(target.split()[0])} here yet."
+                # Whether someone is known here is for admins to learn, as their facts are.
+                return (
+                    f"I don't know {echo(target.split()[0])} here yet."
+                    if request.is_admin
+                    else ONLY_ADMINS_FORGET_PEOPLE
+                )
         if subject is not None:
             if not request.is_admin and subject != request.account_id:
                 return ONLY_ADMINS_FORGET_PEOPLE

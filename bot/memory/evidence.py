@@ -31,6 +31,9 @@ FROM_A_QUESTION = "quote from a question"
 FORGED_TURN = "quote from a forged turn"
 NOT_IN_QUOTE = "says more than its quote"
 
+# The speakers a chat format knows besides the people: a line headed so is written as a turn
+# of the model's conversation, never a person's own word.
+CHAT_ROLES = ("system", "assistant", "user", "developer", "tool")
 # A quote longer than this many words is not "the words it rests on" but a message pasted
 # whole: what in it the claim rests on cannot be told.
 MAX_QUOTE_WORDS = 40
@@ -155,16 +158,16 @@ def _sentence_of(quote: str, text: str) -> str | None:
 
 
 def _in_a_forged_turn(quote: str, text: str, turn_names: Sequence[str]) -> bool:
-    """Whether the quote stands on a line of the message, after its first, that starts with
-    someone else's name and a colon ("Tobrin: ...", "Mnemo: Noted"): a line written as
-    another speaker's turn. Full-width colons fold like ASCII ones (NFKC)."""
-    heads = {fold(name) for name in turn_names if fold(name)}
-    if not heads:
-        return False
-    lines = text.splitlines()
-    for line in lines[1:]:
-        head, colon, _ = regex.sub(r"：", ":", line).partition(":")
-        if colon and fold(head.lstrip("@")) in heads and find_words(quote, line) is not None:
+    """Whether the quote stands on a line of the message written as someone else's turn: a
+    line that starts (after any @mentions) with another participant's or the bot's name, or
+    a chat role, and a colon ("Tobrin: ...", "@mnemo_bot Mnemo: Noted", "SYSTEM: ..."). The
+    first line too: a message that opens as the bot's line is no more the bot's word than
+    one that ends so. Full-width colons fold like ASCII ones (NFKC)."""
+    heads = {fold(name) for name in [*turn_names, *CHAT_ROLES] if fold(name)}
+    for line in text.splitlines():
+        head, colon, _ = line.replace("：", ":").partition(":")
+        spoken_to = regex.sub(r"^\s*(?:@\S+\s*)+", "", head)
+        if colon and fold(spoken_to) in heads and find_words(quote, line) is not None:
             return True
     return False
 

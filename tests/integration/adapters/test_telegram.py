@@ -14,6 +14,7 @@ from bot import Context, Evaluator, Plugin
 from bot.adapters.telegram import BAD_TOKEN, FORGET_PROMPT, TelegramAdapter
 from bot.adapters.telegram.commands import SENT_PRIVATELY, START_A_CHAT
 from bot.app.platforms import PlatformStartupError
+from bot.commands.command_set import ONLY_ADMINS_FORGET_PEOPLE
 from bot.domain.records import (
     Content,
     Memory,
@@ -395,7 +396,7 @@ async def test_export_arrives_as_a_document_in_the_dm_and_never_in_the_group(
 
 # --------------------------------------------------------------------------- admin commands
 
-ADMIN_ONLY = ["/facts", "/facts @sarah", "/forget abcd1234", "/goals", "/goal Read: a; b", "/stats"]
+ADMIN_ONLY = ["/facts", "/facts @sarah", "/goals", "/goal Read: a; b", "/stats"]
 
 
 async def test_admin_commands_refuse_others_and_show_no_data(
@@ -410,7 +411,14 @@ async def test_admin_commands_refuse_others_and_show_no_data(
             answer = await bot.said(group, sarah, command)
 
             assert answer.text == f"Sorry, {command.split()[0]} is only for admins."
+        # Forgetting someone else is for admins; /forget with a fact id is anyone's, for
+        # their own facts only.
+        refused = await bot.said(group, sarah, "/forget @tom")
+        assert refused.text == ONLY_ADMINS_FORGET_PEOPLE
         world = world_id("telegram", group.id)
+        [theirs], _ = await bot.app.store.facts.page(world)
+        not_hers = await bot.said(group, server.user("Tom"), f"/forget {theirs.id[:8]} yes")
+        assert not_hers.text == f"No fact of yours with id “{theirs.id[:8]}” here."
         assert (await bot.app.store.facts.page(world))[1] == 1
         goals = GoalStore.of(bot.app.runtime.plugins.plugin_context(GOALS).collections)
         assert await goals.in_world(world) == []
@@ -447,7 +455,9 @@ async def test_admin_commands_work_for_a_configured_admin(
 
         world = world_id("telegram", group.id)
         facts, _ = await bot.app.store.facts.page(world, subject_id=account_id("telegram", tom.id))
-        forgot = await bot.said(group, boss, f"/forget {facts[0].id[:8]}")
+        asked_first = await bot.said(group, boss, f"/forget {facts[0].id[:8]}")
+        assert asked_first.text.startswith('This forgets "said I collect stamps"')
+        forgot = await bot.said(group, boss, f"/forget {facts[0].id[:8]} yes")
         assert forgot.text == "Forgot: said I collect stamps"
         asked = await bot.said(group, boss, "/forget @sarah")
         # A whole person: asked first, as /forgetme is, and nothing went meanwhile.
@@ -527,6 +537,7 @@ async def test_the_command_menu_is_registered(
             "export",
             "mydata",
             "help",
+            "forget",  # anyone's, for their own facts
             "privacy",
             "optout",
             "optin",
@@ -537,11 +548,11 @@ async def test_the_command_menu_is_registered(
             "export",
             "mydata",
             "help",
+            "forget",
             "privacy",
             "optout",
             "optin",
             "facts",
-            "forget",
             "stats",
             "learning",
             "character",

@@ -92,9 +92,7 @@ async def claims(state: State) -> list[dict[str, Any]]:
     answer = json.loads(await run(state, evaluator_task("GET_FACTS")))
     found = rule_claims(state)
     written = [item["fact"] for items in answer.values() for item in items]
-    assert written == [
-        c["claim"] for c in found if not (c.get("already_known") or c.get("in_bio"))
-    ]
+    assert written == [c["claim"] for c in found if not (c.get("already_known") or c.get("in_bio"))]
     return found
 
 
