@@ -110,6 +110,11 @@ class Example:
     answer: str
 
 
+# The offline model's name (bot/plugin/offline_model.py), by which a plugin's model handle
+# tells it apart (`ModelHandle.is_offline`); wrappers keep their model's name.
+OFFLINE_MODEL_NAME = "offline"
+
+
 class LanguageModel(Protocol):
     """Generates text for a request (`ModelRequest`)."""
 

@@ -244,6 +244,10 @@ class Knowledge:
             )
             ended = [same] if same is not None else []
         for old in ended:
+            if old.valid_from >= fact.valid_from:
+                # Said with the take-back or after it ("I quit teaching, I'm a carpenter
+                # now"): the new value, not what stopped.
+                continue
             until = max(fact.valid_from, old.valid_from)
             if await self.store.facts.close(
                 old.id, world_id=old.world_id, until=until, superseded_by=None

@@ -20,7 +20,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from bot.llm.base import ModelClass, ModelRequest, Task
+from bot.llm.base import OFFLINE_MODEL_NAME, ModelClass, ModelRequest, Task
 from bot.plugin.api import OfflineAnswer, OfflineRequest
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def _stable_choice(options: tuple[str, ...], key: str) -> str:
 class OfflineModel:
     """Answers each task with the first registered answer that speaks (see the module doc)."""
 
-    name = "offline"
+    name = OFFLINE_MODEL_NAME
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ from pymongo.errors import DuplicateKeyError
 from bot.domain.records import Account, Attachment, Content, Fact, Memory, Room, new_id, utcnow
 from bot.domain.state import State
 from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
-from bot.llm.base import Example, JsonAnswer, ModelClass, ModelRequest
+from bot.llm.base import OFFLINE_MODEL_NAME, Example, JsonAnswer, ModelClass, ModelRequest
 from bot.llm.templating import render
 from bot.memory.claims import Claim, Learned
 from bot.storage.rooms import check_mark_key
@@ -383,6 +383,11 @@ class ModelHandle:
     # The world the calls are made for, when a call passes no state naming it (a task's):
     # every call made for a world counts against its daily cap.
     world_id: str | None = None
+
+    @property
+    def is_offline(self) -> bool:
+        """Whether the answers come from the offline model (no language model configured)."""
+        return self.model.name == OFFLINE_MODEL_NAME
 
     async def generate(
         self,

@@ -30,6 +30,7 @@ from bot import (
     Memory,
     ModelClass,
     ModelError,
+    OfflineRequest,
     State,
     reply_id,
 )
@@ -218,6 +219,13 @@ async def _read(
     if reading is None:
         ctx.model.reject(UNREADABLE, raw)
         return None
+    if settings.merge_rules and not ctx.model.is_offline:
+        # The offline rules' reading of the same messages beside the model's: what the
+        # model missed (a take-back, most often) is proposed too; the memory stores a fact
+        # said twice once.
+        rules = read_answer(offline.extract(OfflineRequest(NAME, "", state, ModelClass.LARGE)))
+        if rules is not None:
+            reading.notes += rules.notes
     claims, not_proposed = claims_of(reading, person_id=person.id, names=names, messages=messages)
     learned = await ctx.memory.propose(claims, messages=messages, people=people)
     rejected = Counter(not_proposed) + learned.rejected
