@@ -28,21 +28,19 @@ def never_settings() -> FactsSettings:
     return FactsSettings().model_copy(update={"conversation_length": NEVER, "merge_rules": False})
 
 
-def claim(text: str, subject: str, change: str = "new", fact: str | None = None) -> dict:
-    item: dict[str, Any] = {
-        "claim": text,
-        "subject": subject,
-        "type": "fact",
-        "change": change,
-        "in_bio": False,
-    }
-    if fact is not None:
-        item["fact"] = fact
+def claim(text: str, about: str | None = None, *, ends: bool = False) -> dict:
+    """One note of a reading: the fact, what it is about (the attribute a newer value of it
+    replaces) and whether it says the fact stopped. No quote: the memory finds the words."""
+    item: dict[str, Any] = {"fact": text}
+    if about is not None:
+        item["about"] = about
+    if ends:
+        item["ends"] = True
     return item
 
 
 def answer(*claims: dict) -> str:
-    return "```json\n" + json.dumps(list(claims)) + "\n```"
+    return "```json\n" + json.dumps({"m1": list(claims)}) + "\n```"
 
 
 def scripted(*answers: str) -> ScriptedModel:
@@ -71,8 +69,8 @@ async def test_a_move_updates_the_fact_and_keeps_where_they_lived_as_history(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     model = scripted(
-        answer(claim("Sarah lives in Seattle", "Sarah")),
-        answer(claim("Sarah lives in Berlin", "Sarah", "update", "f1")),
+        answer(claim("Sarah lives in Seattle", "home city")),
+        answer(claim("Sarah lives in Berlin", "home city")),
     )
     async with open_test_app(
         tmp_path,
@@ -93,8 +91,8 @@ async def test_a_move_updates_the_fact_and_keeps_where_they_lived_as_history(
         probe = await app.runtime.compose_state(chat.message("Where do I live now?"))
         chain = await history(chat)
 
-    # The second prompt offered the known fact by a short id.
-    assert "f1: Sarah lives in Seattle" in model.calls_for(FACTS)[1].prompt
+    # The second reading was shown the known fact under what it is about.
+    assert "Known facts: home city: Sarah lives in Seattle" in model.calls_for(FACTS)[1].prompt
     for shown in (listed, me, probe.values["facts"]):
         assert "Berlin" in shown and "Seattle" not in shown
     seattle, berlin = chain
@@ -109,9 +107,9 @@ async def test_a_changed_number_is_never_swallowed_as_a_near_duplicate(
 ) -> None:
     # The model does not reconcile here ("new" both times): storage must see the change.
     model = scripted(
-        answer(claim("Sarah has 2 kids", "Sarah")),
-        answer(claim("Sarah has 3 kids", "Sarah"), claim("Sarah has three kids", "Sarah")),
-        answer(claim("Sarah has three kids", "Sarah")),  # a paraphrase: still one fact
+        answer(claim("Sarah has 2 kids")),
+        answer(claim("Sarah has 3 kids"), claim("Sarah has three kids")),
+        answer(claim("Sarah has three kids")),  # a paraphrase: still one fact
     )
     async with open_test_app(
         tmp_path,
@@ -135,15 +133,16 @@ async def test_a_changed_number_is_never_swallowed_as_a_near_duplicate(
     ]
 
 
-async def test_a_retraction_closes_the_fact_and_invented_ids_change_nothing(
+async def test_a_take_back_closes_the_fact_and_an_ending_not_said_changes_nothing(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     model = scripted(
-        answer(claim("Sam works at the bakery", "Sam"), claim("Sam has a cat", "Sam")),
+        answer(claim("Sam works at the bakery", "workplace"), claim("Sam has a cat", "pet")),
         answer(
-            claim("Sam works at the bakery", "Sam", "retract", "f1"),
-            claim("Sam has a dog", "Sam", "update", "f7"),  # f7 was never shown
-            claim("Sam has a cat", "Sam", "retract", "f42"),
+            claim("Sam no longer works at the bakery", "workplace", ends=True),
+            claim("Sam has a dog"),
+            # An ending the message does not say: nothing of the cat is in its words.
+            claim("Sam has no cat", "pet", ends=True),
         ),
     )
     async with open_test_app(
@@ -168,8 +167,8 @@ async def test_a_retraction_closes_the_fact_and_invented_ids_change_nothing(
 async def test_a_rerun_extraction_stores_nothing_twice_and_closes_nothing_twice(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    update = answer(claim("Sam lives in Porto", "Sam", "update", "f1"))
-    model = scripted(answer(claim("Sam lives in Lisbon", "Sam")), update, update)
+    update = answer(claim("Sam lives in Porto", "home city"))
+    model = scripted(answer(claim("Sam lives in Lisbon", "home city")), update, update)
     async with open_test_app(
         tmp_path,
         plugins=[plugin],
@@ -202,7 +201,7 @@ async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
 ) -> None:
     settings = test_settings(tmp_path, mongodb_uri=mongo_uri, model_dir=model_dir)
     model = scripted(
-        answer(claim("Sam is 34", "Sam")), answer(claim("Sam is 35", "Sam", "update", "f1"))
+        answer(claim("Sam is 34", "age")), answer(claim("Sam is 35", "age"))
     )
     registry = Registry()
     registry.add(plugin, plugin.name)
