@@ -90,7 +90,7 @@ def check(
         claim = _without_label(claim, attribute)
     if not ending and not _specifics_in(claim, quote, names):
         return NOT_IN_QUOTE
-    if not translated and not _shares_a_word(claim, quote, names):
+    if not translated and not _shares_a_word(claim, quote, names, naming_only=ending):
         return NOT_IN_QUOTE
     return None
 
@@ -144,7 +144,7 @@ def locate(
         for sentence in sentences(message.text):
             if not _specifics_in(claim, sentence, names):
                 continue
-            shared = _shared_words(claim, sentence, names)
+            shared, _ = _shared_words(claim, sentence, names)
             if shared and (fallback is None or shared > fallback[0]):
                 fallback = (shared, Located(message, sentence))
     return fallback[1] if fallback is not None else None
@@ -196,11 +196,18 @@ def _specifics_in(claim: str, quote: str, names: Sequence[str]) -> bool:
     return True
 
 
-def _shares_a_word(claim: str, quote: str, names: Sequence[str]) -> bool:
-    """Whether the claim says something of the quote's: one of its words (but the names) is
-    a word of the quote, or shares its first letters with one ("engineers"/"engineer",
-    "vive"/"vivo"), or, in a script written without spaces, two characters in a row."""
-    if _shared_words(claim, quote, names):
+def _shares_a_word(
+    claim: str, quote: str, names: Sequence[str], *, naming_only: bool = False
+) -> bool:
+    """Whether the claim says what the quote says: at least a third of its words (but the
+    names and words of one or two letters) are words of the quote, or share their first
+    letters with one ("engineers"/"engineer", "vive"/"vivo"); in a script written without
+    spaces, two characters in a row. One shared "and" is not enough: "Dmitri is a warm and
+    curious presence in the chat" does not rest on "I live in Tallinn and work on a ferry".
+    `naming_only`: one shared word is enough (a take-back names what it ends: "I sold the
+    Volvo" ends "drives a blue Volvo to work every day")."""
+    shared, counted = _shared_words(claim, quote, names)
+    if shared and (naming_only or shared * SHARED_WORDS_DENOMINATOR >= counted):
         return True
     unspaced = "".join(folded_words(claim))
     quoted = "".join(folded_words(quote))
@@ -211,18 +218,23 @@ def _shares_a_word(claim: str, quote: str, names: Sequence[str]) -> bool:
     )
 
 
-def _shared_words(claim: str, quote: str, names: Sequence[str]) -> int:
+# A claim must share at least 1 in this many of its words with its quote.
+SHARED_WORDS_DENOMINATOR = 3
+
+
+def _shared_words(claim: str, quote: str, names: Sequence[str]) -> tuple[int, int]:
     """How many of the claim's words (but the names and words of one or two letters) are
-    words of the quote, or share their first letters with one."""
+    words of the quote, or share their first letters with one; and how many were counted."""
     known = {w for name in names for w in folded_words(name)}
     quote_words = folded_words(quote)
-    shared = 0
+    shared = counted = 0
     for word in set(folded_words(claim)):
         if word in known or (len(word) < 3 and not word.isdigit()):
             continue
+        counted += 1
         stem = word[:_SHARED_PREFIX]
         if word in quote_words or (
             len(stem) == _SHARED_PREFIX and any(q.startswith(stem) for q in quote_words)
         ):
             shared += 1
-    return shared
+    return shared, counted

@@ -200,9 +200,7 @@ async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     settings = test_settings(tmp_path, mongodb_uri=mongo_uri, model_dir=model_dir)
-    model = scripted(
-        answer(claim("Sam is 34", "age")), answer(claim("Sam is 35", "age"))
-    )
+    model = scripted(answer(claim("Sam is 34", "age")), answer(claim("Sam is 35", "age")))
     registry = Registry()
     registry.add(plugin, plugin.name)
     registry.use_settings("facts", never_settings())

@@ -112,3 +112,27 @@ def test_a_value_must_be_in_the_quote_word_for_word() -> None:
     )
     assert ok is None
     assert wrong == NOT_IN_QUOTE
+
+
+def test_one_shared_small_word_is_not_what_a_claim_rests_on() -> None:
+    # A live small model's claim, quoting a sentence it shares only "and" with.
+    text = "I live in Tallinn and I work as a ferry engineer."
+    verdict = check(
+        "Dmitri is a warm and curious presence in the chat",
+        text,
+        said(text),
+        names=["Dmitri"],
+    )
+    assert verdict == NOT_IN_QUOTE
+
+
+def test_a_take_back_needs_only_to_name_what_it_ends() -> None:
+    text = "I sold the Volvo, I take the bus now."
+    verdict = check(
+        "Tariq drives a blue Volvo to work every day",
+        text,
+        said(text),
+        names=["Tariq"],
+        ending=True,
+    )
+    assert verdict is None
