@@ -223,7 +223,8 @@ async def _read(
         # The offline rules' reading of the same messages beside the model's: what the
         # model missed (a take-back, most often) is proposed too; the memory stores a fact
         # said twice once.
-        rules = read_answer(offline.extract(OfflineRequest(NAME, "", state, ModelClass.LARGE)))
+        answered = offline.extract(OfflineRequest(NAME, "", state, ModelClass.LARGE))
+        rules = read_answer(answered) if answered is not None else None
         if rules is not None:
             reading.notes += rules.notes
     # Everyone else in the conversation: those in the reading and those the room shows.
