@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from bot import Context, Evaluator, Plugin
+from bot import Claim, Context, Evaluator, Plugin
 from bot.adapters.telegram import TelegramAdapter
 from bot.app.composition import App
 from bot.config.settings import PlatformSettings
-from bot.domain.records import Fact, room_id
+from bot.domain.records import room_id
 from bot.domain.state import State
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
@@ -35,15 +35,10 @@ def echo(prompt: str, task: str, state: State | None) -> str:
 async def remember(ctx: Context, found: object) -> None:
     """A tiny evaluator: every message becomes a fact about its sender, in its world."""
     message = ctx.message
-    fact = Fact(
-        text=f"said {message.content.text}",
-        subject_id=message.user_id,
-        room_id=message.room_id,
-        world_id=message.world_id,
-        agent_id=ctx.agent.id,
-        source_message_ids=[message.id],
-    )
-    await ctx.knowledge.add_facts([fact], near_duplicate_distance=0.0)
+    text = message.content.text
+    # Proposed as any plugin does: the memory keeps it with the message as its evidence.
+    claim = Claim(text=f"said {text}", about=message.user_id, quote=text, message_id=message.id)
+    await ctx.memory.propose([claim], messages=[message])
 
 
 REMEMBER = Plugin(

@@ -395,9 +395,13 @@ class TelegramAdapter:
         markup: InlineKeyboardMarkup | None = None,
         *,
         markdown: bool = False,
+        answer: bool = False,
     ) -> Message | None:
-        """Send `text` in parts (send.py); `markdown` for the model's replies."""
-        return await send_text(self.bot, chat_id, text, reply_to, thread, markup, markdown=markdown)
+        """Send `text` in parts (send.py); `markdown` for the model's replies, `answer` for a
+        command's."""
+        return await send_text(
+            self.bot, chat_id, text, reply_to, thread, markup, markdown=markdown, answer=answer
+        )
 
     @contextlib.asynccontextmanager
     async def _typing(
