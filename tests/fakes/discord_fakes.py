@@ -716,6 +716,8 @@ class FakeInteraction:
     channel: discord.abc.Messageable
     permissions: discord.Permissions
     shown: list[Shown] = field(default_factory=list)
+    # As Discord dates it (its id's time): now.
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def __post_init__(self) -> None:
         self.response = FakeInteractionResponse(self)

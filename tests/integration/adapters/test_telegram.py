@@ -521,27 +521,23 @@ async def test_the_command_menu_is_registered(
             for c in server.calls_to("setMyCommands")
         }
 
-        assert menus["default"] == [
+        everyone = [
             "me",
             "forgetme",
             "export",
             "mydata",
             "help",
+            "reset",
+            "new",
+            "forget",  # one's own fact, by its id
             "privacy",
             "optout",
             "optin",
         ]
+        assert menus["default"] == everyone
         assert menus["chat"] == [
-            "me",
-            "forgetme",
-            "export",
-            "mydata",
-            "help",
-            "privacy",
-            "optout",
-            "optin",
+            *everyone,
             "facts",
-            "forget",
             "stats",
             "learning",
             "character",
