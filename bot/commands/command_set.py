@@ -380,7 +380,9 @@ async def describe_me(services: CommandServices, scope: Scope) -> str:
         f"\n{line}" for line in await services.plugins.about(scope.user_id, scope.world_id)
     )
     if not facts:
-        return called + "I haven't learned anything about you here yet." + kept
+        # Goals or a planned follow-up are something known: only facts are missing then.
+        none = "any facts" if kept else "anything"
+        return called + f"I haven't learned {none} about you here yet." + kept
     told = await told_lines(services.store.accounts, facts)
     lines = "\n".join(f"• `{f.id[:8]}` {line}" for f, line in zip(facts, told, strict=True))
     return (
