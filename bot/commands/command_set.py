@@ -380,7 +380,7 @@ async def describe_me(services: CommandServices, scope: Scope) -> str:
         f"\n{line}" for line in await services.plugins.about(scope.user_id, scope.world_id)
     )
     if not facts:
-        # Goals or a planned follow-up are something known: only facts are missing then.
+        # A plugin knows something (a plan, a follow-up): only facts are missing then.
         none = "any facts" if kept else "anything"
         return called + f"I haven't learned {none} about you here yet." + kept
     told = await told_lines(services.store.accounts, facts)
