@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import aiohttp
 
 from bot.adapters.images import DOWNLOAD_SECONDS, MEGABYTE, Chunks, TooLarge, read_capped
-from bot.config.platforms import PlatformSettings
 from bot.domain.records import Memory
 from bot.domain.text import capped, valid_text
 from bot.llm.transcription import Audio, Transcriber, TranscriptionError
@@ -45,10 +44,11 @@ class Hearing:
     max_bytes: int
 
     @classmethod
-    def of(cls, transcriber: Transcriber | None, settings: PlatformSettings) -> Hearing | None:
+    def of(cls, transcriber: Transcriber | None, max_voice_mb: float) -> Hearing | None:
+        """None without a transcriber; `max_voice_mb`: MNEMO_MAX_VOICE_MB."""
         if transcriber is None:
             return None
-        return cls(transcriber, int(settings.max_voice_mb * MEGABYTE))
+        return cls(transcriber, int(max_voice_mb * MEGABYTE))
 
     async def heard(self, memory: Memory, voice: VoiceFile, *, where: str) -> Memory:
         """`memory` with what was said in `voice` as its text (after its caption, if it has

@@ -264,7 +264,7 @@ class DiscordAdapter:
             return
         self._services = services
         # None: no transcription model, and voice messages are kept unheard.
-        self._hearing = Hearing.of(services.transcriber, self.settings)
+        self._hearing = Hearing.of(services.transcriber, self.settings.max_voice_mb)
         self._commands = Commands(services.commands, learn_wait=self.learn_wait)
         for command in self.slash.from_plugins(self._commands.all()):
             self.tree.add_command(command, override=True)

@@ -127,7 +127,7 @@ class TelegramAdapter:
         """
         self._services = services
         # None: no transcription model, and voice notes are kept unheard.
-        self._hearing = Hearing.of(services.transcriber, self.settings)
+        self._hearing = Hearing.of(services.transcriber, self.settings.max_voice_mb)
         self._commands = TelegramCommands(
             Commands(services.commands, learn_wait=self.learn_wait),
             self.settings,

@@ -7,6 +7,7 @@ MNEMO_MAX_VOICE_MB, or with no transcription model, it is kept as a voice note a
 from __future__ import annotations
 
 import dataclasses
+import io
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from bot.adapters.console import ConsoleChat
 from bot.adapters.discord import DiscordAdapter, world_of
 from bot.adapters.telegram import TelegramAdapter
 from bot.app.composition import App
@@ -21,7 +23,7 @@ from bot.config.settings import ModelSettings, PlatformSettings
 from bot.domain.records import account_id, room_id, world_id
 from bot.llm.base import Task
 from bot.testing.harness import open_test_app, test_settings
-from bot.testing.openai_server import FakeOpenAIServer
+from bot.testing.openai_server import FakeOpenAIServer, Status
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeCDN, FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -114,6 +116,7 @@ async def test_a_telegram_voice_note_is_heard_answered_learned_and_forgotten(
     said = [m for m in stored if m.user_id == account_id("telegram", sarah.id)]
     assert [m.content.text for m in said] == [SAID]  # kept as text
     assert said[0].content.attachments[0].content_type == "audio/ogg"  # still a voice note
+    assert f"{SAID} [a voice note]" in model.calls_for(Task.REPLY)[-1].prompt
     assert [f.text for f in facts] == [f"said {SAID}"]  # learned from
     assert left == [] and facts_left == []  # forgotten like anything typed
     assert app.ledger.tasks["transcription"].calls == 1
@@ -189,3 +192,33 @@ async def test_a_discord_voice_message_is_heard_answered_and_learned_from(
     assert [m.content.text for m in said] == [SAID]
     assert [f.text for f in facts] == [f"said {SAID}"]
     assert len(cdn.downloads) == 1
+
+
+async def test_a_console_recording_is_heard_and_one_the_endpoint_fails_is_kept_unheard(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    recording = tmp_path / "note.ogg"
+    recording.write_bytes(AUDIO)
+    missing = tmp_path / "none.ogg"
+    async with mnemo(tmp_path, model_dir, mongo_uri, transcription_model="whisper-1") as (
+        app,
+        openai,
+        model,
+    ):
+        # The first is refused by the endpoint (a 500): kept as a voice note, unheard.
+        openai.enqueue(Status(500, message="the model crashed"), endpoint="transcriptions")
+        script = f"/voice {recording}\n/voice {recording}\n/voice {missing}\n"
+        out = io.StringIO()
+        console = ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out)
+        await console.run(app.adapter_services)
+        stored = await app.store.memories.recent(console.room.id, 10)
+    assert len(openai.transcriptions) == 2
+    shown = out.getvalue()
+    assert f"You said: {SAID}" in shown
+    assert f"No recording at {missing}." in shown
+    said = [m for m in stored if m.user_id == console.account.id]
+    assert [m.content.text for m in said] == ["", SAID]
+    assert [m.content.attachments[0].title for m in said] == ["note.ogg", "note.ogg"]
+    # The conversation still shows it came as a recording, beside the words heard.
+    assert f"{SAID} [audio: note.ogg]" in model.calls_for(Task.REPLY)[-1].prompt
+    assert app.ledger.tasks["transcription"].failures == 1
