@@ -53,10 +53,6 @@ def describe_usage(usage: dict[str, TaskUsage], ledger: UsageLedger) -> str:
     prompt = sum(u.prompt_tokens for u in usage.values())
     completion = sum(u.completion_tokens for u in usage.values())
     line = f"Model use here: {calls:,} calls, {prompt:,} prompt + {completion:,} completion tokens"
-    counted = sum(u.counted_calls for u in usage.values())
-    if counted:
-        # Not the server's figures: say whose they are.
-        line += f" ({counted:,} of the calls counted by Mnemo: the server reported no usage)"
     costs = {m: ledger.cost(m, u.prompt_tokens, u.completion_tokens) for m, u in usage.items()}
     priced = [cost for cost in costs.values() if cost is not None]
     unpriced = sorted(m for m, cost in costs.items() if cost is None and usage[m].calls)
@@ -64,6 +60,11 @@ def describe_usage(usage: dict[str, TaskUsage], ledger: UsageLedger) -> str:
         line += f", about {_dollars(sum(priced))}"
     if unpriced:
         line += f" (no price for {', '.join(unpriced)}: set MNEMO_MODEL_PRICES)"
+    counted = sum(u.counted_calls for u in usage.values())
+    if counted:
+        # Not the server's figures: say whose they are.
+        line += f"; the tokens of {counted:,} of the calls counted by Mnemo: "
+        line += "the server reported none"
     return line
 
 
