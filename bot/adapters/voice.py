@@ -59,11 +59,7 @@ class Hearing:
             return memory
         try:
             data = await _download(voice.chunks, self.max_bytes)
-            text = await self.transcriber.transcribe(
-                Audio(data, voice.name, voice.media_type),
-                world_id=memory.world_id,
-                person_id=memory.user_id,
-            )
+            text = await self.transcriber.transcribe(Audio(data, voice.name, voice.media_type))
         except TooLarge:
             log.info("%s: voice note over the limit once downloaded: kept unheard", where)
             return memory

@@ -5,7 +5,9 @@ or a local server that speaks the same route (faster-whisper-server, LocalAI, ..
 
 Only the transcript comes back into Mnemo; the audio is never stored. Each call is counted in
 the ledger under the task `transcription` (calls, and tokens where the endpoint reports them:
-gpt-4o-transcribe does, whisper-1 reports seconds, which are not tokens).
+gpt-4o-transcribe does, whisper-1 reports seconds, which are not tokens), for the metrics; not
+in a world's `/stats` spend nor its daily caps, which count chat tokens at chat prices, while
+speech is billed by the minute.
 """
 
 from __future__ import annotations
@@ -76,9 +78,7 @@ class Transcriber:
             return None
         return cls(settings, ledger)
 
-    async def transcribe(
-        self, audio: Audio, *, world_id: str | None = None, person_id: str | None = None
-    ) -> str:
+    async def transcribe(self, audio: Audio) -> str:
         """The words spoken in `audio` (stripped; "" when nothing was heard)."""
         started = time.perf_counter()
         try:
@@ -97,8 +97,6 @@ class Transcriber:
             int(getattr(usage, "output_tokens", 0) or 0),
             model=self.model,
             seconds=time.perf_counter() - started,
-            world_id=world_id,
-            person_id=person_id,
         )
         return text
 
