@@ -35,7 +35,10 @@ from tests.fakes.discord_fakes import (
 from tests.helpers.notes_plugin import NOTES
 
 TOKEN = "good"
-PERSONAL = {"help", "privacy", "me", "forgetme", "export", "mydata", "optout", "optin", "facts"}
+PERSONAL = {
+    *("help", "privacy", "me", "forgetme", "export", "mydata", "optout", "optin", "facts"),
+    *("reset", "new", "forget"),
+}
 
 
 def app_of(tmp_path: Path, model_dir: Path, mongo_uri: str, plugins: Sequence[Plugin] = ()):
