@@ -18,7 +18,7 @@ from bot.llm.base import ModelError, Task
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ModelCall, ScriptedModel
 from plugins.facts import MARK, FactsSettings, plugin
-from plugins.facts.evaluator import READ_AT_MOST
+from plugins.facts.evaluator import READ_AT_MOST, UNREADABLE
 from plugins.facts.reading import NOT_ABOUT_THEM, UNREADABLE_NOTE
 
 FACTS = "evaluator:GET_FACTS"
@@ -410,14 +410,20 @@ async def test_a_short_quiet_conversation_still_gets_its_facts(
 
 
 @pytest.mark.parametrize(
-    "failure",
+    ("failure", "counted"),
     [
-        pytest.param("Sorry, I couldn't find any facts in there.", id="prose, no JSON"),
-        pytest.param(ModelError("the model is down"), id="model error"),
+        pytest.param(
+            "Sorry, I couldn't find any facts in there.", {UNREADABLE: 1}, id="prose, no JSON"
+        ),
+        pytest.param(ModelError("the model is down"), {}, id="model error"),
     ],
 )
 async def test_a_failed_extraction_loses_no_messages(
-    tmp_path: Path, mongo_uri: str, model_dir: Path, failure: str | BaseException
+    tmp_path: Path,
+    mongo_uri: str,
+    model_dir: Path,
+    failure: str | BaseException,
+    counted: dict[str, int],
 ) -> None:
     model = scripted(failure, answer(note("Sam lives in Lisbon", "I live in Lisbon", "home city")))
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
@@ -428,12 +434,45 @@ async def test_a_failed_extraction_loses_no_messages(
         await learn(app, await say(chat, "It's sunny today"))
         facts = await stored_facts(app, chat.room.world_id)
         mark = await app.store.rooms.get_mark(chat.room.id, MARK)
+        rejects = app.ledger.rejects(FACTS)
 
+    # An answer that could not be read is counted, not dropped without a word.
+    assert rejects == counted
     failed, retried = fact_calls(model)
     assert lines_read(failed) == ["m1. Sam: I live in Lisbon"]
     assert lines_read(retried) == ["m1. Sam: I live in Lisbon", "m2. Sam: It's sunny today"]
     assert [f.text for f in facts] == ["Sam lives in Lisbon"]
     assert mark is not None
+
+
+async def test_a_reading_that_fails_in_a_group_loses_no_ones_messages(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    sam_lisbon = answer(note("Sam lives in Lisbon", "I live in Lisbon", "home city"))
+    model = scripted(
+        sam_lisbon,
+        ModelError("the model is down"),  # Sarah's reading, after Sam's was stored
+        sam_lisbon,  # the next extraction reads Sam's message again ...
+        answer(note("Sarah works as a nurse", "I'm a nurse", "job")),  # ... and Sarah's
+    )
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        group = {"chat": "general", "world": "guild", "kind": "group"}
+        sam = TestChat(app.runtime, name="Sam", **group)
+        sarah = TestChat(app.runtime, name="Sarah", **group)
+        await say(sam, "I live in Lisbon")
+        await learn(app, await say(sarah, "I'm a nurse"))
+        first = sorted(f.text for f in await stored_facts(app, sam.room.world_id))
+        assert await app.store.rooms.get_mark(sam.room.id, MARK) is None
+        await learn(app, await say(sarah, "Night shifts this week"))
+        facts = await stored_facts(app, sam.room.world_id)
+
+    assert first == ["Sam lives in Lisbon"]
+    readings = [lines_read(c) for c in fact_calls(model)]
+    assert readings[3] == ["m1. Sarah: I'm a nurse", "m2. Sarah: Night shifts this week"]
+    # Sam's fact, read twice, is stored once.
+    assert sorted((f.text, f.subject_id) for f in facts) == sorted(
+        [("Sam lives in Lisbon", sam.account.id), ("Sarah works as a nurse", sarah.account.id)]
+    )
 
 
 async def test_malformed_notes_are_skipped_one_by_one(
