@@ -96,7 +96,8 @@ def test_the_person_is_shown_by_the_name_they_told(tmp_path: Path, model_dir: Pa
     )
     assert first.returncode == 0, first.stderr
     listing = first.stdout.split("Facts (", 1)[1].splitlines()[1:]
-    assert listing and all(line.endswith("— about Sarah") for line in listing), listing
+    facts = [line for line in listing if line.startswith("`")]  # not their evidence lines
+    assert facts and all(line.endswith("— about Sarah") for line in facts), listing
     # The learned name is kept for the next session.
     second = mnemo(["chat"], "I have a cat named Pixel.\n/facts\n", tmp_path, model_dir)
     assert "Sarah has a cat named Pixel — about Sarah" in second.stdout

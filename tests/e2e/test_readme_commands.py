@@ -40,6 +40,7 @@ _NOT_IN_A_CLONE = shutil.ignore_patterns(
 # you tell it yours.
 _ID = "<id>"
 _LOGIN = "<login>"
+_DATE = "<date>"  # the day a message was written, as /facts shows its evidence
 
 
 def _nothing_configured(model_dir: Path) -> dict[str, str]:
@@ -71,6 +72,7 @@ def readme_session() -> tuple[str, list[str]]:
 
 def _pattern(expected: str, login: str) -> re.Pattern[str]:
     escaped = re.escape(expected.replace(_LOGIN, login))
+    escaped = escaped.replace(re.escape(_DATE), r"\d{1,2} [A-Z][a-z]{2}")
     return re.compile(escaped.replace(re.escape(_ID), "[0-9a-f]{8}") + r"\Z")
 
 
