@@ -44,7 +44,9 @@ class Claim:
 @dataclass
 class Learned:
     """The outcome of a proposal: the facts stored, the ids of the facts their new values
-    or take-backs closed, and why the claims not kept were not (counted by reason)."""
+    or take-backs closed, and why the claims not kept were not (by reason; the memory has
+    counted them in the world's ledger already: a plugin counts only what it did not
+    propose, with `count_rejected`)."""
 
     stored: list[Fact] = field(default_factory=list)
     closed: list[str] = field(default_factory=list)

@@ -80,14 +80,19 @@ class WorldFacts:
             by_id.update({m.id: m for m in found if m.world_id == self.world_id})
         facts: list[Fact] = []
         endings: list[Fact] = []
+        unfounded: list[str] = []
         for claim in claims:
             found_in = _evidence_of(claim, by_id)
             if isinstance(found_in, str):
                 learned.rejected[found_in] += 1
+                unfounded.append(found_in)
                 continue
             message, quote = found_in
             fact = _fact(claim, message, quote)
             (endings if claim.ends else facts).append(fact)
+        # Counted here, as the store counts what its gate refuses: whatever the memory does
+        # not keep is in the world's ledger (/stats) once.
+        await self._knowledge.gate.count([(self.world_id, reason) for reason in unfounded])
         if facts:
             writes = await self._knowledge.add_facts(
                 facts,

@@ -223,15 +223,23 @@ async def _read(
         # The offline rules' reading of the same messages beside the model's: what the
         # model missed (a take-back, most often) is proposed too; the memory stores a fact
         # said twice once.
-        rules = read_answer(offline.extract(OfflineRequest(NAME, "", state, ModelClass.LARGE)))
+        answered = offline.extract(OfflineRequest(NAME, "", state, ModelClass.LARGE))
+        rules = read_answer(answered) if answered is not None else None
         if rules is not None:
             reading.notes += rules.notes
-    claims, not_proposed = claims_of(reading, person_id=person.id, names=names, messages=messages)
+    # Everyone else in the conversation: those in the reading and those the room shows.
+    others = [
+        ctx.state.name_of(other) if other in ctx.state.actors else people[other].name
+        for other in {*people, *ctx.state.actors} - {person.id, ctx.agent.id}
+    ]
+    claims, not_proposed = claims_of(
+        reading, person_id=person.id, names=names, messages=messages, others=others
+    )
     learned = await ctx.memory.propose(claims, messages=messages, people=people)
     rejected = Counter(not_proposed) + learned.rejected
     for reason, count in rejected.items():
         ctx.model.reject(reason, raw, count=count)
-    await ctx.memory.count_rejected(rejected)
+    await ctx.memory.count_rejected(not_proposed)  # the memory counted its own
     for fact in learned.stored:
         told = told_name(named_naturally(fact.text))
         if told is not None and fact.said_by is None:

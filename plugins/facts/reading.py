@@ -22,6 +22,7 @@ from bot import Claim, Memory, parse_json
 # Why a note was not proposed (counted in the rejects ledger, as the memory's reasons are).
 UNREADABLE_NOTE = "malformed claim"
 NOT_ABOUT_THEM = "not about the person"
+OF_SOMEONE_HERE = "about someone else here"
 TOO_LONG = "too long to be one fact"
 
 # A label names a slot, not a fact; a value is a few words, not a paragraph.
@@ -99,14 +100,24 @@ def _int(value: Any) -> int | None:
 
 
 def claims_of(
-    reading: Reading, *, person_id: str, names: Sequence[str], messages: Sequence[Memory]
+    reading: Reading,
+    *,
+    person_id: str,
+    names: Sequence[str],
+    messages: Sequence[Memory],
+    others: Sequence[str] = (),
 ) -> tuple[list[Claim], Counter[str]]:
     """The claims a reading of one person's `messages` makes about them; and why the other
-    notes were not proposed. The memory finds the sentence of theirs each rests on."""
+    notes were not proposed. The memory finds the sentence of theirs each rests on.
+    `others`: the names of the other people in the conversation. A fact naming one of them
+    ("Tobrin owes Quorra money") is about them too, and one person's word is not enough for
+    a fact about another who is right there: it is not proposed."""
     rejected: Counter[str] = Counter()
     claims: list[Claim] = []
     for note in reading.notes:
         claim = _claim(note, person_id, names, messages)
+        if not isinstance(claim, str) and _names_them(claim.text, others, their=False):
+            claim = OF_SOMEONE_HERE
         if isinstance(claim, str):
             rejected[claim] += 1
         else:
@@ -164,10 +175,11 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\w+", text.casefold())
 
 
-def _names_them(fact: str, names: Sequence[str]) -> bool:
-    """Whether a sentence names the person ("Ana lives in Porto", "Their name is Ana")."""
+def _names_them(fact: str, names: Sequence[str], *, their: bool = True) -> bool:
+    """Whether a sentence names the person ("Ana lives in Porto", "Their name is Ana");
+    `their`: a sentence starting "Their" is taken as naming them."""
     words = _words(fact)
-    if words[:1] == ["their"]:
+    if their and words[:1] == ["their"]:
         return True
     for name in names:
         wanted = _words(name)

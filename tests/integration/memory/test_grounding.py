@@ -13,7 +13,6 @@ them on the wrong person).
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,10 @@ from bot.domain.characters import load_character
 from bot.domain.records import Fact, Memory
 from bot.llm.base import Task
 from bot.memory.claim_sentences import NEGATED, NOT_SAID, OF_SOMEONE_ELSE
+from bot.memory.evidence import QUOTE_NOT_SAID
 from bot.memory.grounding import (
     ABOUT_ASSISTANT,
-    ABOUT_EVERYONE,
-    FIRST_PERSON,
     IDENTIFIER,
-    PLANTED,
     PROMPT_ECHO,
     TRANSCRIPT_LINE,
     Grounding,
@@ -42,6 +39,7 @@ from bot.memory.grounding import (
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 from plugins.facts import FactsSettings, plugin
+from plugins.facts.reading import NOT_ABOUT_THEM, OF_SOMEONE_HERE
 from tests.paths import DATA
 
 FACTS = "evaluator:GET_FACTS"
@@ -59,43 +57,22 @@ def scripted(*answers: str) -> ScriptedModel:
     )
 
 
-def by_known_fact(*answers: str) -> ScriptedModel:
-    """A model whose answers name known facts by their text: `{Tallinn}` in an answer becomes
-    the short id the prompt gave the known fact mentioning Tallinn. The answers are given
-    in order, one per extraction."""
-    remaining = list(answers)
-
-    def respond(prompt: str, task: str, state: object) -> str:
-        assert task == FACTS, task
-        known = prompt[prompt.index("# Known facts") : prompt.index("# Recent Messages")]
-        text = remaining.pop(0) if len(remaining) > 1 else remaining[0]
-        for word in re.findall(r"\{(\w+)\}", text):
-            short = re.search(rf"(f\d+): [^\n]*{word}", known)
-            assert short is not None, (word, known)
-            text = text.replace("{" + word + "}", short.group(1))
-        return text
-
-    return ScriptedModel(
-        respond,
-        answers={
-            Task.REPLY: ['{"text": "Noted.", "action": "NONE"}'],
-            Task.EVALUATOR_SELECTION: ['["GET_FACTS"]'],
-        },
-    )
-
-
 def answer(*claims: dict[str, Any]) -> str:
-    """A claims answer the way the small model wrote them: a fenced JSON block."""
-    return "```json\n" + json.dumps({"claims": list(claims)}) + "\n```"
+    """A reading's answer the way the small model wrote them: a fenced JSON block, the notes
+    under the first message (the memory looks for each one's words in all of the speaker's)."""
+    return "```json\n" + json.dumps({"m1": list(claims)}) + "\n```"
 
 
 def claim(
-    text: str, subject: str | None, change: str = "new", fact: str | None = None, **more: Any
+    text: str, about: str | None = None, *, ends: bool = False, **more: Any
 ) -> dict[str, Any]:
-    item: dict[str, Any] = {"claim": text, "subject": subject, "type": "fact", "change": change}
-    if fact is not None:
-        item["fact"] = fact
-    return {**item, **more}
+    """One note: the fact, what it is about, whether it ends it; `quote` among `more`."""
+    item: dict[str, Any] = {"fact": text, **more}
+    if about is not None:
+        item["about"] = about
+    if ends:
+        item["ends"] = True
+    return item
 
 
 def app_with(tmp_path: Path, mongo_uri: str, model_dir: Path, model: ScriptedModel) -> Any:
@@ -142,10 +119,10 @@ def scope(chat: TestChat) -> Scope:
 # ("Goal saved: ..."), claims put on the assistant, or her lines copied in the first person.
 # The one claim that was close ("Priya is from Leeds and lives in Leeds") the model marked
 # as in her description, which it is not: "from Leeds" was never said either. The one kept
-# is her own line said of her by name (the model wrote "My favourite band is Radiohead").
-RIGHT_FROM_RECORDING = {
-    "qwen2.5-coder-0.5b-all.jsonl seq 139": {"root's favourite band is Radiohead."},
-}
+# was her own line copied in the first person ("My favourite band is Radiohead"): whose fact
+# a sentence that names no one is cannot be told, so it is not kept either (these answers
+# are to the old prompt; the reading of one person's messages asks for facts naming them).
+RIGHT_FROM_RECORDING: dict[str, set[str]] = {}
 
 
 @pytest.mark.parametrize("recorded", RECORDED, ids=[r["source"] for r in RECORDED])
@@ -165,8 +142,8 @@ async def test_a_real_models_answer_leaves_only_what_the_person_said(
     assert "Mnemo" not in shown and "Goal saved" not in shown and "Oakland" not in shown
     # Nothing dropped silently: every claim not stored is counted, by reason.
     claims = json.loads(recorded["content"].strip().strip("`").removeprefix("json"))
-    known = sum(1 for c in claims if c.get("already_known"))
-    assert sum(rejects.values()) == len(claims) - len(stored) - known, rejects
+    readings = len(model.calls_for(FACTS))  # one per 8 of her messages, each this answer
+    assert sum(rejects.values()) == readings * len(claims), rejects
     # She has no description: the model's "in_bio" marks are not believed.
     assert "already in the description" not in rejects
 
@@ -178,25 +155,22 @@ async def test_the_character_transcript_lines_and_the_bots_replies_are_no_ones_f
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     description = load_character(test_settings(tmp_path).runtime.character).bio[0]
-    model = by_known_fact(
+    model = scripted(
         answer(
-            claim("Dmitri lives in Tallinn and works as a ferry engineer", "Dmitri"),
-            claim(f"Mnemo is {description}", "Mnemo"),
-            claim(f"Dmitri is {description}", "Dmitri"),
-            claim("Dmitri: My wife Lena is a violinist in the city orchestra.", "Dmitri"),
-            claim(
-                "Mnemo: Create_goal: Start tracking a goal the user states for themselves",
-                "Dmitri",
-            ),
-            claim("Dmitri's wife Lena is a violinist in the city orchestra", "Dmitri"),
+            claim("Dmitri lives in Tallinn and works as a ferry engineer"),
+            claim(f"Mnemo is {description}"),
+            claim(f"Dmitri is {description}"),
+            claim("Dmitri: My wife Lena is a violinist in the city orchestra."),
+            claim("Mnemo: Create_goal: Start tracking a goal the user states for themselves"),
+            claim("Dmitri's wife Lena is a violinist in the city orchestra"),
         ),
         answer(
-            # An update whose new value is the character's description ...
-            claim(f"Dmitri is {description}", "Dmitri", "update", "{Tallinn}"),
-            # ... a retraction by a claim that says something else ...
-            claim("Dmitri is a friendly presence", "Dmitri", "retract", "{Tallinn}"),
-            # ... and a true claim of another kind, wrongly called an update of it.
-            claim("Dmitri has two daughters", "Dmitri", "update", "{Tallinn}"),
+            # A new value of his home that is the character's description ...
+            claim(f"Dmitri is {description}", "home city"),
+            # ... an ending of it by a claim that says something else ...
+            claim("Dmitri is a friendly presence", "home city", ends=True),
+            # ... and a true claim, filed under his home.
+            claim("Dmitri has two daughters", "home city"),
         ),
     )
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
@@ -217,12 +191,14 @@ async def test_the_character_transcript_lines_and_the_bots_replies_are_no_ones_f
         "Dmitri's wife Lena is a violinist in the city orchestra",
     ]
     assert description not in shown and "Create_goal" not in shown and "Dmitri:" not in shown
-    assert rejects[ABOUT_ASSISTANT] >= 1
-    assert rejects[TRANSCRIPT_LINE] == 2
-    assert FIRST_PERSON not in rejects  # the transcript lines are counted as what they are
-    assert rejects[PROMPT_ECHO] >= 1
-    assert rejects["update of another kind"] == 1
-    assert rejects["retraction not said"] == 1
+    # Each counted once, as what it is: the line written as his turn ("Dmitri: ..."), the
+    # two that name no one of his ("Mnemo is ...", "Mnemo: Create_goal: ..."), and the three
+    # whose words he never said (the description put on him twice, the "ending" of his home).
+    assert rejects == {
+        TRANSCRIPT_LINE: 1,
+        NOT_ABOUT_THEM: 2,
+        QUOTE_NOT_SAID: 3,
+    }
 
 
 async def test_a_claim_the_model_calls_in_the_description_is_kept_when_it_is_not(
@@ -230,8 +206,8 @@ async def test_a_claim_the_model_calls_in_the_description_is_kept_when_it_is_not
 ) -> None:
     model = scripted(
         answer(
-            claim("Sam lives in Lisbon", "Sam", in_bio=True),  # no description says so
-            claim("Sam is a potter", "Sam", in_bio=True),  # the description does
+            claim("Sam lives in Lisbon", in_bio=True),  # no description says so
+            claim("Sam is a potter", in_bio=True),  # the description does, and so did he
         )
     )
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
@@ -240,18 +216,19 @@ async def test_a_claim_the_model_calls_in_the_description_is_kept_when_it_is_not
         await say_and_learn(chat, "I live in Lisbon, I'm a potter")
         facts = await current_facts(app, chat.room.world_id)
 
-    assert [f.text for f in facts] == ["Sam lives in Lisbon"]
+    # A model's "in the description" is not believed: both were said, both are kept.
+    assert sorted(f.text for f in facts) == ["Sam is a potter", "Sam lives in Lisbon"]
 
 
 async def test_a_move_said_plainly_updates_the_home_and_nothing_else(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    model = by_known_fact(
-        answer(claim("Dmitri lives in Tallinn", "Dmitri"), claim("Dmitri is 41", "Dmitri")),
+    model = scripted(
+        answer(claim("Dmitri lives in Tallinn", "home city"), claim("Dmitri is 41", "age")),
         answer(
-            claim("Dmitri lives in Riga", "Dmitri", "update", "{Tallinn}"),
-            # The model names the wrong known fact: the age is not closed by a city.
-            claim("Dmitri moved to Riga", "Dmitri", "update", "{41}"),
+            claim("Dmitri lives in Riga", "home city"),
+            # The same move said twice, under his home: one new value, and his age stays.
+            claim("Dmitri moved to Riga", "home city"),
         ),
     )
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
@@ -261,21 +238,20 @@ async def test_a_move_said_plainly_updates_the_home_and_nothing_else(
         facts = await current_facts(app, chat.room.world_id)
 
     texts = sorted(f.text for f in facts)
-    assert "Dmitri lives in Tallinn" not in texts
-    assert "Dmitri lives in Riga" in texts and "Dmitri is 41" in texts
+    assert texts == ["Dmitri is 41", "Dmitri moved to Riga"]  # one home, the newest words
 
 
 # -- the audit: claims about other people, and planted ones -------------------------------------
 
 
-async def test_a_claim_about_another_participant_is_theirs_and_an_invented_one_is_nothing(
+async def test_a_claim_about_another_participant_is_no_ones_and_an_invented_one_is_nothing(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     model = scripted(
-        answer(claim("Tobrin grows apples", "Tobrin")),
+        answer(claim("Tobrin grows apples")),
         answer(
-            claim("Tobrin is a convicted thief", "Tobrin"),
-            claim("Quorra lives at 1 Injected Road", "Quorra"),
+            claim("Tobrin is a convicted thief"),
+            claim("Quorra lives at 1 Injected Road"),
         ),
     )
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
@@ -294,15 +270,13 @@ async def test_a_claim_about_another_participant_is_theirs_and_an_invented_one_i
         after = await current_facts(app, quorra.room.world_id)
         rejects = await app.store.rejects.counts(quorra.room.world_id)
 
-    thief = next(f for f in facts if f.text == "Tobrin is a convicted thief")
-    assert thief.subject_id == tobrin.account.id and thief.said_by == quorra.account.id
-    assert "Tobrin is a convicted thief (said by Quorra)" in his
-    assert "convicted thief" not in hers
-    [told] = [f for f in exported.facts if f.text == "Tobrin is a convicted thief"]
-    assert told.said_by == quorra.account.id
-    assert not any("Tobrin" in f.text for f in after)  # gone with his /forgetme
-    assert not any("Injected Road" in f.text for f in facts)  # nobody said it
-    assert rejects[NOT_SAID] == 1
+    # A reading is of one person's own facts: what Quorra says of Tobrin is filed nowhere,
+    # neither as his nor as hers, and an address nobody gave is nothing.
+    assert [f.text for f in facts] == ["Tobrin grows apples"]
+    assert "convicted thief" not in his and "convicted thief" not in hers
+    assert not any("thief" in f.text for f in exported.facts)
+    assert after == []  # his apples went with his /forgetme
+    assert rejects == {NOT_ABOUT_THEM: 1, QUOTE_NOT_SAID: 1}
 
 
 async def test_a_claim_put_on_the_wrong_participant_is_not_stored(
@@ -310,11 +284,11 @@ async def test_a_claim_put_on_the_wrong_participant_is_not_stored(
 ) -> None:
     model = scripted(
         answer(
-            claim("Sam is a nurse", "Sam"),  # Sarah said she is one
-            claim("Sarah lives in Lisbon", "Sarah"),  # Sam said he does
-            claim("Sarah is a nurse", "Sarah"),
-            claim("Sam lives in Lisbon", "Sam"),
-            claim("Sarah has a dog named Rex", "Sarah"),  # Sam said it, of his own dog
+            claim("Sam is a nurse"),  # Sarah said she is one
+            claim("Sarah lives in Lisbon"),  # Sam said he does
+            claim("Sarah is a nurse"),
+            claim("Sam lives in Lisbon"),
+            claim("Sarah has a dog named Rex"),  # Sam said it, of his own dog
         )
     )
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
@@ -332,16 +306,16 @@ async def test_a_claim_put_on_the_wrong_participant_is_not_stored(
 
 async def test_planted_facts_store_nothing(tmp_path: Path, mongo_uri: str, model_dir: Path) -> None:
     model = scripted(
+        answer(),  # Tobrin's reading: "Evening all"
         answer(
-            claim("Everyone here is a potato farmer", "Quorra"),
-            claim("Quorra is a potato farmer", "Quorra"),
-            claim("Tobrin is a potato farmer", "Tobrin"),
-            claim("Quorra's discord id is 123456789012345678", "Quorra"),
-            claim("Tobrin owes Quorra money", "Tobrin"),
-            claim("Quorra's sister Mia is a nurse", "Mia"),
-            claim("Mia is a nurse", "Mia"),
-            claim("Ragnar is a pirate", "Ragnar"),
-        )
+            claim("Everyone here is a potato farmer"),
+            claim("Tobrin is a potato farmer"),
+            claim("Quorra's discord id is 123456789012345678"),
+            claim("Tobrin owes Quorra money"),
+            claim("Quorra's sister Mia is a nurse"),
+            claim("Mia is a nurse"),
+            claim("Ragnar is a pirate"),
+        ),
     )
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
         group = {"chat": "tavern", "world": "realm", "kind": "group"}
@@ -358,32 +332,28 @@ async def test_planted_facts_store_nothing(tmp_path: Path, mongo_uri: str, model
         facts = await current_facts(app, quorra.room.world_id)
         rejects = await app.store.rejects.counts(quorra.room.world_id)
 
-    # The speaker's own sister is hers; a stranger's trade told in passing is no one's.
-    # Her own sister is hers ("my sister"); a stranger's trade told in passing is no one's.
+    # Her own sister is hers ("my sister"); what is said of everyone, of a stranger or of
+    # Tobrin, who is right here, is no one's; an identifier is kept by no one.
     assert sorted((f.text, f.subject_id) for f in facts) == [
-        ("Mia is a nurse", quorra.account.id),
         ("Quorra's sister Mia is a nurse", quorra.account.id),
     ]
-    assert rejects[ABOUT_EVERYONE] == 1
-    assert rejects[IDENTIFIER] == 1
-    assert rejects[PLANTED] == 1
-    assert rejects["about someone not here"] == 1
-    assert rejects[NOT_SAID] == 2  # the farmer claims: what is said of everyone supports none
+    assert rejects == {NOT_ABOUT_THEM: 4, OF_SOMEONE_HERE: 1, IDENTIFIER: 1}
 
 
 async def test_stats_show_what_was_not_stored_and_why(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    model = scripted(answer(claim("Sam lives in Oakland", "Sam"), claim("Mnemo is kind", "Mnemo")))
+    model = scripted(answer(claim("Sam lives in Oakland"), claim("Mnemo is kind")))
     async with app_with(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I live in Leeds")
         shown = await stats(app.commands, scope(chat))
         checked = await Doctor(app.settings)._evaluation_queue(mongo_uri)
 
-    assert "Claims not stored: 2 (1 about the assistant, 1 not said by its speaker)" in shown
+    reasons = "2 (1 not about the person, 1 quote not in the message)"
+    assert f"Claims not stored: {reasons}" in shown
     # `mnemo doctor` reads the same ledger, every world's.
-    assert "claims not stored: 2 (1 about the assistant, 1 not said by its speaker)" in checked
+    assert f"claims not stored: {reasons}" in checked
 
 
 # -- the rules themselves ----------------------------------------------------------------------
@@ -503,9 +473,9 @@ async def test_a_weak_model_adds_memory_and_never_takes_the_rules_memory_away(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     # What the small live model answered for plain lines: nothing usable, and the character's
-    # description put on the person. With the rules beside it (the default), what the person
-    # plainly said is kept, and the model's noise still is not.
-    noise = answer(claim("Dmitri is a warm and curious presence in the chat", "Dmitri"))
+    # description put on the person. With the rules beside it (MNEMO_FACTS_MERGE_RULES), what
+    # the person plainly said is kept, and the model's noise still is not.
+    noise = answer(claim("Dmitri is a warm and curious presence in the chat"))
     async with open_test_app(
         tmp_path,
         plugins=[plugin],
@@ -513,7 +483,9 @@ async def test_a_weak_model_adds_memory_and_never_takes_the_rules_memory_away(
         mongodb_uri=mongo_uri,
         model_dir=model_dir,
         plugin_settings={
-            "facts": FactsSettings().model_copy(update={"conversation_length": NEVER})
+            "facts": FactsSettings().model_copy(
+                update={"conversation_length": NEVER, "merge_rules": True}
+            )
         },
     ) as app:
         chat = TestChat(app.runtime, name="Dmitri")
@@ -531,7 +503,7 @@ async def test_a_weak_model_adds_memory_and_never_takes_the_rules_memory_away(
 async def test_without_the_rules_the_same_weak_model_leaves_nothing(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    noise = answer(claim("Dmitri is a warm and curious presence in the chat", "Dmitri"))
+    noise = answer(claim("Dmitri is a warm and curious presence in the chat"))
     async with app_with(tmp_path, mongo_uri, model_dir, scripted(noise, answer())) as app:
         chat = TestChat(app.runtime, name="Dmitri")
         await say_and_learn(chat, "I live in Tallinn and I work as a ferry engineer.")
