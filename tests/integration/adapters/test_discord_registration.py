@@ -35,7 +35,11 @@ from tests.fakes.discord_fakes import (
 from tests.helpers.notes_plugin import NOTES
 
 TOKEN = "good"
-PERSONAL = {"help", "privacy", "me", "forgetme", "export", "mydata", "optout", "optin", "facts"}
+# Everyone's commands (/forget: one's own facts; a member's, admins only, is checked per call).
+PERSONAL = {
+    *("help", "privacy", "me", "forgetme", "forget", "export", "mydata", "optout", "optin"),
+    "facts",
+}
 
 
 def app_of(tmp_path: Path, model_dir: Path, mongo_uri: str, plugins: Sequence[Plugin] = ()):
