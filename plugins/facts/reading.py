@@ -19,6 +19,8 @@ from typing import Any
 
 from bot import Claim, Memory, parse_json
 
+from .claims import named_naturally, told_name
+
 # Why a note was not proposed (counted in the rejects ledger, as the memory's reasons are).
 UNREADABLE_NOTE = "malformed claim"
 NOT_ABOUT_THEM = "not about the person"
@@ -114,6 +116,7 @@ def claims_of(
     a fact about another who is right there: it is not proposed."""
     rejected: Counter[str] = Counter()
     claims: list[Claim] = []
+    names = [*names, *_told_here(reading, person_id, names, messages)]
     for note in reading.notes:
         claim = _claim(note, person_id, names, messages)
         if not isinstance(claim, str) and _names_them(claim.text, others, their=False):
@@ -124,6 +127,19 @@ def claims_of(
             claims.append(claim)
     rejected[UNREADABLE_NOTE] += reading.malformed
     return claims, +rejected
+
+
+def _told_here(
+    reading: Reading, person_id: str, names: Sequence[str], messages: Sequence[Memory]
+) -> list[str]:
+    """The names the person tells in the messages read ("my name is Priya"): the other
+    notes of the same reading name them by it ("Priya lives in Reykjavik")."""
+    told = []
+    for note in reading.notes:
+        claim = _claim(note, person_id, names, messages)
+        if not isinstance(claim, str) and (name := told_name(named_naturally(claim.text))):
+            told.append(name)
+    return told
 
 
 def _claim(
