@@ -119,7 +119,13 @@ def claims_of(
     names = [*names, *_told_here(reading, person_id, names, messages)]
     for note in reading.notes:
         claim = _claim(note, person_id, names, messages)
-        if not isinstance(claim, str) and _names_them(claim.text, others, their=False):
+        if (
+            not isinstance(claim, str)
+            # A name they give themselves is theirs even when someone here has it too
+            # ("my name is Tobrin": told apart as "Tobrin (Zedevil)").
+            and told_name(named_naturally(claim.text)) is None
+            and _names_them(claim.text, others, their=False)
+        ):
             claim = OF_SOMEONE_HERE
         if isinstance(claim, str):
             rejected[claim] += 1
