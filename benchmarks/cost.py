@@ -48,7 +48,7 @@ from bot.config.settings import (
 )
 from bot.domain.records import Content
 from bot.llm.accounting import UsageLedger
-from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest
+from bot.llm.base import Example, LanguageModel, ModelClass, ModelError, ModelRequest
 from bot.llm.openai_model import OpenAIModel
 from bot.llm.streaming import stream_text
 from bot.ops.spend import flush_usage
@@ -261,10 +261,15 @@ class TimedModel:
         await self.inner.close()
 
 
+# The facts plugin's reading: one person's messages, numbered (plugins/facts/prompts.py),
+# after the facts known of them.
+_READING = re.compile(r"(?:Known facts: [^\n]*\n)?m1\. [^:\n]+: ")
+
+
 def prompt_kind(prompt: str) -> PromptKind:
     if available_names(prompt) is not None:
         return "selection"
-    if prompt.startswith(_FACTS_PROMPT):
+    if prompt.startswith(_FACTS_PROMPT) or _READING.match(prompt):
         return "facts"
     if prompt.startswith(_GOALS_PROMPT):
         return "goals"
@@ -353,6 +358,8 @@ class ServedRequest:
     # Refused or failed (an error status, no answer): the server ran no prompt, e.g. the
     # 500 llama-cpp-python gives the first request asking for `json_schema`.
     failed: bool = False
+    # The worked examples sent between the system message and the prompt (the facts reading).
+    examples: tuple[Example, ...] = ()
 
 
 @dataclass
@@ -370,6 +377,11 @@ class ServerClock:
         messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
         system = next((m["content"] for m in messages if m.get("role") == "system"), None)
         prompt = last_user_message(request)
+        turns = [m for m in messages if m.get("role") in ("user", "assistant")][:-1]
+        examples = tuple(
+            Example(str(asked.get("content")), str(answered.get("content")))
+            for asked, answered in zip(turns[::2], turns[1::2], strict=False)
+        )
 
         def served(failed: bool) -> None:
             self.served.append(
@@ -381,6 +393,7 @@ class ServerClock:
                     arrived,
                     time.perf_counter(),
                     failed,
+                    examples,
                 )
             )
 
@@ -549,12 +562,18 @@ def _tokens_by_task(run: _Run, calls: Sequence[TimedCall], requests: Sequence[An
     texts = (
         [_request_text(r) for r in requests]
         if len(requests) == len(calls) and run.pace is None
-        else ["\n".join(t for t in (c.request.system, c.prompt) if t) for c in calls]
+        else [_call_text(c.request) for c in calls]
     )
     tokens: Counter[str] = Counter()
     for call, text in zip(calls, texts, strict=True):
         tokens[call.task] += run.counter.count(text)
     return tokens
+
+
+def _call_text(request: ModelRequest) -> str:
+    """What a request carries: the system message, the worked examples, then the prompt."""
+    shots = [t for example in request.examples for t in (example.prompt, example.answer)]
+    return "\n".join(t for t in (request.system, *shots, request.prompt) if t)
 
 
 async def _facts(app: App, world_id: str) -> tuple[int, int]:
@@ -867,6 +886,7 @@ async def _bare_replies(
                     ),
                     task="bare_primer",
                     system=before.system if before is not None else None,
+                    examples=before.examples if before is not None else (),
                     max_tokens=1,
                 )
             )

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from bot.commands.services import CommandServices
 from bot.domain.records import Account, Memory, Room
+from bot.llm.transcription import Transcriber
 from bot.plugin.services import Rooms
 from bot.queue.worker import EvaluationQueue
 from bot.runtime.intake.intake import AtDoor
@@ -99,6 +100,8 @@ class AdapterServices:
     worlds: WorldChoices
     outage: Outage | None
     evaluations: EvaluationQueue
+    # Voice notes as text, when the operator set MNEMO_TRANSCRIPTION_MODEL (bot/adapters/voice.py).
+    transcriber: Transcriber | None = None
 
 
 class Adapter(Protocol):

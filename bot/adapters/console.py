@@ -28,15 +28,23 @@ import shlex
 import sys
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
 from bot.adapters.base import AdapterServices, Incoming
-from bot.adapters.images import CHUNK_BYTES, ImageFile, ImageLimits, image_loader, media_type_of
+from bot.adapters.images import (
+    CHUNK_BYTES,
+    Chunks,
+    ImageFile,
+    ImageLimits,
+    image_loader,
+    media_type_of,
+)
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.streaming import PrintedReply, StreamingSender
+from bot.adapters.voice import Hearing, VoiceFile
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import (
     FORGET_ME_PROMPT,
@@ -67,6 +75,7 @@ log = logging.getLogger(__name__)
 PLATFORM = "console"
 QUIT_HELP = "/quit - leave (Ctrl-D works too)"
 IMAGE_HELP = "/image PATH [caption] - send a picture from this machine, as a photo in a chat"
+VOICE_HELP = "/voice PATH - send a recording from this machine, as a voice note in a chat"
 DEFAULT_EXPORTS = Path("data") / "exports"
 # The person at the console before they give a name: not their login, which is no name.
 UNNAMED = "User"
@@ -133,6 +142,32 @@ def to_memory(
     return Incoming(memory, me.account, me.room)
 
 
+def _reader(path: Path) -> Chunks:
+    async def read() -> AsyncGenerator[bytes, None]:
+        # In chunks, like a download: a file past the size limit is not read whole.
+        file = await asyncio.to_thread(path.open, "rb")
+        try:
+            while chunk := await asyncio.to_thread(file.read, CHUNK_BYTES):
+                yield chunk
+        finally:
+            file.close()
+
+    return read
+
+
+def recording_at(args: str) -> tuple[FileAttachment, VoiceFile] | str:
+    """What `/voice PATH` sends: the attachment as stored (the file name, never the path on
+    this machine) and how to read the recording; or what to tell the person when there is no
+    such file."""
+    path = Path(args.strip().strip("'\"")).expanduser()
+    if not args.strip() or not path.is_file():
+        return f"No recording at {args.strip()}." if args.strip() else f"Usage: {VOICE_HELP}"
+    content_type = mimetypes.guess_type(path.name)[0] or "audio/ogg"
+    size = path.stat().st_size
+    attachment = FileAttachment(id=new_id(), title=path.name, content_type=content_type, size=size)
+    return attachment, VoiceFile(path.name, content_type, size, _reader(path))
+
+
 def picture_at(args: str) -> tuple[FileAttachment, ImageFile, str] | str:
     """What `/image PATH [caption]` sends: the attachment as stored (the file name, never the
     path on this machine), how to read the picture, and the caption; or what to tell the
@@ -147,19 +182,9 @@ def picture_at(args: str) -> tuple[FileAttachment, ImageFile, str] | str:
     content_type = mimetypes.guess_type(path.name)[0]
     size = path.stat().st_size
     attachment = FileAttachment(id=new_id(), title=path.name, content_type=content_type, size=size)
-
-    async def read() -> AsyncGenerator[bytes, None]:
-        # In chunks, like a download: a file past the size limit is not read whole.
-        file = await asyncio.to_thread(path.open, "rb")
-        try:
-            while chunk := await asyncio.to_thread(file.read, CHUNK_BYTES):
-                yield chunk
-        finally:
-            file.close()
-
     return (
         attachment,
-        ImageFile(path.name, media_type_of(content_type), size, read),
+        ImageFile(path.name, media_type_of(content_type), size, _reader(path)),
         " ".join(words),
     )
 
@@ -182,6 +207,7 @@ class ConsoleChat:
         exports_dir: Path = DEFAULT_EXPORTS,
         images: ImageLimits | None = None,
         stream_replies: bool | None = None,
+        max_voice_mb: float = 10.0,
     ) -> None:
         """`stream_replies`: print replies as the model writes them (None: when the output
         is a terminal, where a person watches it; MNEMO_STREAM_REPLIES=false turns it off
@@ -190,6 +216,8 @@ class ConsoleChat:
         # The model sees images (`/image` sends the picture itself): the limits; None: the
         # picture's file name alone, as on the platforms.
         self.images = images
+        # `/voice` recordings larger than this are kept unheard (MNEMO_MAX_VOICE_MB).
+        self.max_voice_mb = max_voice_mb
         self.stdin = stdin
         self.stdout = stdout
         self.interactive = stdin.isatty()
@@ -294,6 +322,9 @@ class ConsoleChat:
             if text.startswith("/") and command_parts(text)[0] == "image":
                 await self.image(command_parts(text)[1])
                 continue
+            if text.startswith("/") and command_parts(text)[0] == "voice":
+                await self.voice(command_parts(text)[1])
+                continue
             if text.startswith("/"):
                 if not await self.command(text):
                     break
@@ -327,6 +358,7 @@ class ConsoleChat:
         *,
         attachments: Sequence[FileAttachment] = (),
         images: Sequence[ImageFile] = (),
+        voice: VoiceFile | None = None,
     ) -> None:
         services = self.services
         incoming = to_memory(
@@ -340,6 +372,11 @@ class ConsoleChat:
         if images:
             where = f"console message {incoming.memory.id}"
             incoming.memory.carry_images(image_loader(images, self.images, where=where))
+        hearing = Hearing.of(services.transcriber, self.max_voice_mb)
+        if voice is not None and hearing is not None:
+            where = f"console message {incoming.memory.id}"
+            heard = await hearing.heard(incoming.memory, voice, where=where)
+            incoming = replace(incoming, memory=heard)
         self._last = incoming.memory
 
         async def send(content: Content) -> None:
@@ -359,6 +396,16 @@ class ConsoleChat:
         await asyncio.wait([self._lanes.submit(self.room.id, handle)])
         if not self._database_away():
             await self._use_told_name()
+
+    async def voice(self, args: str) -> None:
+        """`/voice PATH`: a recording on this machine, sent as a voice note would be on Discord
+        or Telegram (heard only with a transcription model)."""
+        found = recording_at(args)
+        if isinstance(found, str):
+            self.say(found)
+            return
+        attachment, recording = found
+        await self.chat("", attachments=[attachment], voice=recording)
 
     async def image(self, args: str) -> None:
         """`/image PATH [caption]`: a picture on this machine, sent as a photo with its caption
@@ -390,7 +437,7 @@ class ConsoleChat:
             # The answer comes on the next line: "/forgetme yes" is not needed here.
             self._confirming_forget = True
             text = f"{FORGET_ME_PROMPT} {CONFIRM_FORGET}"
-        self.say(f"{text}\n{IMAGE_HELP}\n{QUIT_HELP}" if name == "help" else text)
+        self.say(f"{text}\n{IMAGE_HELP}\n{VOICE_HELP}\n{QUIT_HELP}" if name == "help" else text)
         if name == "forgetme" and answer.text.startswith(FORGOTTEN):
             # Its /export files on disk quote what was just forgotten.
             forget_exports(self.exports_dir, self.account.id, self.room.world_id)

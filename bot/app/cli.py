@@ -136,9 +136,12 @@ async def _chat(settings: Settings, name: str | None = None) -> None:
         print(banner(app), flush=True)
         exports = settings.storage.data_dir / "exports"
         images = ImageLimits.of(settings.platforms)  # /image sends the picture itself
-        await ConsoleChat(display_name=name, exports_dir=exports, images=images).run(
-            app.adapter_services
-        )
+        await ConsoleChat(
+            display_name=name,
+            exports_dir=exports,
+            images=images,
+            max_voice_mb=settings.platforms.max_voice_mb,
+        ).run(app.adapter_services)
 
 
 async def _run(settings: Settings, name: str | None = None) -> None:

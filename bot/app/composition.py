@@ -34,6 +34,7 @@ from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel
 from bot.llm.caps import CappedModel, DailyCaps, DailySpend
+from bot.llm.transcription import Transcriber
 from bot.memory.store import Knowledge
 from bot.ops.metrics import Metrics, dependencies_of
 from bot.ops.migrations import migrate
@@ -128,8 +129,11 @@ def services_for_commands(
     )
 
 
-def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> AdapterServices:
-    """The parts of the runtime the adapters use, named (the console's reads included)."""
+def services_for_adapters(
+    runtime: AgentRuntime, commands: CommandServices, transcriber: Transcriber | None = None
+) -> AdapterServices:
+    """The parts of the runtime the adapters use, named (the console's reads included), and
+    the transcriber of voice notes, when the operator set one."""
     return AdapterServices(
         agent_id=runtime.agent_id,
         handle=runtime.handle,
@@ -143,6 +147,7 @@ def services_for_adapters(runtime: AgentRuntime, commands: CommandServices) -> A
         worlds=runtime.composer.worlds,
         outage=runtime.intake.outage,
         evaluations=runtime.evaluations,
+        transcriber=transcriber,
     )
 
 
@@ -253,6 +258,10 @@ async def open_app(
             # After everything that may call the model has stopped, as the usage above.
             stack.push_async_callback(caps.flush)
         stack.push_async_callback(model.close)
+        # Voice notes as text (MNEMO_TRANSCRIPTION_MODEL), on the same endpoint.
+        transcriber = Transcriber.of(settings.model, ledger)
+        if transcriber is not None:
+            stack.push_async_callback(transcriber.close)
         # What each world may choose instead of the settings (/character, /model).
         worlds = world_choices(settings, character, store, registry)
         others = [installed.character for installed in worlds.catalog.others]
@@ -364,7 +373,7 @@ async def open_app(
             ledger=ledger,
             bundled_mongo=bundled,
             commands=commands,
-            adapter_services=services_for_adapters(runtime, commands),
+            adapter_services=services_for_adapters(runtime, commands, transcriber),
             metrics_server=metrics_server,
             vector_healing=healing,
             mongo_server=server,

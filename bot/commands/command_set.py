@@ -45,13 +45,14 @@ from bot.commands.types import (  # noqa: F401  (surfaces import the layer's typ
 )
 from bot.config.settings import PlatformSettings
 from bot.domain.names import distinct
-from bot.domain.records import Fact, account_id
+from bot.domain.records import Fact, account_id, utcnow
 from bot.ops.spend import describe_caps, describe_usage, usage_in_world
 from bot.privacy import commands as privacy_commands
 from bot.privacy.export import Exporting, told_name_line
 from bot.privacy.forgetting import Forgetting
 from bot.privacy.ledger import ForgetLedger
 from bot.queue.worker import describe_queue
+from bot.runtime.composing import FRESH_START
 from bot.runtime.intake.outage import DATABASE_AWAY
 from bot.storage.rejects import describe_rejects
 
@@ -72,6 +73,10 @@ FORGET_FAILED = (
     "Sorry, forgetting did not finish (the details are in the bot's log); nothing is reported "
     "as forgotten. Please try again in a moment."
 )
+FRESH_START_DONE = (
+    "Fresh start: from now on my replies here leave our earlier conversation aside. "
+    "What I learned stays (/me shows it, /forgetme forgets it)."
+)
 # A built-in command's handler; plain text is an answer everyone may see.
 Handler = Callable[[Request], Awaitable[str | Answer]]
 
@@ -81,6 +86,8 @@ BUILT_IN: tuple[CommandInfo, ...] = (
     CommandInfo("export", "Everything I keep about you here, as a file sent to you", slow=True),
     CommandInfo("mydata", "The same as /export", slow=True),
     CommandInfo("help", "What I can do"),
+    CommandInfo("reset", "Start afresh here: my replies leave our earlier conversation aside"),
+    CommandInfo("new", "The same as /reset"),
     CommandInfo(
         "facts",
         "Admins: facts learned here",
@@ -118,6 +125,8 @@ class Commands:
         )
         self._built_in: dict[str, Handler] = {
             "help": self._help,
+            "reset": self._fresh_start,
+            "new": self._fresh_start,
             "me": self._me,
             "forgetme": self._forget_me_command,
             "facts": self._facts,
@@ -264,6 +273,13 @@ class Commands:
             request.room_id, lambda: describe_me(self.services, request.scope)
         )
 
+    async def _fresh_start(self, request: Request) -> str:
+        """Mark the room: what was said before now is no longer shown to the reply model
+        (bot/runtime/composing.py). Nothing is deleted; learning is untouched."""
+        since = request.sent_at or utcnow()
+        await self.services.store.rooms.set_mark(request.room_id, FRESH_START, since)
+        return FRESH_START_DONE
+
     async def _forget_me_command(self, request: Request) -> str:
         if request.args.strip().lower() in ("yes", "y", "confirm"):
             return await self.forget_me(request)
@@ -369,7 +385,9 @@ async def describe_me(services: CommandServices, scope: Scope) -> str:
         f"\n{line}" for line in await services.plugins.about(scope.user_id, scope.world_id)
     )
     if not facts:
-        return called + "I haven't learned anything about you here yet." + kept
+        # A plugin knows something (a plan, a follow-up): only facts are missing then.
+        none = "any facts" if kept else "anything"
+        return called + f"I haven't learned {none} about you here yet." + kept
     told = await told_lines(services.store.accounts, facts)
     lines = "\n".join(f"• `{f.id[:8]}` {line}" for f, line in zip(facts, told, strict=True))
     return (

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 # Turns `@name` or a user id typed on a surface into an account id, or None if unknown.
 ResolvePerson = Callable[[str], Awaitable[str | None]]
@@ -38,6 +39,9 @@ class Request:
     replied_to: str | None = None
     # How this surface finds `@name`; by default the platform's known usernames.
     resolve_person: ResolvePerson | None = field(default=None, compare=False)
+    # When it was used, on the clock the platform dates its messages by (Discord's ids);
+    # None: now, the clock Telegram's and the console's messages are dated by on arrival.
+    sent_at: datetime | None = None
 
     @property
     def scope(self) -> Scope:

@@ -81,6 +81,9 @@ class PlatformSettings(SettingsGroup):
     model_sees_images: bool = Field(False, validation_alias=env("MNEMO_MODEL_SEES_IMAGES"))
     max_images: int = Field(4, ge=0, le=16, validation_alias=env("MNEMO_MAX_IMAGES"))
     max_image_mb: float = Field(5.0, gt=0, le=20, validation_alias=env("MNEMO_MAX_IMAGE_MB"))
+    # With MNEMO_TRANSCRIPTION_MODEL: a voice note larger than this is not downloaded nor
+    # transcribed (kept as a voice note). OpenAI takes files up to 25 MB.
+    max_voice_mb: float = Field(10.0, gt=0, le=25, validation_alias=env("MNEMO_MAX_VOICE_MB"))
 
     _split = field_validator("admin_ids", "discord_shard_ids", mode="before")(split_csv)
 

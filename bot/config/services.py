@@ -66,8 +66,18 @@ class ModelSettings(SettingsGroup):
     structured_output: Literal["auto", "off"] = Field(
         "auto", validation_alias=env("MNEMO_STRUCTURED_OUTPUT")
     )
+    # A speech-to-text model on the same endpoint (`/v1/audio/transcriptions`: whisper-1,
+    # gpt-4o-mini-transcribe, a local whisper server's name): a voice note is transcribed and
+    # handled as text. Unset: a voice note is kept as a voice note, unheard.
+    transcription_model: str | None = Field(None, validation_alias=env("MNEMO_TRANSCRIPTION_MODEL"))
 
     _url = field_validator("openai_base_url")(http_url)
+
+    @field_validator("transcription_model")
+    @classmethod
+    def _no_blank_model(cls, value: str | None) -> str | None:
+        return value.strip() or None if value is not None else None
+
     _choices = field_validator("model_choices", mode="before")(_model_names)
 
     @property

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from bot.domain.characters import WorldChoice
@@ -33,6 +34,9 @@ class State:
     data: dict[str, Any] = field(default_factory=dict)
     # The world's character and model names (`/character`, `/model`); None: the process's.
     world: WorldChoice | None = None
+    # A reply's state after a fresh start in its room (`/reset`): when the conversation it may
+    # use begins. Nothing said before is shown (recent messages, recalled ones).
+    conversation_since: datetime | None = None
 
     def name_of(self, user_id: str) -> str:
         if user_id == self.agent_id:

@@ -19,6 +19,9 @@ class TaskUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     failures: int = 0
+    # Calls whose tokens Mnemo counted itself: the endpoint reported no usage (llama.cpp's
+    # streams); their tokens are in the totals above, and shown as counted, not reported.
+    counted_calls: int = 0
     # Answers (or parts of them) that could not be used, by reason: the model answered, but
     # what it said was unreadable, named nothing known, or contradicted itself.
     rejects: dict[str, int] = field(default_factory=dict)
@@ -37,9 +40,10 @@ class ModelCall:
     world_id: str | None = None
     # The person whose message it was made for (a reply to them, learning from what they said).
     person_id: str | None = None
-    # (prompt, completion) tokens guessed from the characters sent and received, when the
-    # endpoint reported no usage: the daily caps count them (bot/llm/caps.py), so an endpoint
-    # that reports nothing does not slip past them; usage and /stats show only what was reported.
+    # (prompt, completion) tokens Mnemo counted itself, when the endpoint reported no usage
+    # (bot/llm/tokens.py): the ledger's totals, /stats and the daily caps (bot/llm/caps.py)
+    # count them, so an endpoint that reports nothing does not look free; `prompt_tokens`
+    # and `completion_tokens` above stay what the endpoint reported.
     estimated: tuple[int, int] | None = None
 
 
@@ -83,12 +87,18 @@ class UsageLedger:
         person_id: str | None = None,
         estimated: tuple[int, int] | None = None,
     ) -> None:
-        _add(self.tasks[task], prompt_tokens, completion_tokens)
+        spent, counted = (prompt_tokens, completion_tokens), False
+        if estimated is not None and not any(spent):
+            # Nothing reported: Mnemo's own count is what was spent, marked as counted.
+            spent, counted = estimated, True
+        totals = [self.tasks[task]]
         if model is not None:
-            _add(self.models[model], prompt_tokens, completion_tokens)
+            totals.append(self.models[model])
         if world_id is not None:
             key = (world_id, model or UNNAMED_MODEL)
-            _add(self._unwritten.setdefault(key, TaskUsage()), prompt_tokens, completion_tokens)
+            totals.append(self._unwritten.setdefault(key, TaskUsage()))
+        for usage in totals:
+            _add(usage, *spent, counted=counted)
         call = ModelCall(
             task, model, prompt_tokens, completion_tokens, seconds, world_id, person_id, estimated
         )
@@ -104,17 +114,17 @@ class UsageLedger:
         """The per-world usage not yet written, now being written: call `written()` after."""
         taken, self._unwritten = self._unwritten, {}
         for key, usage in taken.items():
-            _merge(self._writing.setdefault(key, TaskUsage()), usage)
+            merge(self._writing.setdefault(key, TaskUsage()), usage)
         return taken
 
     def written(self, taken: dict[tuple[str, str], TaskUsage], *, ok: bool) -> None:
         """`take_unwritten()`'s usage was written (ok) or must be written again (not ok)."""
         for key, usage in taken.items():
-            _merge(self._writing[key], usage, sign=-1)
+            merge(self._writing[key], usage, sign=-1)
             if not self._writing[key].calls:
                 del self._writing[key]
             if not ok:
-                _merge(self._unwritten.setdefault(key, TaskUsage()), usage)
+                merge(self._unwritten.setdefault(key, TaskUsage()), usage)
 
     def unwritten_in(self, world_id: str) -> dict[str, TaskUsage]:
         """This process's usage in a world that is not (yet) in MongoDB, by model."""
@@ -122,7 +132,7 @@ class UsageLedger:
         for source in (self._unwritten, self._writing):
             for (world, model), usage in source.items():
                 if world == world_id:
-                    _merge(found.setdefault(model, TaskUsage()), usage)
+                    merge(found.setdefault(model, TaskUsage()), usage)
         return found
 
     def record_failure(self, task: str) -> None:
@@ -159,13 +169,18 @@ class UsageLedger:
         self.embedded_texts = 0
 
 
-def _add(usage: TaskUsage, prompt_tokens: int, completion_tokens: int) -> None:
+def _add(
+    usage: TaskUsage, prompt_tokens: int, completion_tokens: int, *, counted: bool = False
+) -> None:
     usage.calls += 1
     usage.prompt_tokens += prompt_tokens
     usage.completion_tokens += completion_tokens
+    usage.counted_calls += counted
 
 
-def _merge(into: TaskUsage, usage: TaskUsage, *, sign: int = 1) -> None:
+def merge(into: TaskUsage, usage: TaskUsage, *, sign: int = 1) -> None:
+    """Add `usage`'s calls and tokens to `into` (`sign` -1: take them away)."""
     into.calls += sign * usage.calls
     into.prompt_tokens += sign * usage.prompt_tokens
     into.completion_tokens += sign * usage.completion_tokens
+    into.counted_calls += sign * usage.counted_calls

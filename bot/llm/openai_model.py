@@ -19,6 +19,7 @@ from openai.types.chat import ChatCompletion
 from bot.domain.images import ImageBytes
 from bot.llm.base import JsonAnswer, ModelClass, ModelError, ModelRequest
 from bot.llm.model_queue import ModelQueue, priority_of
+from bot.llm.tokens import TokenCounter, chat_tokens, local_counter
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionContentPartParam, ChatCompletionMessageParam
@@ -45,10 +46,6 @@ _FORMAT_WORDS: dict[str, tuple[str, ...]] = {
     "json_object_schema": ("response_format", "response format", "json_object", "schema"),
     "json_object": ("response_format", "response format", "json_object", "json mode"),
 }
-
-# Characters per token, to guess the tokens of a call whose endpoint reported no usage (for
-# the daily caps only: English runs about 4; other scripts fewer, so this guesses low).
-_CHARS_PER_TOKEN = 4
 
 # Words of a 4xx that refuses streaming ("streaming is not supported", "'stream' is not
 # allowed"), or only its usage report; "upstream" is not one of them.
@@ -112,9 +109,13 @@ class OpenAIModel:
         ledger: UsageLedger,
         *,
         client: openai.AsyncOpenAI | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         self._settings = settings
         self._ledger = ledger
+        # Counts a call's tokens when the endpoint reports none (a stream from llama.cpp).
+        self._counter = counter or local_counter()
+        log.debug("tokens the endpoint does not report: counted with %s", self._counter.label)
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         # Kept only to scrub it from error text a server might echo back.
         self._secret = key or None
@@ -284,7 +285,7 @@ class OpenAIModel:
         usage: Any = None
         iterator = aiter(chunks)
         failed = False
-        written = 0  # characters received, for a guess when no usage comes
+        written: list[str] = []  # what was received, counted when no usage comes
         try:
             while True:
                 try:
@@ -297,31 +298,33 @@ class OpenAIModel:
                 delta = getattr(choices[0], "delta", None) if choices else None
                 piece = getattr(delta, "content", None)
                 if isinstance(piece, str) and piece:
-                    written += len(piece)
+                    written.append(piece)
                     yield piece
         except Exception:
             failed = True  # counted as a failure (_mapped_errors), not as usage
             raise
         finally:
             if not failed:
-                self._record(call, usage, started, written)
+                self._record(call, usage, started, "".join(written))
 
     def _answer(self, call: _Call, response: object, started: float) -> str:
         """The text of a whole completion, its usage recorded."""
         text = self._content(response)
         if text is None:
             raise self._failure(call.task, call.model, self._why_empty(response))
-        self._record(call, getattr(response, "usage", None), started, len(text))
+        self._record(call, getattr(response, "usage", None), started, text)
         return text
 
-    def _record(self, call: _Call, usage: Any, started: float, written: int) -> None:
+    def _record(self, call: _Call, usage: Any, started: float, written: str) -> None:
         """The call's usage in the ledger, as the endpoint reported it (`usage`); with none
-        reported, a guess from the characters (`written`: the answer's) goes beside it."""
+        reported, Mnemo's own count of what was sent and of the answer (`written`) goes
+        beside it (bot/llm/tokens.py), counted and shown as Mnemo's count."""
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         estimated = None
         if usage is None:
-            estimated = (_tokens_in(_characters(call.messages)), _tokens_in(written))
+            counter = self._counter
+            estimated = (chat_tokens(counter, _texts(call.messages)), counter.count(written))
         self._ledger.record(
             call.task,
             prompt_tokens,
@@ -452,20 +455,16 @@ class OpenAIModel:
         return ModelError(f"model {model} failed ({task}): {reason}")
 
 
-def _tokens_in(characters: int) -> int:
-    return -(-characters // _CHARS_PER_TOKEN)  # rounded up: a short answer is a token
-
-
-def _characters(messages: Sequence[ChatCompletionMessageParam]) -> int:
-    """The characters of text in the messages sent (an image part counts none)."""
-    total = 0
+def _texts(messages: Sequence[ChatCompletionMessageParam]) -> list[str]:
+    """The text of each message sent (an image part adds none: its tokens are the server's)."""
+    texts = []
     for message in messages:
         content: Any = message.get("content")
         if isinstance(content, str):
-            total += len(content)
+            texts.append(content)
         elif isinstance(content, list):
-            total += sum(len(str(part.get("text", ""))) for part in content if part)
-    return total
+            texts.append("".join(str(part.get("text", "")) for part in content if part))
+    return texts
 
 
 def user_content(

@@ -12,7 +12,7 @@ import logging
 
 from pymongo.errors import PyMongoError
 
-from bot.llm.accounting import TaskUsage, UsageLedger
+from bot.llm.accounting import TaskUsage, UsageLedger, merge
 from bot.llm.caps import DEPLOYMENT, DailySpend
 from bot.storage.mongo import MongoStore
 
@@ -41,10 +41,7 @@ async def usage_in_world(
     """What the deployment spent in a world, by model: stored, plus this process's unwritten."""
     found = await store.usage.in_world(world_id)
     for model, usage in ledger.unwritten_in(world_id).items():
-        total = found.setdefault(model, TaskUsage())
-        total.calls += usage.calls
-        total.prompt_tokens += usage.prompt_tokens
-        total.completion_tokens += usage.completion_tokens
+        merge(found.setdefault(model, TaskUsage()), usage)
     return found
 
 
@@ -63,6 +60,11 @@ def describe_usage(usage: dict[str, TaskUsage], ledger: UsageLedger) -> str:
         line += f", about {_dollars(sum(priced))}"
     if unpriced:
         line += f" (no price for {', '.join(unpriced)}: set MNEMO_MODEL_PRICES)"
+    counted = sum(u.counted_calls for u in usage.values())
+    if counted:
+        # Not the server's figures: say whose they are.
+        line += f"; the tokens of {counted:,} of the calls counted by Mnemo: "
+        line += "the server reported none"
     return line
 
 

@@ -439,7 +439,12 @@ class ModelHandle:
 
 def _shown(attachment: Attachment) -> str:
     """An attachment as a prompt names it: its kind and the file name the person gave it."""
-    image = (attachment.content_type or "").lower().startswith("image/")
+    kind = (attachment.content_type or "").lower()
+    image = kind.startswith("image/")
+    if kind.startswith("audio/") and not (attachment.title or "").startswith("voice"):
+        return f"[audio: {attachment.title}]" if attachment.title else "[a voice note]"
+    if kind.startswith("audio/"):
+        return "[a voice note]"  # Discord names every one "voice-message.ogg"
     if attachment.title:
         return f"[{'image' if image else 'file'}: {attachment.title}]"
     return "[a photo]" if image else "[a file]"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from bot.domain.characters import Character, CharacterCatalog, WorldChoice
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 
 # Under this name a reply's window holds the current facts about its people (at_hand.py).
 FACTS_AT_HAND = "facts_at_hand"
+# The room mark of a fresh start (`/reset`, `/new`): replies use nothing said before it.
+FRESH_START = "fresh_start"
 
 
 class StateComposer:
@@ -99,17 +102,23 @@ class StateComposer:
         providers: bool = True,
         room: Room | None = None,
         window: Window | None = None,
+        for_reply: bool = False,
     ) -> State:
         """The state for prompting about `memory`. `window` is what `window()` read for it,
-        when the caller has it already (an evaluation finds its message in it)."""
+        when the caller has it already (an evaluation finds its message in it). `for_reply`:
+        the conversation starts at the room's fresh start, if it had one (learning still
+        reads everything: what was said before is only not shown to the reply)."""
         if window is None:
-            window = await self.window(memory, with_room=room is None)
+            window = await self.window(memory, with_room=room is None or for_reply)
         room = room or window.room
         world = await self.world_of(memory.world_id, window)
         character = world.character
         recent = window.messages
         if not any(m.id == memory.id for m in recent):
             recent = [*recent, memory][-self.options.recent_messages :]
+        since = await self._fresh_start(memory.room_id, window) if for_reply else None
+        if since is not None:
+            recent = [m for m in recent if m.created_at >= since or m.id == memory.id]
         people = ({m.user_id for m in recent} | {memory.user_id} | set(memory.mentions)) - {
             self.agent_id
         }
@@ -129,6 +138,7 @@ class StateComposer:
             actors=actors,
             data=dict(data or {}),
             world=world,
+            conversation_since=since,
         )
         state.data.setdefault("actions", [a.name for a in self.registry.actions])
         state.values.update(character_values(character))
@@ -150,6 +160,13 @@ class StateComposer:
             state.values["providers"] = "\n\n".join(s for s in [facts, *sections] if s)
         return state
 
+    async def _fresh_start(self, room_id: str, window: Window) -> datetime | None:
+        """When the room's conversation was last started afresh (`/reset`), if ever: from
+        the window's room read (a reply's always has it), else read."""
+        if window.room is not None or window.marks:
+            return window.marks.get(FRESH_START)
+        return await self.store.rooms.get_mark(room_id, FRESH_START)
+
     async def _facts(self, memory: Memory, state: State, known: KnownFacts | None) -> str:
         """The memory's section of the prompt: the facts about the message's people."""
         try:
@@ -167,16 +184,17 @@ class StateComposer:
         return section.text
 
     async def reply_window(
-        self, memory: Memory, *, with_room: bool, extra: Mapping[str, Read | list[Read]]
+        self, memory: Memory, *, extra: Mapping[str, Read | list[Read]]
     ) -> Window:
-        """`window()` for a reply, read at intake with the `extra` reads and the current facts
-        about the sender and the people mentioned (the facts provider's read, done here)."""
+        """`window()` for a reply, read at intake with the `extra` reads, the current facts
+        about the sender and the people mentioned (the facts provider's read, done here), and
+        the room with its marks (a fresh start cuts the conversation the reply is shown)."""
         facts = self.store.facts.about_read(
             about_whom(memory), memory.world_id, limit=PREFETCHED_FACTS
         )
         world = {WORLD_SETTINGS_READ: self.worlds.read(memory.world_id)}
         window = await self.window(
-            memory, with_room=with_room, extra={**extra, FACTS_AT_HAND: facts, **world}
+            memory, with_room=True, extra={**extra, FACTS_AT_HAND: facts, **world}
         )
         # Kept at once: whether to answer is decided by the names of the world's character.
         self.worlds.from_documents(memory.world_id, window.extra[WORLD_SETTINGS_READ])

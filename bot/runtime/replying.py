@@ -158,7 +158,7 @@ class Replier:
     ) -> None:
         """`keep` False (a message the bot may not keep, bot/privacy): no reply is stored (it
         may quote the message) and no action runs (actions may keep what they were given)."""
-        state = await self.composer.compose_state(memory, room=room, window=window)
+        state = await self.composer.compose_state(memory, room=room, window=window, for_reply=True)
         offered = await self._offer_actions(memory, state) if keep else []
         system = render(self.composer.template("systemTemplate", state=state), state.values)
         template = self.composer.template("messageHandlerTemplate", state=state)

@@ -39,6 +39,7 @@ class ModelUsage:
                         "calls": spent.calls,
                         "prompt_tokens": spent.prompt_tokens,
                         "completion_tokens": spent.completion_tokens,
+                        "counted_calls": spent.counted_calls,
                     },
                 },
                 upsert=True,
@@ -57,5 +58,6 @@ class ModelUsage:
                 calls=int(document.get("calls") or 0),
                 prompt_tokens=int(document.get("prompt_tokens") or 0),
                 completion_tokens=int(document.get("completion_tokens") or 0),
+                counted_calls=int(document.get("counted_calls") or 0),
             )
         return found

@@ -20,6 +20,11 @@ such a request with HTTP 400 (an endpoint that cannot stream), `"ignore"` with t
 completion as JSON (an endpoint that ignores the parameter); `stream_usage=False` refuses
 `stream_options` with HTTP 400.
 
+Speech to text (`POST /v1/audio/transcriptions`, multipart as the `openai` client sends it)
+answers `{"text": ...}` from the `transcribe` callable (audio bytes, model name -> words; by
+default the audio's bytes read as UTF-8, so a test's "voice note" is the words it holds), or a
+`Status`/`Raw` queued for the `transcriptions` endpoint. Each is recorded in `transcriptions`.
+
 It listens on 127.0.0.1 on a free port and never touches the network.
 """
 
@@ -45,7 +50,7 @@ from typing import Any, Literal
 
 from aiohttp import web
 
-Endpoint = Literal["chat", "embeddings"]
+Endpoint = Literal["chat", "embeddings", "transcriptions"]
 
 DEFAULT_REPLY = "Hello from the fake OpenAI server."
 DEFAULT_EMBEDDING_DIMENSIONS = 384
@@ -209,6 +214,25 @@ class RecordedRequest:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Transcription:
+    """A transcription request as received: the form's model and file, and any other field."""
+
+    model: str
+    filename: str
+    content_type: str | None
+    data: bytes
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+# Audio bytes and the model asked -> the words heard.
+Transcribe = Callable[[bytes, str], str]
+
+
+def _default_transcript(audio: bytes, model: str) -> str:
+    return audio.decode("utf-8", "replace")
+
+
 def _default_responder(request: dict[str, Any]) -> str:
     return DEFAULT_REPLY
 
@@ -245,13 +269,20 @@ class FakeOpenAIServer:
         embedding_dimensions: int = DEFAULT_EMBEDDING_DIMENSIONS,
         streaming: Literal["sse", "refuse", "ignore"] = "sse",
         stream_usage: bool = True,
+        transcribe: Transcribe | None = None,
     ) -> None:
         self.responder: Responder = responder or _default_responder
+        self.transcribe: Transcribe = transcribe or _default_transcript
+        self.transcriptions: list[Transcription] = []
         self.embedding_dimensions = embedding_dimensions
         self.streaming = streaming
         self.stream_usage = stream_usage
         self.requests: list[RecordedRequest] = []
-        self._queues: dict[Endpoint, deque[Outcome]] = {"chat": deque(), "embeddings": deque()}
+        self._queues: dict[Endpoint, deque[Outcome]] = {
+            "chat": deque(),
+            "embeddings": deque(),
+            "transcriptions": deque(),
+        }
         self._ids = itertools.count(1)
         self._runner: web.AppRunner | None = None
         self._port: int | None = None
@@ -267,8 +298,8 @@ class FakeOpenAIServer:
         """
         for outcome in outcomes:
             item = reply(outcome) if isinstance(outcome, str) else outcome
-            if endpoint == "embeddings" and isinstance(item, Reply | Relay):
-                raise TypeError("embeddings take Status or Raw outcomes, not a reply")
+            if endpoint != "chat" and isinstance(item, Reply | Relay):
+                raise TypeError(f"{endpoint} take Status or Raw outcomes, not a reply")
             self._queues[endpoint].append(item)
 
     @property
@@ -297,6 +328,7 @@ class FakeOpenAIServer:
         app = web.Application()
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
+        app.router.add_post("/v1/audio/transcriptions", self._transcriptions)
         app.router.add_get("/v1/models", self._models)
         app.router.add_route("*", "/{tail:.*}", self._not_found)
         # No access log: tests assert on logs, and request lines are noise there.
@@ -532,6 +564,33 @@ class FakeOpenAIServer:
                 ],
             }
         )
+
+    async def _transcriptions(self, request: web.Request) -> web.StreamResponse:
+        form = await request.post()
+        upload = form.get("file")
+        model = form.get("model")
+        if not isinstance(upload, web.FileField) or not isinstance(model, str):
+            return self._error(400, "'file' and 'model' are required")
+        data = upload.file.read()
+        others = {k: v for k, v in form.items() if isinstance(v, str) and k != "model"}
+        self.transcriptions.append(
+            Transcription(model, upload.filename, upload.content_type, data, others)
+        )
+        self.requests.append(
+            RecordedRequest(
+                method=request.method,
+                path=request.path,
+                json={"model": model, "file": upload.filename, **others},
+                headers={k.lower(): v for k, v in request.headers.items()},
+            )
+        )
+        queue = self._queues["transcriptions"]
+        if queue:
+            outcome = queue.popleft()
+            assert not isinstance(outcome, Reply | Relay)  # enqueue() refuses them
+            await self._delay(outcome)
+            return self._special(outcome)
+        return web.json_response({"text": self.transcribe(data, model)})
 
     async def _not_found(self, request: web.Request) -> web.StreamResponse:
         await self._record(request)

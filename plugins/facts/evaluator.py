@@ -34,6 +34,7 @@ from bot import (
     State,
     reply_id,
 )
+from bot.offline import find_words
 
 from . import offline
 from .claims import named_naturally, told_name
@@ -227,6 +228,13 @@ async def _read(
         rules = read_answer(answered) if answered is not None else None
         if rules is not None:
             reading.notes += rules.notes
+    # A name they tell in these very messages names them too ("my name is Sarah and I live
+    # in Seattle": "Sarah lives in Seattle"), when their own words hold it.
+    said_text = "\n".join(texts)
+    for note in reading.notes:
+        told = told_name(named_naturally(note.fact)) if note.fact else None
+        if told and told not in names and find_words(told, said_text) is not None:
+            names.append(told)
     # Everyone else in the conversation: those in the reading and those the room shows.
     others = [
         ctx.state.name_of(other) if other in ctx.state.actors else people[other].name

@@ -116,9 +116,10 @@ async def write_question(
     known about them; the plain line when the model cannot answer or answers unusably."""
     facts = await _known(ctx, followup)
     voice = await _voice(ctx, followup)
+    name = await _name_now(ctx, followup)
     data: dict[str, Any] = {
         "id": followup.id,
-        "name": followup.person_name,
+        "name": name,
         "topic": followup.topic,
         "kind": followup.kind,
         "when": when_words(date.fromisoformat(followup.event_day), today, followup.kind),
@@ -128,7 +129,7 @@ async def write_question(
     values = {
         "agentName": voice.agent.name,
         "bio": voice.agent.bio,
-        "name": followup.person_name,
+        "name": name,
         "said": followup.said,
         "topic": followup.topic,
         "when": str(data["when"]) or followup.phrase,
@@ -165,6 +166,20 @@ async def write_question(
         voice.model.reject("unusable follow-up question", raw)
         return plain_question(data)
     return text
+
+
+async def _name_now(ctx: TaskContext[FollowupsSettings], followup: FollowUp) -> str:
+    """What the person is called in the follow-up's world now: the name they told the bot
+    there, else the platform's. Read when asking, not kept from when it was planned: the name
+    is often told in the very message that planned it ("Hi, I'm Sarah, my exam is on
+    Friday"), learned only after that message's state was read, and may change since."""
+    try:
+        accounts = await ctx.conversations.accounts([followup.person_id])
+    except Exception:
+        ctx.log.warning("the person's name for a follow-up unavailable", exc_info=True)
+        return followup.person_name
+    account = accounts.get(followup.person_id)
+    return followup.person_name if account is None else account.in_world(followup.world_id).name
 
 
 async def _voice(ctx: TaskContext[FollowupsSettings], followup: FollowUp) -> WorldVoice:

@@ -1,6 +1,7 @@
 """Goals: Mnemo follows the goals people set (the UPDATE_GOAL evaluator), shows them in the
 prompt (the `goals` provider), starts tracking one when someone states it (CREATE_GOAL), and
-lets admins list and add them (`/goals`, `/goal`) on every surface. The goals are kept in the
+lets admins list and add them (`/goals`, `/goal`) on every surface; each person sees their own
+in `/me` (the `about` hook). The goals are kept in the
 plugin's own collection (`plugin_goals_goals`, see store.py) and counted in `/stats`."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 from bot import Plugin, PluginContext
 
 from . import offline
+from .about import about
 from .action import create_goal_action, draft_from_text
 from .commands import goal_command, goals_command
 from .evaluator import NAME, goal_evaluator
@@ -74,6 +76,8 @@ plugin = Plugin(
     stats=stats,
     forget=forget,
     export=export,
+    # The person's own goals, in their `/me`.
+    about=about,
     # The goals people state, read with their facts (the facts plugin's reading).
     learned=track_stated_goals,
     # Without a language model: a stated goal is offered to CREATE_GOAL.

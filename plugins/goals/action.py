@@ -147,8 +147,8 @@ def states_a_goal(text: str) -> bool:
 
 
 def draft_from_text(text: str) -> GoalDraft | None:
-    """The goal in "my goal is to X", "I want to X", "I'm going to X", "help me X"; X may
-    list objectives after a colon, separated by semicolons."""
+    """The goal in "my goal is to X", "I want to X", "I'd like to X", said outside a
+    question; X may list objectives after a colon, separated by semicolons."""
     for match in (m for sentence in _statements(text) for m in _GOAL_PHRASES.finditer(sentence)):
         phrase = match.group("goal").strip()
         first = phrase.split(maxsplit=1)[0].casefold() if phrase else ""

@@ -88,6 +88,10 @@ class GoalStore:
         """Every goal of the world (any status), newest first."""
         return await self._newest({"world_id": world_id}, limit)
 
+    async def of_person(self, world_id: str, user_id: str, *, limit: int = 50) -> list[Goal]:
+        """A person's goals in a world (any status), newest first."""
+        return await self._newest({"world_id": world_id, "user_id": user_id}, limit)
+
     async def count(self, world_id: str, *, status: GoalStatus | None = None) -> int:
         query: dict[str, Any] = {"world_id": world_id}
         if status is not None:

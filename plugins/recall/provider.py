@@ -51,7 +51,10 @@ async def get_relevant_messages(ctx: Context[RecallSettings, MessageRetriever]) 
         before=message.created_at,
         limit=settings.limit,
     )
-    memories = sorted((r.memory for r in found), key=lambda m: (m.created_at, m.id))
+    # After a fresh start (`/reset`) the conversation before it is not brought back either.
+    since = ctx.state.conversation_since
+    kept = [r.memory for r in found if since is None or r.memory.created_at >= since]
+    memories = sorted(kept, key=lambda m: (m.created_at, m.id))
     if not memories:
         return Provided(data=[])
     names = await ctx.conversations.display_names(ctx.state, {m.user_id for m in memories})

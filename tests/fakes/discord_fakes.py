@@ -197,6 +197,11 @@ def guild_payload(
     }
 
 
+# Discord's message flag for a voice message, and the one file such a message carries.
+IS_VOICE_MESSAGE = 1 << 13
+VOICE_FILE = "voice-message.ogg"
+
+
 def message_payload(
     message_id: int,
     channel_id: int,
@@ -211,6 +216,7 @@ def message_payload(
     kind: int = 0,
     reference: dict[str, Any] | None = None,
     webhook_id: int | None = None,
+    flags: int = 0,
 ) -> dict[str, Any]:
     """A MESSAGE_CREATE payload as the gateway sends it."""
     payload: dict[str, Any] = {
@@ -228,6 +234,7 @@ def message_payload(
         "embeds": [],
         "pinned": False,
         "type": kind,
+        "flags": flags,
     }
     if guild_id is not None:
         payload["guild_id"] = str(guild_id)
@@ -544,10 +551,15 @@ class FakeDiscord:
         kind: int = 0,
         webhook: bool = False,
         manage_server: bool = False,
+        voice: bytes | None = None,
     ) -> discord.Message:
         """A message as the gateway delivers it. Mentions are read from `text` (<@id>,
         <@&id>) like Discord does; `attachments` are (filename, content type, size), and
-        `files` the bytes the CDN (`cdn`) serves for them, by filename."""
+        `files` the bytes the CDN (`cdn`) serves for them, by filename. `voice`: a voice message
+        with these bytes (Discord's IS_VOICE_MESSAGE flag, one `voice-message.ogg`)."""
+        if voice is not None:
+            attachments = [*attachments, (VOICE_FILE, "audio/ogg", len(voice))]
+            files = {**(files or {}), VOICE_FILE: voice}
         where = self.channel(guild, channel).id if guild is not None else self.dm_channel_id(author)
         cdn = self.cdn.base_url if self.cdn is not None else NO_CDN
         people = self._people_in(text)
@@ -588,6 +600,7 @@ class FakeDiscord:
             kind=kind,
             reference=reference,
             webhook_id=self.snowflakes() if webhook else None,
+            flags=IS_VOICE_MESSAGE if voice is not None else 0,
         )
         self.http.payloads[message_id] = payload
         for attachment in payload["attachments"]:
@@ -716,6 +729,8 @@ class FakeInteraction:
     channel: discord.abc.Messageable
     permissions: discord.Permissions
     shown: list[Shown] = field(default_factory=list)
+    # As Discord dates it (its id's time): now.
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def __post_init__(self) -> None:
         self.response = FakeInteractionResponse(self)

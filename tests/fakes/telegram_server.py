@@ -268,6 +268,8 @@ class FakeTelegramServer:
         photo: bool | Sequence[bytes] = False,
         document: JSONDict | None = None,
         caption: str | None = None,
+        voice: bytes | None = None,
+        voice_size: int | None = None,
         extra: JSONDict | None = None,
         edited: bool = False,
     ) -> JSONDict:
@@ -277,7 +279,9 @@ class FakeTelegramServer:
         `text_mentions` adds (shown name, user) mentions of people without a username.
         `photo`: True for two sizes with no file behind them, or the file of each size,
         smallest first, which getFile serves. A `document` with a `data` key is served too;
-        without a `file_size` key, as a file of undeclared size (`undeclared`).
+        without a `file_size` key, as a file of undeclared size (`undeclared`). `voice`: a
+        voice note (OGG/Opus, as Telegram's apps record them) with these bytes, served by
+        getFile, declared as `voice_size` bytes (default: its length).
         """
         message = self._new_message(chat, user)
         if text is not None:
@@ -311,6 +315,16 @@ class FakeTelegramServer:
                 self.files[message["document"]["file_id"]] = data
                 if "file_size" not in document:
                     self.undeclared.add(message["document"]["file_id"])
+        if voice is not None:
+            file_id = f"voice-{chat.id}-{message['message_id']}"
+            message["voice"] = {
+                "file_id": file_id,
+                "file_unique_id": f"{file_id}-u",
+                "duration": 3,
+                "mime_type": "audio/ogg",
+                "file_size": len(voice) if voice_size is None else voice_size,
+            }
+            self.files[file_id] = voice
         if reply_to is not None:
             message["reply_to_message"] = self._original(chat.id, reply_to)
         message.update(extra or {})

@@ -33,10 +33,10 @@ def echo(prompt: str, task: str, state: State | None) -> str:
 
 
 async def remember(ctx: Context, found: object) -> None:
-    """A tiny evaluator: every message becomes a fact about its sender, in its world, through
-    the memory as any plugin's claim (its words are its evidence)."""
+    """A tiny evaluator: every message becomes a fact about its sender, in its world."""
     message = ctx.message
     text = message.content.text
+    # Proposed as any plugin does: the memory keeps it with the message as its evidence.
     claim = Claim(text=f"said {text}", about=message.user_id, quote=text, message_id=message.id)
     await ctx.memory.propose([claim], messages=[message])
 

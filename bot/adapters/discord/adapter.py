@@ -23,13 +23,14 @@ from discord import app_commands
 
 from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.discord.commands import DiscordCommands, answer
-from bot.adapters.discord.convert import PLATFORM, images_of, intents, to_memory
+from bot.adapters.discord.convert import PLATFORM, images_of, intents, to_memory, voice_of
 from bot.adapters.discord.registration import CommandSync, Registrations
 from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.images import ImageLimits, image_loader
 from bot.adapters.lanes import RoomLanes
 from bot.adapters.split import DISCORD_LIMIT, split_message
 from bot.adapters.streaming import EDIT_INTERVAL, EditedReply, StreamingSender
+from bot.adapters.voice import Hearing
 from bot.commands.command_set import Commands
 from bot.config.settings import PlatformSettings
 from bot.domain.records import Content, Memory, Room
@@ -228,6 +229,7 @@ class DiscordAdapter:
         self._commands: Commands | None = None
         self.lanes: RoomLanes[int] = RoomLanes(PLATFORM)
         self._services: AdapterServices | None = None
+        self._hearing: Hearing | None = None
         self._gateway: asyncio.Task[None] | None = None
         self._synced_once = False
         self._background: set[asyncio.Task[Any]] = set()
@@ -261,6 +263,8 @@ class DiscordAdapter:
         if self._services is services:
             return
         self._services = services
+        # None: no transcription model, and voice messages are kept unheard.
+        self._hearing = Hearing.of(services.transcriber, self.settings.max_voice_mb)
         self._commands = Commands(services.commands, learn_wait=self.learn_wait)
         for command in self.slash.from_plugins(self._commands.all()):
             self.tree.add_command(command, override=True)
@@ -399,9 +403,15 @@ class DiscordAdapter:
         self, services: AdapterServices, message: discord.Message, incoming: Incoming
     ) -> None:
         try:
+            memory = incoming.memory
+            voice = voice_of(message) if self._hearing is not None else None
+            if self._hearing is not None and voice is not None:
+                # In the channel's lane: heard in order, while other channels go on.
+                where = f"discord message {message.channel.id}/{message.id}"
+                memory = await self._hearing.heard(memory, voice, where=where)
             await services.note_profiles(incoming.mentioned)
             await services.handle(
-                incoming.memory,
+                memory,
                 sender_for(
                     message,
                     reply=incoming.room.kind == "group",

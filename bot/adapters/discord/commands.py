@@ -7,9 +7,10 @@ Server in that server.
 Two kinds, registered differently (adapter.py syncs them):
 
 - personal commands, which everyone uses about themselves (/help, /privacy, /me, /forgetme,
-  /export, /mydata, /optout, /optin, /forget for one's own facts, and /facts for `/facts
-  history`): registered globally, usable in servers and in a DM with the bot (Discord never
-  shows a server's commands in DMs); their admin forms (/forget member:) are checked per call;
+  /export, /mydata, /optout, /optin, /reset, /new, /forget for one's own facts, and /facts for
+  `/facts history`): registered globally, usable in servers and in a DM with the bot (Discord
+  never shows a server's commands in DMs); their admin forms (/forget member:) are checked per
+  call;
 - admin commands (/stats, /learning, the plugins' admin commands): servers only, and
   shown only to members with Manage Server until a server's Integrations settings say
   otherwise (`default_permissions`). Mnemo still checks every call itself.
@@ -170,6 +171,8 @@ class DiscordCommands:
             is_admin=self.is_admin(interaction),
             args=args,
             subject_id=subject_id,
+            # The messages' own clock: a fresh start dates from here (`/reset`).
+            sent_at=interaction.created_at,
         )
 
     async def run(
@@ -242,6 +245,14 @@ class DiscordCommands:
         async def help(interaction: discord.Interaction) -> None:
             await self.run(interaction, "help")
 
+        @app_commands.command(name="reset", description=_built_in_info("reset").description)
+        async def reset(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "reset")
+
+        @app_commands.command(name="new", description=_built_in_info("new").description)
+        async def new(interaction: discord.Interaction) -> None:
+            await self.run(interaction, "new")
+
         @app_commands.command(
             name="facts",
             description="How what I know about you changed; admins: what I have learned here",
@@ -305,6 +316,8 @@ class DiscordCommands:
             export,
             mydata,
             help,
+            reset,
+            new,
             facts,
             forget,
             stats,

@@ -13,6 +13,7 @@ import discord
 
 from bot.adapters.base import Incoming
 from bot.adapters.images import ImageFile, http_chunks, media_type_of
+from bot.adapters.voice import VoiceFile
 from bot.domain.records import (
     Account,
     Attachment,
@@ -152,6 +153,18 @@ def images_of(message: discord.Message) -> list[ImageFile]:
         for a in message.attachments
         if (media_type := media_type_of(a.content_type))
     ]
+
+
+def voice_of(message: discord.Message) -> VoiceFile | None:
+    """The message's voice message (Discord's flag, an audio attachment), read from Discord's
+    CDN only when called, and only as far as the size limit; None when it is not one."""
+    if not message.flags.voice:
+        return None
+    for attachment in message.attachments:
+        if (attachment.content_type or "").lower().startswith("audio/"):
+            chunks = partial(http_chunks, attachment.url)
+            return VoiceFile(attachment.filename, attachment.content_type, attachment.size, chunks)
+    return None
 
 
 def _mentions_bot(message: discord.Message, bot_user: discord.abc.User) -> bool:

@@ -20,6 +20,7 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -50,6 +51,7 @@ from bot.adapters.telegram.keeping import KeptFirst, proceed
 from bot.adapters.telegram.send import ChatReplies, keep_typing, send_text
 from bot.adapters.telegram.updates import PollingRequest, start_updates
 from bot.adapters.telegram.webhook import WebhookServer
+from bot.adapters.voice import Hearing, VoiceFile
 from bot.cancelling import cancel_and_wait
 from bot.commands.command_set import Commands
 from bot.config.settings import PlatformSettings
@@ -109,6 +111,7 @@ class TelegramAdapter:
         self._kept = KeptFirst(self.send)
         # None: the model does not see images, and none is ever downloaded.
         self._image_limits = ImageLimits.of(settings)
+        self._hearing: Hearing | None = None
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -123,6 +126,8 @@ class TelegramAdapter:
         Raises PlatformStartupError with one line (never the token) when that is impossible.
         """
         self._services = services
+        # None: no transcription model, and voice notes are kept unheard.
+        self._hearing = Hearing.of(services.transcriber, self.settings.max_voice_mb)
         self._commands = TelegramCommands(
             Commands(services.commands, learn_wait=self.learn_wait),
             self.settings,
@@ -272,6 +277,12 @@ class TelegramAdapter:
         )
         if incoming is None:
             return
+        if self._hearing is not None and message.voice is not None:
+            # Heard before it is kept: the kept copy (and all that follows) is the words said.
+            # PTB hands updates over one at a time, so this holds the next ones meanwhile,
+            # for at most the download's and the model's time-outs.
+            heard = await self._heard(message, incoming.memory, self._hearing)
+            incoming = replace(incoming, memory=heard)
         self._carry_images(message, incoming)
         # Kept before Telegram is told it arrived (keeping.py), in its lane's order.
         webhook = self.settings.telegram_webhook_url is not None  # Telegram retries a 503
@@ -286,27 +297,23 @@ class TelegramAdapter:
         limits = self._image_limits
         if limits is None:
             return
-        bot = message.get_bot()
-
-        def downloader(file_id: str) -> Chunks:
-            async def chunks() -> AsyncGenerator[bytes, None]:
-                file = await bot.get_file(file_id)
-                if file.file_path is None:
-                    raise TelegramError("getFile gave no file path")
-                # Read as it arrives, as far as the limit (PTB's download reads a file whole,
-                # and Telegram often declares no size).
-                async with aclosing(http_chunks(file.file_path)) as body:
-                    async for chunk in body:
-                        yield chunk
-
-            return chunks
-
         files = [
-            ImageFile(image.name, image.media_type, image.size, downloader(image.file_id))
+            ImageFile(image.name, image.media_type, image.size, _downloader(message, image.file_id))
             for image in images_of(message, limits.max_bytes)
         ]
         where = f"telegram message {message.chat.id}/{message.message_id}"
         incoming.memory.carry_images(image_loader(files, limits, where=where))
+
+    @staticmethod
+    async def _heard(message: Message, memory: Memory, hearing: Hearing) -> Memory:
+        """`memory` with its voice note's words as its text (bot/adapters/voice.py)."""
+        voice = message.voice
+        assert voice is not None
+        name = f"voice-{voice.file_unique_id}.ogg"
+        where = f"telegram message {message.chat.id}/{message.message_id}"
+        chunks = _downloader(message, voice.file_id)
+        file = VoiceFile(name, voice.mime_type, voice.file_size, chunks)
+        return await hearing.heard(memory, file, where=where)
 
     async def _fetched_kept(self) -> None:
         """Before a getUpdates call confirms what was fetched: every fetched update handled."""
@@ -395,9 +402,13 @@ class TelegramAdapter:
         markup: InlineKeyboardMarkup | None = None,
         *,
         markdown: bool = False,
+        answer: bool = False,
     ) -> Message | None:
-        """Send `text` in parts (send.py); `markdown` for the model's replies."""
-        return await send_text(self.bot, chat_id, text, reply_to, thread, markup, markdown=markdown)
+        """Send `text` in parts (send.py); `markdown` for the model's replies, `answer` for a
+        command's."""
+        return await send_text(
+            self.bot, chat_id, text, reply_to, thread, markup, markdown=markdown, answer=answer
+        )
 
     @contextlib.asynccontextmanager
     async def _typing(
@@ -416,6 +427,22 @@ class TelegramAdapter:
 
 
 # ---------------------------------------------------------------------- helpers
+def _downloader(message: Message, file_id: str) -> Chunks:
+    """How to read a file of the message as it arrives, as far as the reader wants (PTB's
+    download reads a file whole, and Telegram often declares no size)."""
+    bot = message.get_bot()
+
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        file = await bot.get_file(file_id)
+        if file.file_path is None:
+            raise TelegramError("getFile gave no file path")
+        async with aclosing(http_chunks(file.file_path)) as body:
+            async for chunk in body:
+                yield chunk
+
+    return chunks
+
+
 def _describe(error: BaseException | None) -> str:
     """An error for a log line: its type and message (PTB messages never carry the token,
     except `InvalidToken` from initialize(), which is never logged)."""

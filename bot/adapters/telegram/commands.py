@@ -36,6 +36,8 @@ from bot.adapters.telegram.convert import (
     room_of,
     text_mention,
 )
+from bot.adapters.telegram.markdown import answer_html
+from bot.adapters.telegram.send import HTML
 from bot.commands.command_set import (
     FORGET_ME_PROMPT,
     Answer,
@@ -76,6 +78,8 @@ class Chats(Protocol):
         reply_to: int | None = None,
         thread: int | None = None,
         markup: InlineKeyboardMarkup | None = None,
+        *,
+        answer: bool = False,
     ) -> Message | None: ...
 
 
@@ -143,7 +147,8 @@ class TelegramCommands:
         if answer.private or answer.attachment is not None:
             await self._deliver_privately(message, answer, reply_to, thread)
             return
-        await self.chats.send(message.chat.id, answer.text, reply_to, thread)
+        # Rendered as replies are (HTML), with the ids in it as code, not literal backticks.
+        await self.chats.send(message.chat.id, answer.text, reply_to, thread, answer=True)
 
     async def _deliver_privately(
         self, message: Message, answer: Answer, reply_to: int | None, thread: int | None
@@ -172,7 +177,8 @@ class TelegramCommands:
             return FAILED
         try:
             if answer.attachment is None:
-                await bot.send_message(user_id, answer.text)
+                for part in answer_html(answer.text):
+                    await bot.send_message(user_id, part, parse_mode=HTML)
                 return SENT
             caption = answer.text if len(answer.text) <= CAPTION_LIMIT else None
             if caption is None:

@@ -17,6 +17,11 @@ the next part, so each part is valid HTML on its own. Lengths are counted in UTF
 as Telegram counts them, on the HTML itself, which is never shorter than the text shown.
 
 `plain_text(part)` is the same part without markup, for when Telegram refuses the HTML.
+
+`answer_html(text)` renders our own text (a command's answer) the same way, in the same
+parts, with one mark only: a `span` in backticks (a fact's id) is code; everything else,
+people's names and the words of their facts included, is shown exactly as written, so an
+asterisk or underscore in a name never turns into formatting.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ _LINK_SCHEMES = ("http://", "https://", "tg://", "mailto:")
 _TAG = re.compile(r"<[^>]*>")
 _PARSER = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
 _RULE = "———"
+# A code span in our own text: an id between backticks, on one line.
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 
 
 @dataclass(frozen=True)
@@ -80,6 +87,27 @@ def to_telegram_html(markdown: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
     if limit < 64:
         raise ValueError("limit too small for tags and text")
     return _pack(_Renderer().render(markdown), limit)
+
+
+def answer_html(text: str, limit: int = TELEGRAM_LIMIT) -> list[str]:
+    """Our own `text` as Telegram HTML parts: backticked spans as code, the rest as written
+    (paragraphs kept apart as blocks, so a long answer is cut between them first)."""
+    if limit < 64:
+        raise ValueError("limit too small for tags and text")
+    blocks = []
+    for paragraph in text.split("\n\n"):
+        items: list[Item] = []
+        at = 0
+        for span in _CODE_SPAN.finditer(paragraph):
+            if span.start() > at:
+                items.append(Item("text", text=paragraph[at : span.start()]))
+            items += [Item("open", CODE), Item("text", text=span.group(1)), Item("close", CODE)]
+            at = span.end()
+        if at < len(paragraph):
+            items.append(Item("text", text=paragraph[at:]))
+        if any(item.kind == "text" and item.text.strip() for item in items):
+            blocks.append(Block(items))
+    return _pack(blocks, limit)
 
 
 def plain_text(part: str) -> str:

@@ -26,7 +26,7 @@ from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, Tele
 
 from bot.adapters.split import TELEGRAM_LIMIT, split_message
 from bot.adapters.streaming import EditedReply, StreamingSender
-from bot.adapters.telegram.markdown import plain_text, to_telegram_html
+from bot.adapters.telegram.markdown import answer_html, plain_text, to_telegram_html
 from bot.domain.records import Content
 
 log = logging.getLogger(__name__)
@@ -51,15 +51,19 @@ async def send_text(
     markup: InlineKeyboardMarkup | None = None,
     *,
     markdown: bool = False,
+    answer: bool = False,
 ) -> Message | None:
     """Send `text` in parts of at most 4,096 characters; returns the last part sent. Only the
     first part replies to `reply_to`; the buttons (`markup`) go with the last.
 
-    `markdown`: the model's reply, rendered to Telegram's HTML (markdown.py). Otherwise our own
-    text (command answers with people's names, notices), sent plain: nothing in it is markup.
+    `markdown`: the model's reply, rendered to Telegram's HTML (markdown.py). `answer`: a
+    command's answer, rendered as HTML too, with only its backticked ids as code. Otherwise our
+    own text (notices), sent plain: nothing in it is markup.
     """
     if markdown:
         parts, mode = to_telegram_html(text, TELEGRAM_LIMIT), HTML
+    elif answer:
+        parts, mode = answer_html(text, TELEGRAM_LIMIT), HTML
     else:
         parts, mode = split_message(text, TELEGRAM_LIMIT), None
     last: Message | None = None

@@ -165,7 +165,7 @@ class Intake:
         # One read: consent, the room's recent messages, their people and facts, the room.
         where = dict(user_id=memory.user_id, room_id=memory.room_id, world_id=memory.world_id)
         consent = {CONSENT: Read.by_ids(CONSENT, self._privacy.consent.ids(**where))}
-        window = await self._composer.reply_window(memory, with_room=room is None, extra=consent)
+        window = await self._composer.reply_window(memory, extra=consent)
         here = room or window.room
         # Consent first, before anything of the message is kept (the job holds a copy, the
         # prefetch caches its text). Not kept: the notice when due, a reply when addressed

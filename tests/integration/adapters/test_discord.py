@@ -650,7 +650,7 @@ async def test_start_connects_registers_commands_and_answers_over_the_gateway(
     in_server = {c["name"]: c for c in server.commands[guild.id]}
     personal = {"me", "forgetme", "export", "mydata", "help", "facts", "privacy", "optout"}
     # /forget too: everyone forgets their own facts (a member, `member:`, is for admins).
-    assert set(everywhere) == personal | {"optin", "forget"}
+    assert set(everywhere) == personal | {"optin", "reset", "new", "forget"}
     assert set(in_server) == {
         *("stats", "learning", "character", "model"),
         *("goals", "goal"),  # the goals plugin's: admins'
@@ -710,7 +710,7 @@ async def test_global_sync_registers_every_command_once_admin_ones_for_servers_o
     await adapter.sync_commands(guilds)
     assert fake.http.registrations == [None]  # one call, for every server
     commands = {c["name"]: c for c in fake.http.commands[None]}
-    assert len(commands) == 11  # the built-in ones; no runtime, no plugins
+    assert len(commands) == 13  # the built-in ones; no runtime, no plugins
     assert commands["me"]["contexts"] == [0, 1]
     assert commands["stats"]["contexts"] == [0] and commands["stats"]["default_member_permissions"]
 

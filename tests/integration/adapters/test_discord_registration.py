@@ -37,8 +37,8 @@ from tests.helpers.notes_plugin import NOTES
 TOKEN = "good"
 # Everyone's commands (/forget: one's own facts; a member's, admins only, is checked per call).
 PERSONAL = {
-    *("help", "privacy", "me", "forgetme", "forget", "export", "mydata", "optout", "optin"),
-    "facts",
+    *("help", "privacy", "me", "forgetme", "export", "mydata", "optout", "optin", "facts"),
+    *("reset", "new", "forget"),
 }
 
 

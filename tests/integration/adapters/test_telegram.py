@@ -531,27 +531,22 @@ async def test_the_command_menu_is_registered(
             for c in server.calls_to("setMyCommands")
         }
 
-        assert menus["default"] == [
+        everyone = [
             "me",
             "forgetme",
             "export",
             "mydata",
             "help",
-            "forget",  # anyone's, for their own facts
+            "reset",
+            "new",
+            "forget",  # one's own fact, by its id
             "privacy",
             "optout",
             "optin",
         ]
+        assert menus["default"] == everyone
         assert menus["chat"] == [
-            "me",
-            "forgetme",
-            "export",
-            "mydata",
-            "help",
-            "forget",
-            "privacy",
-            "optout",
-            "optin",
+            *everyone,
             "facts",
             "stats",
             "learning",

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from bot.adapters.telegram.markdown import plain_text, to_telegram_html, units
+from bot.domain.records import world_id
 from bot.llm.base import Task
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.telegram_server import FakeTelegramServer, parse_telegram_html
@@ -119,9 +120,11 @@ async def test_names_and_our_own_text_are_shown_as_typed(
         listing = await bot.said(group, boss, "/facts")
     assert greeting.parse_mode == "HTML" and "Hi <b>Eve</b> & Co!" in greeting.text
     assert ("i", "Co") in greeting.formatted and not any(k == "b" for k, _ in greeting.formatted)
-    # A command's answer is our own text: sent plain, the name exactly as Telegram has it.
-    assert listing.parse_mode is None
+    # A command's answer is our own text: the name exactly as Telegram has it, never markup
+    # (only the fact's id is formatted, as code).
+    assert listing.parse_mode == "HTML"
     assert "— about <b>Eve</b> & *Co*" in listing.text
+    assert {tag for tag, _ in listing.formatted} == {"code"}
 
 
 async def test_a_flood_wait_is_waited_out_by_the_rate_limiter_and_nothing_is_lost(
@@ -164,3 +167,28 @@ def test_every_part_is_html_telegram_accepts_and_within_the_limit(markdown: str)
         assert units(part) <= 4096
         shown, _ = parse_telegram_html(part)  # raises on what Telegram would refuse
         assert shown == plain_text(part)
+
+
+async def test_command_answers_show_ids_as_code_and_names_as_typed(
+    open_bot: OpenBot,  # noqa: F811
+    server: FakeTelegramServer,  # noqa: F811
+) -> None:
+    # A name and words that Markdown would read as formatting: an answer shows them as written.
+    sam = server.user("Sam *the* _great_", username="sam")
+    boss = server.user("Boss")
+    group = server.group("Book club")
+    async with open_bot(plugins=[REMEMBER], admin_ids=[str(boss.id)]) as bot:
+        await bot.said(group, sam, "@mnemo_bot I like 2*3 and snake_case_names <b>")
+        await bot.settle(group)
+        [fact], _ = await bot.app.store.facts.page(world_id("telegram", group.id))
+        listing = await bot.said(group, boss, "/facts")
+        me = await bot.said(group, sam, "/me")
+    short_id = fact.id[:8]
+    for answer in (listing, me):
+        assert answer.parse_mode == "HTML"
+        assert "`" not in answer.text  # no literal backticks around the id
+        assert ("code", short_id) in answer.formatted
+        assert "said @mnemo_bot I like 2*3 and snake_case_names <b>" in answer.text
+    assert "about Sam *the* _great_" in listing.text
+    # Only the id is formatted: the name's and the fact's marks are not italics or bold.
+    assert {tag for tag, _ in listing.formatted} == {"code"}

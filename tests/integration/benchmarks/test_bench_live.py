@@ -16,7 +16,7 @@ from bot.testing.openai_server import FakeOpenAIServer, Outcome, last_user_messa
 # Answers the real model gave (the all-selection recording): the reply's bare word, a
 # sentiment, and a goals answer with an unquoted id that is not one of the room's.
 REPLY = '```json\n{"text": "Let\'s run a marathon", "action": NONE}\n```'
-FACTS = '[{"claim": "Sarah moved to Lisbon", "subject": "Sarah", "type": "fact"}]'
+FACTS = '{"m1": [{"fact": "Sarah moved to Lisbon", "quote": "I moved to Lisbon", "about": "home"}]}'
 GOALS = '[{"id": eb9ad357-0a45, "status": "DONE", "objectives": []}]'
 
 
@@ -30,7 +30,7 @@ def endpoint() -> Callable[[dict[str, Any]], str | Outcome]:
         if "response_format" in request and not refused:
             refused.append(request)
             return status(400, message="response_format is not supported")
-        if prompt.startswith("TASK: Extract Claims"):
+        if prompt.startswith("m1. Sarah: "):  # the facts reading of her messages
             return FACTS
         if prompt.startswith("TASK: Update Goal"):
             return GOALS

@@ -25,6 +25,7 @@ from bot.llm.base import (
     ModelRequest,
 )
 from bot.llm.openai_model import OpenAIModel
+from bot.llm.tokens import chat_tokens, local_counter
 from bot.plugin.offline_model import OfflineModel
 from bot.testing.openai_server import (
     DEFAULT_REPLY,
@@ -199,9 +200,14 @@ async def test_usage_is_recorded_per_task(
     assert usage["reply"].completion_tokens == 30
     selection = usage["evaluator_selection"]
     assert (selection.calls, selection.prompt_tokens, selection.completion_tokens) == (1, 7, 3)
-    # No usage in the body: the call counts, the tokens are not guessed.
+    # No usage in the body: Mnemo counts the tokens itself, and says it did.
     facts = usage["evaluator:GET_FACTS"]
-    assert (facts.calls, facts.prompt_tokens, facts.completion_tokens) == (1, 0, 0)
+    counter = local_counter()
+    sent = [m["content"] for m in server.chat_requests[-1].json["messages"]]
+    assert (facts.calls, facts.counted_calls) == (1, 1)
+    assert facts.prompt_tokens == chat_tokens(counter, sent) > 0
+    assert facts.completion_tokens == counter.count("d") == 1
+    assert usage["reply"].counted_calls == 0
 
 
 async def test_the_key_never_leaks(

@@ -9,6 +9,7 @@ layer every surface uses.
 from __future__ import annotations
 
 import dataclasses
+import io
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,9 +17,11 @@ import pytest
 from pydantic import SecretStr
 
 from bot import Context, Evaluator, Plugin
+from bot.adapters.console import ConsoleChat
 from bot.commands.command_set import Commands, Request
 from bot.commands.services import CommandServices
 from bot.config.settings import ModelSettings, OpsSettings, Settings
+from bot.llm.tokens import chat_tokens, local_counter
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.openai_server import FakeOpenAIServer, Reply, Usage
 
@@ -133,3 +136,33 @@ async def test_stats_show_the_worlds_own_tokens_and_cost_across_a_restart(
         assert "6 calls, 720 prompt + 48 completion tokens" in usage_line(
             await stats_in(restarted.commands, dm)
         )
+
+
+async def test_a_streamed_answer_without_usage_is_counted_by_mnemo_and_said_to_be(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    # As llama-cpp-python streams: `stream_options` accepted, no usage in any chunk.
+    answer = "Noted, thank you for telling me."
+
+    def unreported(body: dict[str, object]) -> Reply:
+        return Reply(answer, usage=None)
+
+    async with FakeOpenAIServer(responder=unreported) as server:
+        settings = priced_settings(tmp_path, server)
+        async with open_test_app(tmp_path, settings=settings, model_dir=model_dir) as app:
+            said = "Hi, I'm Sam and I keep bees.\nI live in Lisbon.\n/stats\n"
+            out = io.StringIO()
+            # The console prints a reply as it streams: the real streaming path.
+            await ConsoleChat(user_name="sam", stdin=io.StringIO(said), stdout=out).run(
+                app.adapter_services
+            )
+    requests = server.chat_requests
+    assert len(requests) == 2 and all(r.json["stream"] for r in requests)
+    counter = local_counter()
+    prompt = sum(chat_tokens(counter, [m["content"] for m in r.json["messages"]]) for r in requests)
+    completion = 2 * counter.count(answer)
+    [line] = [line for line in out.getvalue().splitlines() if "Model use here" in line]
+    assert f"2 calls, {prompt:,} prompt + {completion:,} completion tokens" in line
+    counted = "; the tokens of 2 of the calls counted by Mnemo: the server reported none"
+    assert line.endswith(counted)
+    assert prompt > 100  # the prompts' real size, not zero

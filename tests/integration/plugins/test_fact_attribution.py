@@ -13,6 +13,7 @@ from bot.llm.base import Task
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 from plugins.facts import MARK, FactsSettings, plugin
+from plugins.facts.reading import NOT_ABOUT_THEM, OF_SOMEONE_HERE
 from tests.paths import DATA
 
 FACTS = "evaluator:GET_FACTS"
@@ -67,20 +68,38 @@ async def test_a_real_models_claims_land_on_the_person_who_said_them(
     assert not any("{" in f.text or '"claim"' in f.text for f in facts)
 
 
-async def test_in_a_group_a_partner_or_pet_is_the_speakers_fact_unless_they_are_present(
+def note(fact: str, quote: str, about: str | None = None) -> dict[str, str]:
+    found = {"fact": fact, "quote": quote}
+    if about is not None:
+        found["about"] = about
+    return found
+
+
+def reading(*notes: dict[str, str]) -> str:
+    """A reading's answer, the notes under the first message."""
+    return "```json\n" + json.dumps({"m1": list(notes)}) + "\n```"
+
+
+async def test_in_a_group_a_partner_or_pet_is_the_speakers_fact_and_a_present_one_no_ones(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     model = scripted(
-        "```json\n"
-        + json.dumps(
-            [
-                {"claim": "Tom is a paramedic", "subject": "Tom", "type": "fact"},
-                {"claim": "Comet hates thunderstorms", "subject": "Comet", "type": "fact"},
-                {"claim": "Dan's partner Lea runs marathons", "subject": "Lea", "type": "fact"},
-                {"claim": "Mnemo has a dog named Rex", "subject": "Mnemo", "type": "fact"},
-            ]
-        )
-        + "\n```"
+        # Priya's reading: her messages only.
+        reading(
+            # Tom is here: one person's word is not enough for a fact about another who is
+            # right there, neither as his nor as hers.
+            note("Priya's partner Tom is a paramedic", "My partner Tom is a paramedic"),
+            note("Tom is a paramedic", "Tom is a paramedic"),
+            note("Priya's greyhound Comet hates thunderstorms", "our greyhound Comet hates"),
+            note("Comet hates thunderstorms", "Comet hates thunderstorms"),
+        ),
+        # Tom's reading: his own word is his.
+        reading(note("Tom works nights", "I work nights", "work hours")),
+        # Dan's reading: Lea is not here, so his partner is his fact.
+        reading(
+            note("Dan's partner Lea runs marathons", "My partner Lea runs marathons"),
+            note("Mnemo has a dog named Rex", "we have a dog named Rex"),
+        ),
     )
     async with open_test_app(
         tmp_path,
@@ -104,15 +123,26 @@ async def test_in_a_group_a_partner_or_pet_is_the_speakers_fact_unless_they_are_
         await priya.settle()
         assert await app.runtime.flush_room(last, timeout=60)
         stored = (await app.store.facts.page(priya.room.world_id, limit=100))[0]
-        facts = {f.text: f.subject_id for f in stored}
-        said_by = {f.text: f.said_by for f in stored}
+        rejects = await app.store.rejects.counts(priya.room.world_id)
 
-    assert facts["Tom is a paramedic"] == tom.account.id  # Tom is here: his own fact
-    assert said_by["Tom is a paramedic"] == priya.account.id  # ... and Priya said it
-    assert facts["Comet hates thunderstorms"] == priya.account.id  # not the latest speaker
-    assert facts["Dan's partner Lea runs marathons"] == dan.account.id
+    # Each reading is one person's messages, and no one else's.
+    assert [line for c in model.calls_for(FACTS) for line in c.prompt.splitlines()] == [
+        "m1. Priya: My partner Tom is a paramedic, and our greyhound Comet hates thunderstorms",
+        "m2. Priya: Ha, lovely",
+        "m1. Tom: Guilty as charged, I work nights",
+        "m1. Dan: My partner Lea runs marathons. Also we have a dog named Rex",
+    ]
+    assert sorted((f.text, f.subject_id, f.said_by) for f in stored) == sorted(
+        [
+            # The pet is Priya's, not the latest speaker's.
+            ("Priya's greyhound Comet hates thunderstorms", priya.account.id, None),
+            ("Tom works nights", tom.account.id, None),
+            ("Dan's partner Lea runs marathons", dan.account.id, None),
+        ]
+    )
     # A claim put on the assistant is dropped, never re-filed under whoever spoke.
-    assert not any("Rex" in text for text in facts)
+    assert not any("Rex" in f.text or "paramedic" in f.text for f in stored)
+    assert rejects == {OF_SOMEONE_HERE: 1, NOT_ABOUT_THEM: 3}
 
 
 async def test_a_person_who_tells_their_name_is_shown_by_it_from_then_on(

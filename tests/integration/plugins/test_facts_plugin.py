@@ -4,6 +4,7 @@ model scripted. Each test of a fix would fail on elizaOS's fact evaluator (seeds
 from __future__ import annotations
 
 import json
+import re
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from pathlib import Path
@@ -17,6 +18,8 @@ from bot.llm.base import ModelError, Task
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ModelCall, ScriptedModel
 from plugins.facts import MARK, FactsSettings, plugin
+from plugins.facts.evaluator import READ_AT_MOST, UNREADABLE
+from plugins.facts.reading import NOT_ABOUT_THEM, UNREADABLE_NOTE
 
 FACTS = "evaluator:GET_FACTS"
 REPLY = '{"text": "Noted.", "action": "NONE"}'
@@ -24,27 +27,20 @@ REPLY = '{"text": "Noted.", "action": "NONE"}'
 NEVER = 10_000
 
 
-def claim(
-    text: str,
-    subject: str | None,
-    kind: str = "fact",
-    *,
-    in_bio: bool = False,
-    already_known: bool = False,
-) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "claim": text,
-        "type": kind,
-        "in_bio": in_bio,
-        "already_known": already_known,
-    }
-    if subject is not None:
-        item["subject"] = subject
-    return item
+def note(fact: str, quote: str, about: str | None = None, **more: Any) -> dict[str, Any]:
+    """One note of a reading's answer: the fact, the words of the message it rests on, what
+    it is about."""
+    found: dict[str, Any] = {"fact": fact, "quote": quote, **more}
+    if about is not None:
+        found["about"] = about
+    return found
 
 
-def answer(*claims: dict[str, Any]) -> str:
-    return "Claims:\n```json\n" + json.dumps(list(claims)) + "\n```"
+def answer(*notes: dict[str, Any], **messages: list[dict[str, Any]]) -> str:
+    """A reading's answer as a model writes it: the notes filed under each message ("m1",
+    "m2", ...); `notes` alone are filed under the first."""
+    filed = {"m1": list(notes), **messages} if notes or not messages else messages
+    return "Facts:\n```json\n" + json.dumps(filed) + "\n```"
 
 
 def scripted(*answers: str | BaseException) -> ScriptedModel:
@@ -104,11 +100,14 @@ async def indexed_subjects(app: App) -> dict[str, str]:
     return {hit.id: hit.metadata["subject_id"] for hit in hits}
 
 
-def section(prompt: str, title: str) -> str:
-    """The text of one `# Title` section of the extraction prompt."""
-    start = prompt.index(f"# {title}\n") + len(title) + 3
-    end = prompt.find("\n# ", start)
-    return prompt[start:] if end < 0 else prompt[start:end]
+def lines_read(call: ModelCall) -> list[str]:
+    """The messages one reading showed the model, one line each ("m1. Sarah: ...")."""
+    return [line for line in call.prompt.splitlines() if re.match(r"m\d+\. ", line)]
+
+
+def known_shown(call: ModelCall) -> str | None:
+    """The known facts line of a reading's prompt, if it had one."""
+    return next((line for line in call.prompt.splitlines() if line.startswith("Known")), None)
 
 
 def fact_calls(model: ScriptedModel) -> list[ModelCall]:
@@ -122,21 +121,35 @@ async def test_a_fact_said_in_a_group_is_filed_under_the_person_it_is_about(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     model = scripted(
+        # Sam's reading: his two messages, and his alone.
         answer(
-            claim("Sam lives in Lisbon", "Sam"),
-            claim("Sarah works as a nurse", "sarah"),  # any case
-            claim("Has two cats", "the user"),  # unclear: whoever said it
-            claim("Mnemo is named after Mnemosyne", "Mnemo"),  # about the agent itself
-            claim("Mnemo grew up in Pune", "Mnemo"),  # put on the assistant: dropped
-            claim("Tom is a paramedic", "Tom"),  # not a participant: the speaker's fact
-        )
+            m1=[
+                note("Sam lives in Lisbon", "I just moved to Lisbon", "home city"),
+                note("Mnemo grew up in Pune", "I grew up in Pune"),  # put on the assistant
+            ],
+            # Tom is not in the conversation: Sam's partner is Sam's fact.
+            m2=[note("Sam's partner Tom is a paramedic", "My partner Tom is a paramedic")],
+        ),
+        # Sarah's reading.
+        answer(
+            m1=[
+                note("Sarah works as a nurse", "I'm a nurse at the hospital there", "job"),
+                note("Sam is new to Lisbon", "Welcome Sam!"),  # not hers to tell
+            ],
+            m2=[
+                # A question to the assistant is a fact about no one.
+                note("Mnemo is named after Mnemosyne", "is your name from Mnemosyne"),
+                note("Has two cats", "I have two cats btw"),  # names no one: whose is unclear
+                note("Sarah has two cats", "I have two cats btw", "pets"),
+            ],
+        ),
     )
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         sarah = TestChat(app.runtime, name="Sarah", chat="general", world="guild", kind="group")
         sam = TestChat(app.runtime, name="Sam", chat="general", world="guild", kind="group")
         before = utcnow()
         said_by_sam = await say(sam, "I just moved to Lisbon. I grew up in Pune")
-        await say(sarah, "Welcome Sam! I'm a nurse at the hospital there")
+        nurse = await say(sarah, "Welcome Sam! I'm a nurse at the hospital there")
         await say(sam, "Thanks! My partner Tom is a paramedic there too")
         last = await say(sarah, "Mnemo, is your name from Mnemosyne? I have two cats btw")
         await learn(app, last)
@@ -144,36 +157,47 @@ async def test_a_fact_said_in_a_group_is_filed_under_the_person_it_is_about(
 
         facts = {f.text: f for f in await stored_facts(app, sarah.room.world_id)}
         in_chroma = await indexed_subjects(app)
+        rejects = await app.store.rejects.counts(sarah.room.world_id)
 
     agent = app.runtime.agent_id
+    assert sorted(facts) == [
+        "Sam lives in Lisbon",
+        "Sam's partner Tom is a paramedic",
+        "Sarah has two cats",
+        "Sarah works as a nurse",
+    ]
     assert facts["Sam lives in Lisbon"].subject_id == sam.account.id
+    assert facts["Sam's partner Tom is a paramedic"].subject_id == sam.account.id
     assert facts["Sarah works as a nurse"].subject_id == sarah.account.id
-    assert facts["Has two cats"].subject_id == sarah.account.id
-    assert facts["Tom is a paramedic"].subject_id == sam.account.id
+    assert facts["Sarah has two cats"].subject_id == sarah.account.id
+    # Each person's own word: no fact is filed as said by someone else.
+    assert all(f.said_by is None for f in facts.values())
     # The assistant is never the subject of what users say: a question about it is not a
     # fact about anyone, and a claim the model put on it is dropped, not guessed back onto
-    # whoever spoke (a real model put the character's description there: issue 23).
-    assert "Mnemo is named after Mnemosyne" not in facts
-    assert not any("Pune" in text for text in facts)
+    # whoever spoke (a real model put the character's description there: issue 23); nor is
+    # a sentence naming no one, or one about someone else, guessed onto the speaker.
     assert all(f.subject_id != agent for f in facts.values())
+    assert not any("Pune" in text or "Mnemo" in text for text in facts)
+    assert rejects == {NOT_ABOUT_THEM: 4}
     # Chroma scopes searches by the same subject.
     assert in_chroma == {f.id: f.subject_id for f in facts.values()}
-    # Sources: the subject's own messages of the window; when learned.
-    assert said_by_sam.id in facts["Sam lives in Lisbon"].source_message_ids
-    assert len(facts["Sarah works as a nurse"].source_message_ids) == 2
+    # Sources: the subject's own message the fact rests on; when it was said and learned.
+    assert facts["Sam lives in Lisbon"].source_message_ids == [said_by_sam.id]
+    assert facts["Sarah works as a nurse"].source_message_ids == [nurse.id]
+    assert facts["Sarah has two cats"].source_message_ids == [last.id]
     assert facts["Sam lives in Lisbon"].valid_from == epoch_millis(said_by_sam.created_at)
     for fact in facts.values():
         assert before <= fact.created_at <= after
         assert fact.room_id == sarah.room.id and fact.world_id == sarah.room.world_id
 
 
-# -- fix 2 and 3: the prompt shows what is known, the bios and the examples -------------------
+# -- fix 2 and 3: the reading shows what is known and the examples -----------------------------
 
 
-async def test_the_prompt_shows_known_facts_descriptions_and_rendered_examples(
+async def test_the_reading_shows_known_facts_and_rendered_examples_and_no_character_text(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    model = scripted(answer(claim("Sarah lives in Porto", "Sarah")), answer())
+    model = scripted(answer(note("Sarah lives in Porto", "I live in Porto", "home city")), answer())
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sarah")
         chat.account = chat.account.model_copy(
@@ -182,19 +206,25 @@ async def test_the_prompt_shows_known_facts_descriptions_and_rendered_examples(
         await learn(app, await say(chat, "I live in Porto"))
         await learn(app, await say(chat, "Went hiking in Gerês on Sunday"))
 
-    first, second = (c.prompt for c in fact_calls(model))
-    assert section(first, "Known facts").strip() == "None"
-    assert "f1: Sarah lives in Porto" in section(second, "Known facts")
-    actors = section(second, "Actors in the scene")
-    assert "Sarah: bio: Paediatric nurse, loves hiking" in actors
-    assert "x.png" not in actors  # only descriptive details
-    assert app.character.bio[0] in actors  # the agent's own bio
-    # The examples arrive (elizaOS's {{evaluationExamples}} came out empty), with placeholder
-    # names no real user can share (a real model copied "Priya" from them into claims).
-    examples = second[second.index("# START OF EXAMPLES") : second.index("# END OF EXAMPLES")]
-    assert '{"claim": "{{user1}} lives in Berlin"' in examples
-    assert "{{user2}}: My partner Tom is a paramedic" in examples
-    assert "Priya" not in second and "{{actors}}" not in second
+    first, second = fact_calls(model)
+    assert known_shown(first) is None
+    assert first.prompt == "m1. Sarah: I live in Porto"
+    # What is known is shown with what it is about, so a new home is filed under the same.
+    assert known_shown(second) == "Known facts: home city: Sarah lives in Porto"
+    assert lines_read(second) == ["m1. Sarah: Went hiking in Gerês on Sunday"]
+    # The examples arrive (elizaOS's {{evaluationExamples}} came out empty), as worked turns
+    # in the answer's own shape, after the instruction.
+    assert second.system is not None and "facts" in second.system
+    assert len(second.examples) >= 2
+    for example in second.examples:
+        assert re.match(r"(Known facts: .*\n)?m1\. \w+: ", example.prompt), example.prompt
+        assert "m1" in json.loads(example.answer)
+    sent = "\n".join(
+        [second.prompt, second.system, *(e.prompt + e.answer for e in second.examples)]
+    )
+    assert "{{" not in sent and "x.png" not in sent
+    # No character text: the agent's description is not a fact anyone can be given.
+    assert app.character.bio[0] not in sent
 
 
 # -- fix 4: one fact, stored once ------------------------------------------------------------
@@ -203,79 +233,76 @@ async def test_the_prompt_shows_known_facts_descriptions_and_rendered_examples(
 async def test_a_claim_repeated_over_several_extractions_is_stored_once(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    lisbon = claim("Sam lives in Lisbon", "Sam")  # always "already_known": false
+    lisbon = note("Sam lives in Lisbon", "I live in Lisbon", "home city")
     model = scripted(
         answer(lisbon),
-        answer(lisbon, claim("sam lives in lisbon.", "Sam")),  # same up to case and stop
-        answer(claim("Sam is living in Lisbon", "Sam")),  # a paraphrase
-        answer(claim("Sam has a cat named Miso", "Sam")),  # new
+        # The same again, and the same up to case and stop.
+        answer(lisbon, note("sam lives in lisbon.", "I live in Lisbon", "home city")),
+        answer(
+            note("Sam is living in Lisbon", "Still living in Lisbon", "home city")
+        ),  # paraphrase
+        answer(note("Sam has a cat named Miso", "Got a cat, Miso", "cat's name")),  # new
     )
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sam")
-        for text in ("I live in Lisbon", "Lisbon is lovely", "Still in Lisbon", "Got a cat, Miso"):
+        for text in (
+            "I live in Lisbon",
+            "Yes, I live in Lisbon, it's lovely",
+            "Still living in Lisbon",
+            "Got a cat, Miso",
+        ):
             await learn(app, await say(chat, text))
         facts = await stored_facts(app, chat.room.world_id)
+        history = await app.knowledge.fact_history(chat.account.id, chat.room.world_id)
         vectors = await app.knowledge.vectors.count("facts")
 
     assert len(fact_calls(model)) == 4
     assert sorted(f.text for f in facts) == ["Sam has a cat named Miso", "Sam lives in Lisbon"]
+    assert len(history) == 2  # nothing closed by its own repetition
     assert vectors == 2
 
 
-# -- which claim types are kept --------------------------------------------------------------
-
-MIXED = answer(
-    claim("Sarah works as a nurse", "Sarah"),
-    claim("Sarah thinks Porto is the best city", "Sarah", "opinion"),
-    claim("Sarah is training for a half-marathon", "Sarah", "status"),
-    claim("Sarah has a sister in Braga", "Sarah", in_bio=True),
-    claim("Sarah is from Porto", "Sarah", already_known=True),
-)
+# -- what kind of fact is stored -----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("keep_types", "expected"),
-    [
-        pytest.param(
-            None,
-            [
-                "Sarah is training for a half-marathon",
-                "Sarah thinks Porto is the best city",
-                "Sarah works as a nurse",
-            ],
-            # elizaOS drops every opinion and new status silently; people expect them kept.
-            id="default: facts, statuses and opinions",
-        ),
-        pytest.param("fact", ["Sarah works as a nurse"], id="configured: facts only"),
-        pytest.param("status", ["Sarah is training for a half-marathon"], id="status only"),
-    ],
-)
-async def test_claim_types_are_kept_as_configured(
-    tmp_path: Path,
-    mongo_uri: str,
-    model_dir: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    keep_types: str | None,
-    expected: list[str],
+async def test_a_stated_goal_is_a_goal_and_opinions_and_news_are_kept_as_facts(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    if keep_types is None:
-        monkeypatch.delenv("MNEMO_FACTS_KEEP_TYPES", raising=False)
-    else:
-        monkeypatch.setenv("MNEMO_FACTS_KEEP_TYPES", keep_types)
-    model = scripted(MIXED)
+    # elizaOS drops every opinion and new status silently; people expect them kept. A goal is
+    # an aim, not a value of an attribute: several hold at once, none replaces another.
+    model = scripted(
+        answer(
+            m1=[
+                note("Sarah works as a nurse", "I'm a nurse", "job"),
+                note("Sarah is training for a half-marathon", "training for a half-marathon"),
+                note("Sarah thinks Porto is the best city", "Porto is the best city", "opinion"),
+            ],
+            m2=[
+                note(
+                    "Sarah's goal is to run the Porto half in under two hours",
+                    "My goal is to run the Porto half in under two hours",
+                    "goal",
+                ),
+                note("Sarah wants to learn to surf", "I want to learn to surf", "plan"),
+            ],
+        )
+    )
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sarah")
-        chat.account = chat.account.model_copy(update={"details": {"bio": "Sister in Braga"}})
-        said = "I'm a nurse, training for a half-marathon, Porto is the best city"
-        await learn(app, await say(chat, said))
+        await say(chat, "I'm a nurse, training for a half-marathon. Porto is the best city!")
+        last = await say(
+            chat, "My goal is to run the Porto half in under two hours. I want to learn to surf."
+        )
+        await learn(app, last)
         facts = await stored_facts(app, chat.room.world_id)
-        rejects = await app.store.rejects.counts(chat.room.world_id)
-    # In the bio or already known: never stored, whatever the types.
-    assert sorted(f.text for f in facts) == expected
-    # A type left out is not dropped without a word: the ledger counts it.
-    assert rejects.get("type not kept", 0) == 3 - len(expected)
-    assert rejects.get("already in the description") == 1
-    assert {f.type for f in facts} <= {"fact", "opinion", "status"}
+
+    assert sorted((f.text, f.type, f.attribute) for f in facts) == [
+        ("Sarah is training for a half-marathon", "fact", None),
+        ("Sarah thinks Porto is the best city", "fact", "opinion"),
+        ("Sarah wants to learn to surf", "goal", None),
+        ("Sarah works as a nurse", "fact", "job"),
+        ("Sarah's goal is to run the Porto half in under two hours", "goal", None),
+    ]
 
 
 # -- the window: everything since the last extraction, nothing twice ---------------------------
@@ -284,7 +311,7 @@ async def test_claim_types_are_kept_as_configured(
 async def test_each_extraction_reads_the_messages_since_the_previous_one(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    model = scripted(answer(claim("Sarah lives in Porto", "Sarah")), answer())
+    model = scripted(answer(), answer())
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sarah")
         await say(chat, "Morning! Rainy day in Porto")
@@ -294,20 +321,49 @@ async def test_each_extraction_reads_the_messages_since_the_previous_one(
         await say(chat, "Booked a pottery class for Friday")
         await learn(app, await say(chat, "My sister visits next week"))
 
-    first, second = (section(c.prompt, "Recent Messages") for c in fact_calls(model))
-    assert "Rainy day in Porto" in first and "The tram was late again" in first
-    assert "pottery class" not in first
-    assert "Rainy day" not in second and "tram" not in second
-    assert "Booked a pottery class for Friday" in second
-    assert "My sister visits next week" in second
+    first, second = (lines_read(c) for c in fact_calls(model))
+    assert first == ["m1. Sarah: Morning! Rainy day in Porto", "m2. Sarah: The tram was late again"]
+    assert second == [
+        "m1. Sarah: Booked a pottery class for Friday",
+        "m2. Sarah: My sister visits next week",
+    ]
     assert mark == first_end.created_at
+
+
+async def test_a_long_silence_is_read_in_several_readings_and_none_is_skipped(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # More messages than one reading shows: the rest are read in the next, each numbered from
+    # m1 again, so a note filed under "m2" is of the second message of its own reading.
+    model = scripted(
+        answer(),
+        answer(m2=[note("Sam has a cat named Miso", "my cat Miso", "cat's name")]),
+    )
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Sam")
+        said = [f"Day {n} of the trip" for n in range(1, READ_AT_MOST + 2)]
+        for text in said:
+            await say(chat, text)
+        last = await say(chat, "Home at last with my cat Miso")
+        await learn(app, last)
+        facts = await stored_facts(app, chat.room.world_id)
+
+    first, second = (lines_read(c) for c in fact_calls(model))
+    assert len(first) == READ_AT_MOST and first[0] == "m1. Sam: Day 1 of the trip"
+    assert second == [
+        f"m1. Sam: Day {READ_AT_MOST + 1} of the trip",
+        "m2. Sam: Home at last with my cat Miso",
+    ]
+    assert [(f.text, f.source_message_ids) for f in facts] == [
+        ("Sam has a cat named Miso", [last.id])
+    ]
 
 
 async def test_every_half_conversation_length_messages_trigger_an_extraction(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     # conversation_length 8: every 4 messages (each exchange is 2: Sarah's and the reply).
-    model = scripted(answer(claim("Sarah has a dog named Rex", "Sarah")))
+    model = scripted(answer(m2=[note("Sarah has a dog named Rex", "My dog Rex", "dog's name")]))
     async with app_for(tmp_path, mongo_uri, model_dir, model, conversation_length=8) as app:
         chat = TestChat(app.runtime, name="Sarah")
         await say(chat, "Hi there")
@@ -319,8 +375,10 @@ async def test_every_half_conversation_length_messages_trigger_an_extraction(
         facts = await stored_facts(app, chat.room.world_id)
 
     assert (calls_after_one, calls_after_two, calls_after_three) == (0, 1, 1)
-    prompt = section(fact_calls(model)[0].prompt, "Recent Messages")
-    assert "Sarah: Hi there" in prompt and "Sarah: My dog Rex needs a walk" in prompt
+    assert lines_read(fact_calls(model)[0]) == [
+        "m1. Sarah: Hi there",
+        "m2. Sarah: My dog Rex needs a walk",
+    ]
     assert [f.text for f in facts] == ["Sarah has a dog named Rex"]
 
 
@@ -328,7 +386,9 @@ async def test_a_short_quiet_conversation_still_gets_its_facts(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     # Default length (32): two messages never reach the count; the idle flush learns them.
-    model = scripted(answer(claim("Sarah is allergic to peanuts", "Sarah")))
+    model = scripted(
+        answer(m2=[note("Sarah is allergic to peanuts", "I'm allergic to peanuts", "allergy")])
+    )
     async with app_for(tmp_path, mongo_uri, model_dir, model, conversation_length=32) as app:
         chat = TestChat(app.runtime, name="Sarah")
         await say(chat, "Hello!")
@@ -350,16 +410,22 @@ async def test_a_short_quiet_conversation_still_gets_its_facts(
 
 
 @pytest.mark.parametrize(
-    "failure",
+    ("failure", "counted"),
     [
-        pytest.param("Sorry, I couldn't find any claims in there.", id="prose, no JSON"),
-        pytest.param(ModelError("the model is down"), id="model error"),
+        pytest.param(
+            "Sorry, I couldn't find any facts in there.", {UNREADABLE: 1}, id="prose, no JSON"
+        ),
+        pytest.param(ModelError("the model is down"), {}, id="model error"),
     ],
 )
 async def test_a_failed_extraction_loses_no_messages(
-    tmp_path: Path, mongo_uri: str, model_dir: Path, failure: str | BaseException
+    tmp_path: Path,
+    mongo_uri: str,
+    model_dir: Path,
+    failure: str | BaseException,
+    counted: dict[str, int],
 ) -> None:
-    model = scripted(failure, answer(claim("Sam lives in Lisbon", "Sam")))
+    model = scripted(failure, answer(note("Sam lives in Lisbon", "I live in Lisbon", "home city")))
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         chat = TestChat(app.runtime, name="Sam")
         await learn(app, await say(chat, "I live in Lisbon"))
@@ -367,24 +433,63 @@ async def test_a_failed_extraction_loses_no_messages(
         assert await app.store.rooms.get_mark(chat.room.id, MARK) is None
         await learn(app, await say(chat, "It's sunny today"))
         facts = await stored_facts(app, chat.room.world_id)
+        mark = await app.store.rooms.get_mark(chat.room.id, MARK)
+        rejects = app.ledger.rejects(FACTS)
 
-    retried = section(fact_calls(model)[1].prompt, "Recent Messages")
-    assert "Sam: I live in Lisbon" in retried
+    # An answer that could not be read is counted, not dropped without a word.
+    assert rejects == counted
+    failed, retried = fact_calls(model)
+    assert lines_read(failed) == ["m1. Sam: I live in Lisbon"]
+    assert lines_read(retried) == ["m1. Sam: I live in Lisbon", "m2. Sam: It's sunny today"]
     assert [f.text for f in facts] == ["Sam lives in Lisbon"]
+    assert mark is not None
 
 
-async def test_malformed_claims_are_skipped_one_by_one(
+async def test_a_reading_that_fails_in_a_group_loses_no_ones_messages(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    sam_lisbon = answer(note("Sam lives in Lisbon", "I live in Lisbon", "home city"))
+    model = scripted(
+        sam_lisbon,
+        ModelError("the model is down"),  # Sarah's reading, after Sam's was stored
+        sam_lisbon,  # the next extraction reads Sam's message again ...
+        answer(note("Sarah works as a nurse", "I'm a nurse", "job")),  # ... and Sarah's
+    )
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        group = {"chat": "general", "world": "guild", "kind": "group"}
+        sam = TestChat(app.runtime, name="Sam", **group)
+        sarah = TestChat(app.runtime, name="Sarah", **group)
+        await say(sam, "I live in Lisbon")
+        await learn(app, await say(sarah, "I'm a nurse"))
+        first = sorted(f.text for f in await stored_facts(app, sam.room.world_id))
+        assert await app.store.rooms.get_mark(sam.room.id, MARK) is None
+        await learn(app, await say(sarah, "Night shifts this week"))
+        facts = await stored_facts(app, sam.room.world_id)
+
+    assert first == ["Sam lives in Lisbon"]
+    readings = [lines_read(c) for c in fact_calls(model)]
+    assert readings[3] == ["m1. Sarah: I'm a nurse", "m2. Sarah: Night shifts this week"]
+    # Sam's fact, read twice, is stored once.
+    assert sorted((f.text, f.subject_id) for f in facts) == sorted(
+        [("Sam lives in Lisbon", sam.account.id), ("Sarah works as a nurse", sarah.account.id)]
+    )
+
+
+async def test_malformed_notes_are_skipped_one_by_one(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     broken = json.dumps(
-        [
-            "Sam lives in Lisbon",  # not an object
-            {"claim": "   ", "type": "fact"},  # no text
-            {"type": "fact", "subject": "Sam"},  # no claim at all
-            {"claim": "Sam is a spy", "type": "rumour"},  # unknown type
-            {"claim": "Sam speaks Portuguese", "type": "FACT", "in_bio": "false"},
-            {"claim": "Sam cycles to work", "type": "fact", "subject": ["Sam"], "extra": 1},
-        ]
+        {
+            "m1": [
+                "Sam lives in Lisbon",  # not an object
+                {"fact": "   ", "quote": "I speak Portuguese"},  # no text
+                {"about": "languages", "quote": "I speak Portuguese"},  # neither fact nor value
+                {"about": "home city", "value": "home city"},  # a value that is its label
+                {"fact": "Sam speaks Portuguese", "quote": "I speak Portuguese", "ends": "false"},
+                {"fact": "Sam cycles to work", "quote": "cycle to work", "about": ["commute"]},
+            ],
+            "m2": 7,  # no such message, and no note
+        }
     )
     model = scripted(f"Here you go:\n```json\n{broken}\n```")
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
@@ -398,7 +503,7 @@ async def test_malformed_claims_are_skipped_one_by_one(
     assert sorted(f.text for f in facts) == ["Sam cycles to work", "Sam speaks Portuguese"]
     assert {f.subject_id for f in facts} == {chat.account.id}
     assert mark == last.created_at
-    assert rejects == {"malformed claim": 4}  # counted, as every unusable answer is
+    assert rejects == {UNREADABLE_NOTE: 5}  # counted, as every unusable answer is
 
 
 # -- the provider --------------------------------------------------------------------------
@@ -407,7 +512,9 @@ async def test_malformed_claims_are_skipped_one_by_one(
 async def test_facts_learned_in_one_world_never_reach_another(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    model = scripted(answer(claim("Sarah is looking for a new job", "Sarah")))
+    model = scripted(
+        answer(note("Sarah is looking for a new job", "I'm looking for a new job", "job search"))
+    )
     async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
         work = TestChat(app.runtime, name="Sarah", chat="work-dm")
         home = TestChat(app.runtime, name="Sarah", chat="home", world="family", kind="group")

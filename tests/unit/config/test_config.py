@@ -59,6 +59,7 @@ CASES = [
     ("MNEMO_MODEL_RETRIES", "7", ("model", "max_retries"), 7),
     ("MNEMO_MODEL_CONCURRENCY", "1", ("model", "concurrency"), 1),
     ("MNEMO_STRUCTURED_OUTPUT", "off", ("model", "structured_output"), "off"),
+    ("MNEMO_TRANSCRIPTION_MODEL", "whisper-1", ("model", "transcription_model"), "whisper-1"),
     (
         "MNEMO_EMBEDDING_MODEL",
         "text-embedding-3-small",
@@ -124,6 +125,7 @@ CASES = [
     ("MNEMO_MODEL_SEES_IMAGES", "true", ("platforms", "model_sees_images"), True),
     ("MNEMO_MAX_IMAGES", "2", ("platforms", "max_images"), 2),
     ("MNEMO_MAX_IMAGE_MB", "0.5", ("platforms", "max_image_mb"), 0.5),
+    ("MNEMO_MAX_VOICE_MB", "2.5", ("platforms", "max_voice_mb"), 2.5),
     (
         "MNEMO_CHARACTER",
         "/srv/characters/archivist.json",
