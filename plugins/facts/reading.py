@@ -116,7 +116,6 @@ def claims_of(
     a fact about another who is right there: it is not proposed."""
     rejected: Counter[str] = Counter()
     claims: list[Claim] = []
-    names = [*names, *_told_here(reading, person_id, names, messages)]
     for note in reading.notes:
         claim = _claim(note, person_id, names, messages)
         if (
@@ -133,19 +132,6 @@ def claims_of(
             claims.append(claim)
     rejected[UNREADABLE_NOTE] += reading.malformed
     return claims, +rejected
-
-
-def _told_here(
-    reading: Reading, person_id: str, names: Sequence[str], messages: Sequence[Memory]
-) -> list[str]:
-    """The names the person tells in the messages read ("my name is Priya"): the other
-    notes of the same reading name them by it ("Priya lives in Reykjavik")."""
-    told = []
-    for note in reading.notes:
-        claim = _claim(note, person_id, names, messages)
-        if not isinstance(claim, str) and (name := told_name(named_naturally(claim.text))):
-            told.append(name)
-    return told
 
 
 def _claim(
