@@ -309,8 +309,8 @@ class Plugin:
     about: Callable[[PluginContext, str, str], Awaitable[Sequence[str]]] | None = None
     # async (Context, facts) -> anything: what the memory has just learned about people (any
     # plugin's claims, once checked and stored; a re-run of the same evaluation hands the same
-    # facts again, so keep it idempotent, e.g. keyed by the fact's id). The goals plugin starts
-    # tracking the goals people state this way.
+    # facts again, so keep it idempotent, e.g. keyed by the fact's id); e.g. a plugin tracking
+    # the aims people state picks the facts of that type.
     learned: Callable[[Context, Sequence[Fact]], Awaitable[Any]] | None = None
     # Timed work (see `Task`).
     tasks: Sequence[Task] = ()

@@ -210,7 +210,8 @@ def reconcile(
     result: list[Claim] = []
     for index, claim in enumerate(claims):
         claim = dict(claim)
-        said_in = order.get(str(claim.pop(SAID_IN, "")), -1)
+        # Kept on the claim: the answer files it under the message it was said in.
+        said_in = order.get(str(claim.get(SAID_IN, "")), -1)
         if any(_names(claim, said_in, retraction, slot_of) for retraction in retracted):
             continue  # said, then taken back later in the same window
         filled = slot_of(str(claim.get("claim", "")))

@@ -19,6 +19,8 @@ from typing import Any
 
 from bot import Claim, Memory, parse_json
 
+from .claims import named_naturally, told_name
+
 # Why a note was not proposed (counted in the rejects ledger, as the memory's reasons are).
 UNREADABLE_NOTE = "malformed claim"
 NOT_ABOUT_THEM = "not about the person"
@@ -116,7 +118,13 @@ def claims_of(
     claims: list[Claim] = []
     for note in reading.notes:
         claim = _claim(note, person_id, names, messages)
-        if not isinstance(claim, str) and _names_them(claim.text, others, their=False):
+        if (
+            not isinstance(claim, str)
+            # A name they give themselves is theirs even when someone here has it too
+            # ("my name is Tobrin": told apart as "Tobrin (Zedevil)").
+            and told_name(named_naturally(claim.text)) is None
+            and _names_them(claim.text, others, their=False)
+        ):
             claim = OF_SOMEONE_HERE
         if isinstance(claim, str):
             rejected[claim] += 1

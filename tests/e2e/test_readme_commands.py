@@ -36,11 +36,13 @@ _NOT_IN_A_CLONE = shutil.ignore_patterns(
     ".ruff_cache",
     ".env",
 )
-# README placeholders: ids differ on every run, and the bot knows you by your login name until
-# you tell it yours.
+# README placeholders: ids and the day a fact was said differ on every run, and the bot knows
+# you by your login name until you tell it yours.
 _ID = "<id>"
+_DATE = "<date>"
 _LOGIN = "<login>"
-_DATE = "<date>"  # the day a message was written, as /facts shows its evidence
+# The line under a fact saying which words it was learned from ("    from Sarah's message").
+_EVIDENCE = "    from "
 
 
 def _nothing_configured(model_dir: Path) -> dict[str, str]:
@@ -72,8 +74,19 @@ def readme_session() -> tuple[str, list[str]]:
 
 def _pattern(expected: str, login: str) -> re.Pattern[str]:
     escaped = re.escape(expected.replace(_LOGIN, login))
-    escaped = escaped.replace(re.escape(_DATE), r"\d{1,2} [A-Z][a-z]{2}")
+    escaped = escaped.replace(re.escape(_DATE), "[0-9]{1,2} [A-Z][a-z]{2}")
     return re.compile(escaped.replace(re.escape(_ID), "[0-9a-f]{8}") + r"\Z")
+
+
+def _with_evidence(lines: list[str]) -> list[str]:
+    """Each fact line with its evidence line under it, as one: the pair moves together."""
+    joined: list[str] = []
+    for line in lines:
+        if line.startswith(_EVIDENCE) and joined:
+            joined[-1] += "\n" + line
+        else:
+            joined.append(line)
+    return joined
 
 
 @pytest.fixture
@@ -109,7 +122,8 @@ def test_make_run_in_a_fresh_clone_matches_the_readme_session(
     assert "Traceback" not in result.stderr
     # The default relative data folder, under the folder `make run` ran in.
     assert (clone / "data" / "mongo" / "mnemo.db").is_file()
-    shown = result.stdout.splitlines()
+    shown = _with_evidence(result.stdout.splitlines())
+    printed = _with_evidence(printed)
     login = getpass.getuser()
     assert len(shown) == len(printed), "\n".join(shown)
     # Facts learned in one extraction share their time, so their order in a listing is not

@@ -11,11 +11,11 @@ from typing import Any
 
 import discord
 
-from bot import Plugin
-from bot.adapters.discord import DiscordAdapter, world_of
+from bot import Claim, Plugin
+from bot.adapters.discord import DiscordAdapter, to_memory
 from bot.app.composition import App
 from bot.config.settings import PlatformSettings
-from bot.domain.records import Fact, account_id, room_id
+from bot.domain.records import Fact, account_id
 from bot.llm.base import Task
 from bot.testing.harness import open_test_app
 from bot.testing.scripted import ScriptedModel
@@ -50,18 +50,29 @@ class Bot:
         assert all(s.ephemeral for s in interaction.shown), f"/{command} answered in public"
         return interaction.text
 
-    async def learn(self, person: Person, text: str, *, guild: discord.Guild | None) -> Fact:
-        """A fact as the facts evaluator would store it, learned in this guild (or DM)."""
-        channel = self.discord.channel(guild).id if guild else self.discord.dm_channel_id(person)
-        fact = Fact(
-            text=text,
-            subject_id=account_id("discord", person.id),
-            room_id=room_id("discord", channel),
-            world_id=world_of(guild.id if guild else None, channel),
+    async def learn(
+        self, person: Person, text: str, *, guild: discord.Guild | None, said: str | None = None
+    ) -> Fact:
+        """A fact as the facts plugin would learn it in this guild (or DM): the person says
+        `said` (default: `text`) there, and a claim resting on those words is proposed to that
+        world's memory, which keeps it with its evidence."""
+        words = said or text
+        incoming = to_memory(
+            self.discord.message(person, words, guild=guild),
+            self.discord.client.user,  # type: ignore[arg-type]
             agent_id=self.app.runtime.agent_id,
         )
-        [written] = await self.app.knowledge.add_facts([fact], near_duplicate_distance=0.02)
-        assert written.stored
+        assert incoming is not None
+        message = incoming.memory
+        await self.app.store.accounts.upsert(incoming.account)
+        await self.app.store.rooms.upsert(incoming.room)
+        await self.app.store.memories.insert(message)
+        claim = Claim(
+            text=text, about=account_id("discord", person.id), quote=words, message_id=message.id
+        )
+        memory = self.app.runtime.plugins.memory(message.world_id)
+        learned = await memory.propose([claim], messages=[message])
+        [fact] = learned.stored
         return fact
 
 

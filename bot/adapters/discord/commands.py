@@ -7,10 +7,11 @@ Server in that server.
 Two kinds, registered differently (adapter.py syncs them):
 
 - personal commands, which everyone uses about themselves (/help, /privacy, /me, /forgetme,
-  /export, /mydata, /optout, /optin, /reset, /new, and /facts for `/facts history`):
-  registered globally, usable in servers and in a DM with the bot (Discord never shows a
-  server's commands in DMs);
-- admin commands (/forget, /stats, /learning, the plugins' admin commands): servers only, and
+  /export, /mydata, /optout, /optin, /reset, /new, /forget for one's own facts, and /facts for
+  `/facts history`): registered globally, usable in servers and in a DM with the bot (Discord
+  never shows a server's commands in DMs); their admin forms (/forget member:) are checked per
+  call;
+- admin commands (/stats, /learning, the plugins' admin commands): servers only, and
   shown only to members with Manage Server until a server's Integrations settings say
   otherwise (`default_permissions`). Mnemo still checks every call itself.
 """
@@ -272,11 +273,12 @@ class DiscordCommands:
             await self.run(interaction, "facts", f"{search or ''} {page}".strip(), subject)
 
         @app_commands.command(
-            name="forget", description="Admins: forget one fact, or everything about a member"
+            name="forget",
+            description="Forget one of your facts; admins: any fact, or everything about a member",
         )
         @app_commands.describe(
-            fact="The id (first characters are enough) shown by /facts",
-            member="Forget everything about this person here",
+            fact="The id from /me or /facts (its first characters are enough); add yes to confirm",
+            member="Admins: forget everything about this person here",
         )
         async def forget(
             interaction: discord.Interaction,

@@ -12,7 +12,7 @@ from typing import Any
 import discord
 import pytest
 
-from bot import Context, Evaluator, Plugin
+from bot import Claim, Context, Evaluator, Plugin
 from bot.adapters.discord import (
     FORGET_ME_CANCELLED,
     FORGET_ME_EXPIRED,
@@ -25,7 +25,7 @@ from bot.adapters.discord import (
 )
 from bot.app.platforms import PlatformError, PlatformStartupError
 from bot.config.settings import PlatformSettings
-from bot.domain.records import Content, Fact, Memory, Room, account_id, message_id, room_id
+from bot.domain.records import Content, Memory, Room, account_id, message_id, room_id
 from bot.domain.state import State
 from bot.llm.base import Task
 from bot.runtime.agent import RATE_LIMITED_REPLY
@@ -321,14 +321,9 @@ async def test_me_includes_what_was_said_just_before_it(
 ) -> None:
     async def remember(ctx: Context, found: object) -> None:
         await asyncio.sleep(0.5)  # learning takes a moment; /me must wait for it
-        fact = Fact(
-            text=f"Sarah said: {ctx.message.content.text}",
-            subject_id=ctx.message.user_id,
-            room_id=ctx.message.room_id,
-            world_id=ctx.message.world_id,
-            agent_id=ctx.agent.id,
-        )
-        await ctx.knowledge.add_facts([fact], near_duplicate_distance=0.02)
+        said = ctx.message.content.text
+        claim = Claim(f"said {said}", ctx.message.user_id, said, message_id=ctx.message.id)
+        await ctx.memory.propose([claim], messages=[ctx.message])
 
     plugin = Plugin("remember", evaluators=[Evaluator("REMEMBER", "keeps it", handler=remember)])
     async with mnemo_on_discord(tmp_path, model_dir, mongo_uri, plugins=[plugin]) as bot:
@@ -336,7 +331,7 @@ async def test_me_includes_what_was_said_just_before_it(
         await bot.adapter.on_message(bot.discord.message(sarah, "I adopted a cat called Miso"))
         shown = await bot.run("me", interaction := bot.discord.interaction(sarah))
     assert interaction.shown[0].kind == "defer"  # acknowledged within Discord's 3 seconds
-    assert "Sarah said: I adopted a cat called Miso" in shown
+    assert "said I adopted a cat called Miso" in shown
 
 
 async def test_forgetme_after_confirming_deletes_from_mongodb_and_chroma(
@@ -346,9 +341,11 @@ async def test_forgetme_after_confirming_deletes_from_mongodb_and_chroma(
         fake = bot.discord
         guild = fake.guild("Book Club")
         sarah, tom = fake.person("Sarah"), fake.person("Tom")
-        await bot.hear(fake.message(sarah, "I live in Seattle", guild=guild))
-        mine = await bot.learn(sarah, "Sarah lives in Seattle", guild=guild)
-        theirs = await bot.learn(tom, "Tom loves Piranesi", guild=guild)
+        await bot.hear(fake.message(sarah, "hello everyone", guild=guild))
+        mine = await bot.learn(
+            sarah, "Sarah lives in Seattle", guild=guild, said="I live in Seattle"
+        )
+        theirs = await bot.learn(tom, "Tom loves Piranesi", guild=guild, said="I love Piranesi")
 
         asked = fake.interaction(sarah, guild=guild)
         await bot.run("forgetme", asked)
@@ -361,11 +358,11 @@ async def test_forgetme_after_confirming_deletes_from_mongodb_and_chroma(
         facts = await bot.app.store.facts.get_many([mine.id, theirs.id])
         vectors = await bot.app.knowledge.vectors.existing_ids("facts", [mine.id, theirs.id])
         channel = room_id("discord", fake.channel(guild).id)
-        messages = await bot.app.store.memories.count_in_room(channel)
+        messages = await bot.app.store.memories.recent(channel, 10)
     assert "forgot 1 fact about you" in press.text
     assert [f.id for f in facts] == [theirs.id]
     assert vectors == {theirs.id}
-    assert messages == 0
+    assert [m.content.text for m in messages] == ["I love Piranesi"]  # Tom's stays
 
 
 async def test_export_is_a_file_only_the_asker_sees(
@@ -375,9 +372,8 @@ async def test_export_is_a_file_only_the_asker_sees(
         fake = bot.discord
         guild = fake.guild("Book Club")
         sarah, tom = fake.person("Sarah"), fake.person("Tom")
-        await bot.hear(fake.message(sarah, "I live in Seattle", guild=guild))
         await bot.hear(fake.message(tom, "I keep bees", guild=guild))
-        await bot.learn(sarah, "Sarah lives in Seattle", guild=guild)
+        await bot.learn(sarah, "Sarah lives in Seattle", guild=guild, said="I live in Seattle")
         text = await bot.run("export", asked := fake.interaction(sarah, guild=guild))
         await bot.run("mydata", again := fake.interaction(sarah, guild=guild))
 
@@ -417,7 +413,7 @@ ADMIN_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("goals", {}),
     ("stats", {}),
     ("goal", {"args": "Read 12 books: pick a list; read one a month"}),
-    ("forget", {"fact": "0000"}),
+    ("forget", {"member": "Sarah"}),  # a whole person; one's own facts are anyone's to forget
 ]
 
 
@@ -430,15 +426,46 @@ async def test_a_member_without_manage_server_is_refused_every_admin_command(
     ) as bot:
         fake = bot.discord
         guild = fake.guild("Book Club")
-        tom = fake.person("Tom")
+        tom, sarah = fake.person("Tom"), fake.person("Sarah")
         await bot.learn(tom, "Tom loves Piranesi", guild=guild)
+        await bot.learn(sarah, "Sarah lives in Seattle", guild=guild)
+        if options.get("member") == "Sarah":
+            options = {"member": fake.member(guild, sarah)}
         shown = await bot.run(name, fake.interaction(tom, guild=guild), **options)
         in_dm = await bot.run(name, fake.interaction(tom, manage_server=True), **options)
+        facts_left = await bot.app.store.facts.page(world_of(guild.id, 0))
         store = GoalStore.of(bot.app.runtime.plugins.plugin_context(GOALS).collections)
         goals = await store.in_world(world_of(guild.id, 0))
     assert shown == REFUSED and in_dm == REFUSED
     assert "Piranesi" not in shown
     assert goals == []
+    assert facts_left[1] == 2
+
+
+async def test_a_member_forgets_their_own_fact_once_they_confirm_and_no_one_elses(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    async with mnemo_on_discord(tmp_path, model_dir, mongo_uri) as bot:
+        fake = bot.discord
+        guild = fake.guild("Book Club")
+        sarah, tom = fake.person("Sarah"), fake.person("Tom")
+        seattle = await bot.learn(sarah, "Sarah lives in Seattle", guild=guild)
+        piranesi = await bot.learn(tom, "Tom loves Piranesi", guild=guild)
+
+        async def tom_forgets(fact: str) -> str:
+            return await bot.run("forget", fake.interaction(tom, guild=guild), fact=fact)
+
+        someone_elses = await tom_forgets(f"{seattle.id[:8]} yes")
+        asked = await tom_forgets(piranesi.id[:8])
+        before_yes = await bot.app.store.facts.get_many([seattle.id, piranesi.id])
+        forgot = await tom_forgets(f"{piranesi.id[:8]} yes")
+        left = await bot.app.store.facts.get_many([seattle.id, piranesi.id])
+    # Another person's fact is not his to forget, and he learns nothing of it.
+    assert "No fact of yours" in someone_elses and "Seattle" not in someone_elses
+    assert "Tom loves Piranesi" in asked and f"{piranesi.id[:8]} yes" in asked
+    assert {f.id for f in before_yes} == {seattle.id, piranesi.id}
+    assert "Forgot: Tom loves Piranesi" in forgot
+    assert [f.id for f in left] == [seattle.id]
 
 
 async def test_a_manage_server_member_can_list_search_and_forget_facts(
@@ -459,7 +486,9 @@ async def test_a_manage_server_member_can_list_search_and_forget_facts(
         about_tom = await bot.run("facts", mod_uses(), member=fake.member(guild, tom))
         searched = await bot.run("facts", mod_uses(), search="nurse")
         past_end = await bot.run("facts", mod_uses(), page=5)
-        forgot = await bot.run("forget", mod_uses(), fact=seattle.id[:8])
+        asked_one = await bot.run("forget", mod_uses(), fact=seattle.id[:8])
+        assert (await bot.app.store.facts.get_many([seattle.id])) != []  # not before "yes"
+        forgot = await bot.run("forget", mod_uses(), fact=f"{seattle.id[:8]} yes")
         asked = await bot.run("forget", asking := mod_uses(), member=fake.member(guild, tom))
         # A whole person: nothing goes before the admin presses the button.
         assert "It cannot be undone" in asked and "Tom" in asked
@@ -473,6 +502,7 @@ async def test_a_manage_server_member_can_list_search_and_forget_facts(
     assert "Piranesi" in about_tom and "Seattle" not in about_tom
     assert "nurse" in searched and "Seattle" not in searched
     assert "Seattle" not in past_end
+    assert "Sarah lives in Seattle" in asked_one and "yes" in asked_one
     assert "Sarah lives in Seattle" in forgot
     assert "Forgot 1 fact about them" in forgot_tom
     assert "nurse" in left and "Seattle" not in left and "Piranesi" not in left
@@ -619,6 +649,7 @@ async def test_start_connects_registers_commands_and_answers_over_the_gateway(
     everywhere = {c["name"]: c for c in server.commands[None]}
     in_server = {c["name"]: c for c in server.commands[guild.id]}
     personal = {"me", "forgetme", "export", "mydata", "help", "facts", "privacy", "optout"}
+    # /forget too: everyone forgets their own facts (a member, `member:`, is for admins).
     assert set(everywhere) == personal | {"optin", "reset", "new", "forget"}
     assert set(in_server) == {
         *("stats", "learning", "character", "model"),

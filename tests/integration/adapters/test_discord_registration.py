@@ -35,6 +35,7 @@ from tests.fakes.discord_fakes import (
 from tests.helpers.notes_plugin import NOTES
 
 TOKEN = "good"
+# Everyone's commands (/forget: one's own facts; a member's, admins only, is checked per call).
 PERSONAL = {
     *("help", "privacy", "me", "forgetme", "export", "mydata", "optout", "optin", "facts"),
     *("reset", "new", "forget"),

@@ -36,7 +36,7 @@ from bot.domain.records import message_id, room_id
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import ModelClass
 from bot.llm.openai_model import OpenAIModel
-from bot.memory import grounding
+from bot.memory import evidence, grounding
 from bot.testing.harness import open_test_app
 from bot.testing.openai_server import FakeOpenAIServer, image_parts, last_user_message
 from plugins.facts import FactsSettings
@@ -91,7 +91,19 @@ def png_bomb(side: int = 12_000) -> bytes:
 
 REPLY = "What a lovely cat!"
 # Why a claim only the model made is refused: nobody said it, or the bot did.
-GROUNDING_REASONS = {grounding.NOT_SAID, grounding.SAID_BY_ASSISTANT}
+# Why a claim resting on no words of its speaker is refused (the evidence and grounding rules).
+NOT_HER_WORDS = {
+    evidence.QUOTE_NOT_SAID,
+    evidence.NOT_IN_QUOTE,
+    grounding.NOT_SAID,
+    grounding.SAID_BY_ASSISTANT,
+}
+
+
+def is_reading(body: dict[str, Any]) -> bool:
+    """A facts reading (plugins/facts/prompts.py), not a reply."""
+    first = body["messages"][0]
+    return first["role"] == "system" and "write down facts" in first["content"]
 
 
 def answer(body: dict[str, Any]) -> str:
@@ -325,19 +337,17 @@ async def test_what_the_model_saw_in_an_image_never_becomes_a_fact(
     """Sarah's caption says she moved to Lisbon; the model, seeing the photo, says there is
     a golden retriever on her balcony. The extraction offers both claims: only what Sarah
     said is stored. An image's description is not a person's words."""
-    lisbon = {
-        "claim": "Sarah lives in Lisbon",
-        "subject": "Sarah",
-        "type": "fact",
-        "change": "new",
-        "fact": None,
-        "in_bio": False,
+    lisbon = {"fact": "Sarah lives in Lisbon", "quote": "I moved to Lisbon", "about": "home city"}
+    # What the model saw, resting on the caption's words about the view: not what they say.
+    retriever = {
+        "fact": "Sarah has a golden retriever",
+        "quote": "the view from my balcony",
+        "about": "pet",
     }
-    retriever = {**lisbon, "claim": "Sarah has a golden retriever"}
 
     def responder(body: dict[str, Any]) -> str:
-        if "Extract Claims" in last_user_message(body):
-            return json.dumps({"claims": [lisbon, retriever]})
+        if is_reading(body):
+            return json.dumps({"m1": [lisbon, retriever]})
         said = "What a view, and a golden retriever on your balcony!"
         return json.dumps({"text": said, "action": "NONE"})
 
@@ -368,13 +378,11 @@ async def test_what_the_model_saw_in_an_image_never_becomes_a_fact(
 
     [reply] = bot.reply_requests()
     assert image_parts(reply) == [("image/jpeg", PHOTO)]
-    extractions = [
-        r.json for r in bot.openai.chat_requests if "Extract Claims" in last_user_message(r.json)
-    ]
-    assert extractions and all(image_parts(e) == [] for e in extractions)
+    readings = [r.json for r in bot.openai.chat_requests if is_reading(r.json)]
+    assert readings and all(image_parts(e) == [] for e in readings)
     assert [f.text for f in facts] == ["Sarah lives in Lisbon"]
-    # Refused and counted (the rejects ledger, /stats), for a reason of the grounding rules.
-    assert sum(rejects.values()) == 1 and set(rejects) <= GROUNDING_REASONS
+    # Refused and counted (the rejects ledger, /stats): its words are not in her message.
+    assert sum(rejects.values()) == 1 and set(rejects) <= NOT_HER_WORDS
 
 
 async def test_only_bytes_that_are_an_image_reach_the_model_whatever_their_declared_type(

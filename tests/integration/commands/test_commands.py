@@ -121,15 +121,20 @@ async def test_the_console_has_the_platforms_commands_with_their_meanings(
         )
         lisbon, bees = (await app.store.facts.page(world_id("console", "sam")))[0][::-1]
         out = io.StringIO()
-        script = f"/forget\n/forget {lisbon.id[:8]}\n/stats\n/forgetme\n/me\n/forgetme yes\n/me\n"
+        forget = f"/forget {lisbon.id[:8]}"
+        script = f"/forget\n{forget}\n{forget} yes\n/stats\n/forgetme\n/me\n/forgetme yes\n/me\n"
         await ConsoleChat(user_name="sam", stdin=io.StringIO(script), stdout=out).run(
             app.adapter_services
         )
     shown = out.getvalue()
     assert "said Sam lives in Lisbon" in first.getvalue()
     # /forget means one fact by id (or a person), never "everything about me".
-    assert "Usage: /forget <fact id from /facts> or /forget @user" in shown
+    assert "Usage: /forget <fact id from /me or /facts> [yes], or admins: /forget @user" in shown
+    # One fact asks first too: it goes with "yes".
     assert f"Forgot: {lisbon.text}" in shown
+    asked_one = shown.split(f"Forgot: {lisbon.text}")[0]
+    assert f'This forgets "{lisbon.text}"' in asked_one
+    assert f"Send /forget {lisbon.id[:8]} yes if you are sure." in asked_one
     assert "Facts: 1" in shown and "Messages: 4" in shown  # the console's admin sees /stats
     # /forgetme asks first (bees still known), then forgets.
     asked, after = shown.split("Done: I forgot")

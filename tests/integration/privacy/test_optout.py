@@ -8,10 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot import Action, Context, Evaluator, Plugin, PluginContext
+from bot import Action, Claim, Context, Evaluator, Plugin, PluginContext
 from bot.app.composition import App
 from bot.commands.command_set import Commands, Request
-from bot.domain.records import Fact
 from bot.llm.base import Task
 from bot.privacy.policy import OPTED_OUT_NOTICE
 from bot.testing.harness import TestChat, open_test_app
@@ -23,15 +22,9 @@ NOTES = "notes"
 async def keep(ctx: Context, found: object) -> None:
     """Learns everything: a fact per message and a copy in its own collection."""
     message = ctx.message
-    fact = Fact(
-        text=f"said {message.content.text}",
-        subject_id=message.user_id,
-        room_id=message.room_id,
-        world_id=message.world_id,
-        agent_id=ctx.agent.id,
-        source_message_ids=[message.id],
-    )
-    await ctx.knowledge.add_facts([fact], near_duplicate_distance=0.0)
+    text = message.content.text
+    claim = Claim(f"said {text}", about=message.user_id, quote=text, message_id=message.id)
+    await ctx.memory.propose([claim], messages=[message])
     await ctx.collections[NOTES].insert_one(
         {"user_id": message.user_id, "text": message.content.text}
     )

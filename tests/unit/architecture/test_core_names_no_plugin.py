@@ -9,15 +9,19 @@ mark or imported a plugin would fail here.
 from __future__ import annotations
 
 import re
+from typing import get_args
 
+from bot.domain.records import FactType
 from bot.plugin.loading import discover
 from tests.paths import REPO
 
 CORE = REPO / "bot"
 # Words that are also ordinary core vocabulary: facts (claims about people) are Mnemo's own
-# memory (bot/memory/store.py, `/facts`), and "recall" is what retrieval does. Goals are
-# the goals plugin's alone.
-COMMON_WORDS = {"facts", "recall"}
+# memory (bot/memory/store.py, `/facts`), and "recall" is what retrieval does. The kinds of
+# fact are the memory's too (`FactType`: a stated aim is a fact of type "goal", whichever
+# plugin reads or tracks it). Goals as tracked, with their commands, provider and
+# collections, are the goals plugin's alone.
+COMMON_WORDS = {"facts", "recall", *get_args(FactType)}
 
 
 def builtin_names() -> tuple[set[str], set[str]]:
@@ -31,6 +35,8 @@ def builtin_names() -> tuple[set[str], set[str]]:
             exact.add(part.name)
             exact |= set(getattr(part, "similes", ()))
         exact |= {e.idle_mark for e in plugin.evaluators if e.idle_mark}
+        # A command as people type it: "/goal" is the plugin's even where "goal" is a word.
+        exact |= {f"/{command.name}" for command in plugin.commands}
     for module in (REPO / "plugins").rglob("*.py"):
         # Room marks, old collection names and template names a plugin keeps as constants.
         text = module.read_text(encoding="utf-8")
@@ -50,7 +56,9 @@ def test_no_file_under_bot_names_a_builtin_plugin_or_its_data() -> None:
     exact, anycase = builtin_names()
     assert {"GET_FACTS", "UPDATE_GOAL", "CREATE_GOAL", "SENTIMENT", "relevantMessages"} <= exact
     assert {"facts_extracted_at", "goals_checked_at", "plugins.facts", "plugin_goals_"} <= exact
-    assert {"goals", "goal"} <= exact  # the goals plugin's provider, commands and old collection
+    assert "goals" in exact  # the goals plugin's provider, command and old collection
+    assert "goal" in get_args(FactType) and "goal" not in exact  # a fact type: core vocabulary
+    assert {"/goal", "/goals"} <= exact  # the plugin's commands, named as such
     assert {"factsTemplate", "goalsTemplate", "sentimentTemplate"} <= exact
     assert anycase == {"followups", "goals", "sentiment"}
     patterns = (_pattern(exact), _pattern(anycase, re.IGNORECASE))
