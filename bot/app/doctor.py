@@ -160,19 +160,26 @@ class Doctor:
         storage = self.settings.storage
         if storage.mongodb_uri is None:
             async with EmbeddedMongo(storage.data_dir) as server:
-                queue = await self._evaluation_queue(server.uri)
+                queue = await self._evaluation_queue(server.uri, bundled=True)
             return f"bundled server in {storage.data_dir / 'mongo'}; evaluations: {queue}"
-        queue = await self._evaluation_queue(storage.mongodb_uri.get_secret_value())
+        queue = await self._evaluation_queue(storage.mongodb_uri.get_secret_value(), bundled=False)
         return f"MONGODB_URI answers; evaluations: {queue}"
 
-    async def _evaluation_queue(self, uri: str) -> str:
+    async def _evaluation_queue(self, uri: str, *, bundled: bool) -> str:
         """Ping the database and describe the evaluation jobs an operator may need to see."""
         from bot.queue.worker import describe_queue
         from bot.storage.jobs import JobStore
         from bot.storage.mongo import MongoStore
         from bot.storage.rejects import describe_rejects
 
-        store = MongoStore.from_uri(uri, self.settings.storage.mongodb_database)
+        storage = self.settings.storage
+        store = MongoStore.from_uri(
+            uri,
+            storage.mongodb_database,
+            # The wait `mnemo run` gives a message before journaling it: the same answer here.
+            server_selection_timeout_ms=int(storage.mongodb_timeout_seconds * 1000),
+            bundled=bundled,
+        )
         try:
             await store.ping()
             queue = describe_queue(await JobStore(store.db).counts())

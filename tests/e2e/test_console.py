@@ -77,6 +77,10 @@ def test_a_dead_database_stops_start_up_with_one_line_and_no_password(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "MongoDB" in lines[0]
     assert "hunter2secret" not in result.stderr + result.stdout
+    # What went wrong in a few words and what to do, not the driver's topology line.
+    assert "nothing accepts connections there" in lines[0]
+    assert "or unset MONGODB_URI to use the bundled server" in lines[0]
+    assert "ServerSelectionTimeoutError" not in lines[0] and "socketTimeoutMS" not in lines[0]
 
 
 def test_a_long_piped_script_gets_every_reply(tmp_path: Path, model_dir: Path) -> None:
