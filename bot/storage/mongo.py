@@ -240,7 +240,7 @@ def unreachable_advice(error: PyMongoError, *, bundled: bool) -> tuple[str, str]
                 "another database).",
             )
         return (
-            f"it refused the command ({error.code_name or error.code})",
+            f"it refused the command ({(error.details or {}).get('codeName') or error.code})",
             "Check that the MONGODB_URI user may read and write its database.",
         )
     text = str(error)
