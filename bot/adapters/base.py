@@ -61,8 +61,6 @@ class KeepFirst(Protocol):
         account: Account | None,
         room: Room | None,
         send: Send,
-        *,
-        platform_retries: bool = False,
     ) -> Awaitable[AtDoor]: ...
 
 

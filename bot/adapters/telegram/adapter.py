@@ -274,9 +274,8 @@ class TelegramAdapter:
             return
         self._carry_images(message, incoming)
         # Kept before Telegram is told it arrived (keeping.py), in its lane's order.
-        webhook = self.settings.telegram_webhook_url is not None  # Telegram retries a 503
         services = self._require_services()
-        kept = self._kept.start(services.keep_first, message, incoming, platform_retries=webhook)
+        kept = self._kept.start(services.keep_first, message, incoming)
         self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming, kept))
         await self._kept.settle(update.update_id, kept)
 

@@ -48,8 +48,6 @@ class KeptFirst:
         keep_first: KeepFirst,
         message: Message,
         incoming: Incoming,
-        *,
-        platform_retries: bool,
     ) -> asyncio.Future[AtDoor]:
         """Start keeping the message (the chat's lane waits for it: `proceed`)."""
         reply_to = message.message_id if incoming.room.kind == "group" else None
@@ -59,13 +57,7 @@ class KeptFirst:
             await self._send(message.chat.id, content.text, reply_to, thread)
 
         return asyncio.ensure_future(
-            keep_first(
-                incoming.memory,
-                incoming.account,
-                incoming.room,
-                send,
-                platform_retries=platform_retries,
-            )
+            keep_first(incoming.memory, incoming.account, incoming.room, send)
         )
 
     async def settle(self, update_id: int, kept: asyncio.Future[AtDoor]) -> None:

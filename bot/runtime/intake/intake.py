@@ -267,8 +267,6 @@ class Intake:
         account: Account | None,
         room: Room | None,
         send: Send,
-        *,
-        platform_retries: bool = False,
     ) -> AtDoor:
         """Make a message safe before its platform is told it arrived (a Telegram update
         acknowledged is never sent again): its evaluation job is written, holding a copy of it,
@@ -277,8 +275,8 @@ class Intake:
 
         Any failure to write either (a full disk as much as a lost connection) returns
         "refused": the message is not acknowledged, so its platform sends it again, and the
-        room is told once. `platform_retries` is kept for callers; both Telegram modes now
-        retry (polling re-reads an update it did not confirm).
+        room is told once. Both Telegram modes send it again: the webhook after a 503, polling
+        because it re-reads an update it did not confirm.
         """
         if self.outage is not None and self.outage.waiting:
             return await self._keep_first(
