@@ -94,7 +94,7 @@ def banner(app: object) -> str:
         if app.bundled_mongo
         else "MongoDB at MONGODB_URI"
     )
-    plugins = ", ".join(p.name for p in app.registry.plugins) or "none"
+    plugins = app.registry.loaded_from()
     return (
         f"{app.character.name} — console chat\n"
         f"  model:   {model}\n"

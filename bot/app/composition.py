@@ -198,7 +198,7 @@ async def open_app(
     character = load_character(settings.runtime.character)
     if registry is None:
         registry = discover(
-            settings.runtime.plugins_dir,
+            settings.runtime.plugin_folders,
             disabled=settings.runtime.disabled_plugins,
             env_file=settings.env_file,
         )

@@ -141,7 +141,7 @@ class Doctor:
         from bot.plugin.loading import discover
 
         registry = discover(
-            self.settings.runtime.plugins_dir,
+            self.settings.runtime.plugin_folders,
             disabled=self.settings.runtime.disabled_plugins,
             env_file=self.env_file,
         )
@@ -151,8 +151,7 @@ class Doctor:
             if isinstance(plugin.settings_model, type)
             and issubclass(plugin.settings_model, BaseSettings)
         ]
-        names = ", ".join(plugin.name for plugin in registry.plugins) or "none"
-        return f"{names} (settings valid)"
+        return f"{registry.loaded_from()}; settings valid"
 
     async def mongodb(self) -> str:
         from bot.storage.bundled.server import EmbeddedMongo

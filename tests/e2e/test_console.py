@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from tests.helpers.processes import mnemo
+from tests.helpers.shipped_plugins import shipped_plugins
 from tests.paths import REPO
 
 
@@ -151,3 +152,23 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_an_own_plugin_folder_adds_to_the_built_ins_and_the_banner_says_where(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    folder = tmp_path / "my-plugins"
+    folder.mkdir()
+    (folder / "weather.py").write_text(
+        "from bot import Command, Plugin\n\n\n"
+        "async def weather(ctx):\n    return 'Sunny here.'\n\n\n"
+        "plugin = Plugin('weather', commands=[Command('weather', 'The weather', weather)])\n",
+        encoding="utf-8",
+    )
+    result = mnemo(
+        ["chat"], "/weather\n/goals\n", tmp_path, model_dir, MNEMO_PLUGINS_DIR=str(folder)
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"plugins: {shipped_plugins()} (built-in); weather ({folder})\n" in result.stdout
+    assert "Sunny here." in result.stdout
+    assert "No goals here yet." in result.stdout  # the built-in goals plugin answers too

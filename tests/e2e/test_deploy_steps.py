@@ -165,7 +165,7 @@ def test_the_image_command_chats_from_its_working_folder_with_its_environment(
     assert bot.stdin is not None and bot.stdout is not None
     banner = [bot.stdout.readline() for _ in range(6)]
     assert banner[0].startswith("No DISCORD_TOKEN or TELEGRAM_TOKEN set"), banner
-    assert f"plugins: {shipped_plugins()}" in "".join(banner), banner
+    assert f"plugins: {shipped_plugins()} (built-in)" in "".join(banner), banner
     health = json.loads(
         urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10).read()
     )

@@ -59,7 +59,7 @@ def test_zero_set_up_passes_from_any_folder(tmp_path: Path, model_dir: Path) -> 
         "model",
     ]
     assert all(line.startswith("ok ") for line in lines[:-1])
-    assert f"plugins    {shipped_plugins()} (settings valid)" in result.stdout
+    assert f"plugins    {shipped_plugins()} (built-in); settings valid" in result.stdout
     assert lines[-1] == "all checks passed"
     assert result.stderr == ""
 

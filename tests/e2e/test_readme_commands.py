@@ -156,7 +156,7 @@ def test_installed_mnemo_chat_works_from_a_folder_outside_the_repository(
     assert result.returncode == 0, result.stderr
     # The default character and the built-in plugins come with the installation.
     assert result.stdout.startswith("Mnemo — console chat")
-    assert f"plugins: {shipped_plugins()}\n" in result.stdout
+    assert f"plugins: {shipped_plugins()} (built-in)\n" in result.stdout
     listing = result.stdout.split("Facts (", 1)[1]
     assert "lives in Lisbon" in listing and "cat named Pixel" in listing
     assert (elsewhere / "data" / "mongo" / "mnemo.db").is_file()
