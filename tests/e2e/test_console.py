@@ -3,6 +3,7 @@ with zero set-up (bundled MongoDB, local Chroma, offline model)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -172,3 +173,46 @@ def test_an_own_plugin_folder_adds_to_the_built_ins_and_the_banner_says_where(
     assert f"plugins: {shipped_plugins()} (built-in); weather ({folder})\n" in result.stdout
     assert "Sunny here." in result.stdout
     assert "No goals here yet." in result.stdout  # the built-in goals plugin answers too
+
+
+def test_run_as_a_service_without_a_token_says_what_is_missing_and_stays_up(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """Under systemd or docker compose standard input is /dev/null: there is no console chat to
+    start. Exiting (0 or not) would be started again and again by `restart: unless-stopped`;
+    `mnemo run` says once what is missing and waits until it is stopped."""
+    env_file = tmp_path / "empty.env"
+    env_file.touch()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MNEMO_", "OPENAI_", "DISCORD_", "TELEGRAM_"))
+    }
+    env.update(MNEMO_DATA_DIR=str(tmp_path / "data"), MNEMO_EMBEDDING_MODEL_DIR=str(model_dir))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "--env-file", str(env_file), "run"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
+    try:
+        assert process.stderr is not None
+        said = process.stderr.readline()
+        assert "No DISCORD_TOKEN or TELEGRAM_TOKEN set" in said
+        assert "Set DISCORD_TOKEN and/or TELEGRAM_TOKEN" in said
+        # Still running: no exit for a restart policy to turn into a loop.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=3)
+        assert process.returncode is None, process.stderr.read()
+        # Nothing was started for a bot with nowhere to talk: no bundled MongoDB.
+        assert not (tmp_path / "data" / "mongo").exists()
+        process.send_signal(signal.SIGTERM)
+        out, errors = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, errors
+    assert "console chat" not in out and "Traceback" not in errors

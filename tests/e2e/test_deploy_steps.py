@@ -273,7 +273,7 @@ def test_compose_runs_chroma_from_the_image_and_the_bot_against_it(
     compose = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
     services = compose["services"]
     chroma_service, bot_service = services["chroma"], services["bot"]
-    assert chroma_service["image"] == bot_service["image"] and "build" in chroma_service
+    assert chroma_service["image"] == bot_service["image"] and "build" in bot_service
     stage = image.stage
     volumes = tmp_path / "volumes"
 
