@@ -39,6 +39,13 @@ from telegram.ext import (
     MessageHandler,
     filters,
 )
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_incrementing,
+)
 
 from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.errors import PlatformError, PlatformStartupError
@@ -212,23 +219,31 @@ class TelegramAdapter:
         return app
 
     async def _initialize(self, app: Application, attempts: int = 3) -> None:
-        for attempt in range(1, attempts + 1):
-            problem: str | None = None
-            try:
-                await app.initialize()
-                return
-            except InvalidToken:
-                # PTB's own message quotes the token: it is dropped here, and the one-line
-                # error is raised outside this block so the original is not even its context.
-                problem = BAD_TOKEN
-            except NetworkError as error:
-                if attempt == attempts:
-                    problem = f"telegram: cannot reach the Bot API ({_describe(error)})"
-                else:
-                    log.warning("telegram: Bot API unreachable (%s); retrying", _describe(error))
-            if problem is not None:
-                raise PlatformStartupError(problem)
-            await asyncio.sleep(attempt)
+        """Connect (getMe), trying an unreachable Bot API again after 1 s, then 2 s, ..."""
+
+        def retrying_note(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            log.warning("telegram: Bot API unreachable (%s); retrying", _describe(error))
+
+        problem: str | None = None
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(NetworkError),
+                stop=stop_after_attempt(attempts),
+                wait=wait_incrementing(start=1, increment=1),
+                before_sleep=retrying_note,
+                reraise=True,
+            ):
+                with attempt:
+                    await app.initialize()
+        except InvalidToken:
+            # PTB's own message quotes the token: it is dropped here, and the one-line
+            # error is raised outside this block so the original is not even its context.
+            problem = BAD_TOKEN
+        except NetworkError as error:
+            problem = f"telegram: cannot reach the Bot API ({_describe(error)})"
+        if problem is not None:
+            raise PlatformStartupError(problem)
 
     async def _shutdown(self, app: Application) -> None:
         """Stop in reverse: no new updates, finish the chats in progress, then disconnect."""
