@@ -23,6 +23,7 @@ from contextlib import aclosing
 from datetime import datetime, timedelta
 from typing import Any
 
+from cachetools import FIFOCache
 from telegram import Bot, InlineKeyboardMarkup, Message, Update
 from telegram.error import (
     InvalidToken,
@@ -66,6 +67,8 @@ from bot.runtime.types import Send
 
 log = logging.getLogger(__name__)
 
+USERNAMES_KEPT = 50_000
+
 TYPING_INTERVAL = 4.0  # Telegram shows "typing…" for 5 s per chat action
 # Flood waits (429) the rate limiter waits out and retries before a send gives up.
 FLOOD_RETRIES = 3
@@ -101,7 +104,9 @@ class TelegramAdapter:
         self.typing_interval = typing_interval
         self.stop_grace = stop_grace
         self.edit_interval = edit_interval
-        self._usernames: dict[str, int] = {}
+        # The usernames seen (lower case) to user ids, for `@name` mentions; the least
+        # recently seen go first past USERNAMES_KEPT.
+        self._usernames: FIFOCache[str, int] = FIFOCache(maxsize=USERNAMES_KEPT)
         self._commands: TelegramCommands | None = None
         self._recovery: asyncio.Task[int] | None = None
         self._lanes: RoomLanes[int] = RoomLanes(PLATFORM)
@@ -370,8 +375,6 @@ class TelegramAdapter:
         for user in (message.from_user, getattr(message.reply_to_message, "from_user", None)):
             if user is not None and user.username:
                 self._usernames[user.username.casefold()] = user.id
-        while len(self._usernames) > 50_000:  # oldest first: dicts keep insertion order
-            self._usernames.pop(next(iter(self._usernames)))
 
     def _received_at(self) -> datetime:
         # Strictly increasing, so messages keep their order even within one millisecond.
