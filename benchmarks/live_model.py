@@ -13,7 +13,7 @@ usage, seconds, status), so what a live run found can be replayed in `make test`
         --only family-move-job-car,group-injection --record live.jsonl
 
 `--bench cost --bench-args '--selection llm --pace 10'` runs `mnemo bench cost --live` the same
-way (reply latency against a bare call, docs/performance.md).
+way (reply latency against a bare call, docs/performance-history.md).
 
 The recipe (building the server, the weights used for the figures) is docs/live-model.md.
 """

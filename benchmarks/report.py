@@ -1,8 +1,8 @@
 """Benchmark reports: the machine they ran on, a JSON file, a Markdown file, and charts.
 
-The Markdown file is docs/performance.md's body, ready to paste: the machine and date,
-one table per benchmark, the goals met and missed, and links to the charts (paths relative to
-the folder the benchmark ran from, normally the repository root).
+The Markdown file is a run's page for docs/performance-history.md, ready to paste: the machine
+and date, one table per benchmark, the goals met and missed, and links to the charts (paths
+relative to the folder the benchmark ran from, normally the repository root).
 """
 
 from __future__ import annotations

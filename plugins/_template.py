@@ -61,6 +61,8 @@ questions = Evaluator(  # the model sees the description and example when it pic
     name="COUNT_QUESTIONS", description="Counts the questions a person asks.", handler=handler,
     validate=validate, examples=[asked], always_run=True,  # also when the bot only overheard
 )  # fmt: skip
+# after_learning: the room's pending evaluations finish first, so the last question counts.
+count = Command("questions", "Your questions here", my_count, after_learning=True)
 plugin = Plugin("questions", evaluators=[questions], settings_model=QuestionSettings, setup=setup,
-                commands=[Command("questions", "Your questions here", my_count)],
-                stores=["asked"], forget=forget, export=export, stats=stats)  # fmt: skip
+                commands=[count], stores=["asked"], forget=forget, export=export,
+                stats=stats)  # fmt: skip

@@ -62,8 +62,6 @@ class KeepFirst(Protocol):
         account: Account | None,
         room: Room | None,
         send: Send,
-        *,
-        platform_retries: bool = False,
     ) -> Awaitable[AtDoor]: ...
 
 

@@ -14,6 +14,7 @@ import functools
 import logging
 import os
 import signal
+import stat
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -94,7 +95,7 @@ def banner(app: object) -> str:
         if app.bundled_mongo
         else "MongoDB at MONGODB_URI"
     )
-    plugins = ", ".join(p.name for p in app.registry.plugins) or "none"
+    plugins = app.registry.loaded_from()
     return (
         f"{app.character.name} — console chat\n"
         f"  model:   {model}\n"
@@ -144,11 +145,39 @@ async def _chat(settings: Settings, name: str | None = None) -> None:
         ).run(app.adapter_services)
 
 
+# `mnemo run` as a service with no token. Waiting rather than exiting: with `restart:
+# unless-stopped` (compose.yaml) any exit, 0 or not, is started again, a loop that repeats this
+# line forever; waiting says it once, and the container shows unhealthy (no /healthz).
+NOTHING_TO_RUN = (
+    "No DISCORD_TOKEN or TELEGRAM_TOKEN set, and no terminal or piped input for the console "
+    "chat: nothing to run. Set DISCORD_TOKEN and/or TELEGRAM_TOKEN (docker compose: in .env, "
+    "then `docker compose up -d`; systemd: in the --env-file, then `systemctl restart mnemo`). "
+    "Waiting until stopped, so that a restart policy does not start this again and again."
+)
+
+
+def _console_at_hand() -> bool:
+    """Whether the console chat has someone to talk to: a terminal, or input piped or read
+    from a file. A service's standard input is /dev/null (systemd's default, docker compose
+    and `docker run` without -i) or closed: the chat would end at once."""
+    try:
+        if sys.stdin.isatty():
+            return True
+        mode = os.fstat(sys.stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError):  # no stdin at all
+        return False
+    return not stat.S_ISCHR(mode)
+
+
 async def _run(settings: Settings, name: str | None = None) -> None:
     from bot.app.composition import open_app
 
     platforms = settings.platforms
     if platforms.discord_token is None and platforms.telegram_token is None:
+        if not _console_at_hand():
+            log.error(NOTHING_TO_RUN)
+            await asyncio.Event().wait()  # until SIGTERM or Ctrl-C; nothing else is started
+            return
         print("No DISCORD_TOKEN or TELEGRAM_TOKEN set: starting the console chat.", flush=True)
         await _chat(settings, name)
         return

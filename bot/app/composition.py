@@ -203,7 +203,7 @@ async def open_app(
     character = load_character(settings.runtime.character)
     if registry is None:
         registry = discover(
-            settings.runtime.plugins_dir,
+            settings.runtime.plugin_folders,
             disabled=settings.runtime.disabled_plugins,
             env_file=settings.env_file,
         )
@@ -227,6 +227,7 @@ async def open_app(
             settings.storage.mongodb_database,
             server_selection_timeout_ms=int(settings.storage.mongodb_timeout_seconds * 1000),
             event_listeners=mongo_listeners,
+            bundled=bundled,
         )
         stack.push_async_callback(store.close)
         # After everything that may call the model has stopped: the last model spend is kept.

@@ -5,15 +5,21 @@ plugins are loaded with their settings, every MNEMO_* name set is one something 
 and Chroma answer a query, the embedder embeds a text, each model (SMALL and LARGE) answers one
 tiny prompt, and each platform token that is set is tried (Telegram `getMe` at the configured
 Bot API server, a Discord log-in). A failing check does not stop the others. Messages are one
-line and never hold a secret; an unknown setting name is a warning, not a failure.
+line, say what to do about a failure, and never hold a secret; an unknown setting name is a
+warning, not a failure. The doctor's lines are all it prints: what the libraries it drives log
+or warn meanwhile (discord.py's "Guilds intent seems to be disabled" for the doctor's own
+intent-less client) goes to the log file only.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import logging
 import os
 import time
-from collections.abc import Awaitable, Callable, Mapping
+import warnings
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,6 +51,61 @@ class PlatformEndpoints:
     """Where the platform APIs are; None is the real service (tests pass local fakes)."""
 
     telegram_base_url: str | None = None
+
+
+class Advised(Exception):
+    """A check's failure whose message already says what to do."""
+
+
+# What to do when a check fails and its error does not say (the message names the cause).
+_ADVICE = {
+    "data": "set MNEMO_DATA_DIR to a folder Mnemo may write in",
+    "character": "fix the file, or set MNEMO_CHARACTER to another (a path, or a name such as "
+    "archivist)",
+    "plugins": "fix the plugin it names, or leave it out with MNEMO_DISABLED_PLUGINS=<name>",
+    "mongodb": "the bundled server's log is nx-27017.log in MNEMO_DATA_DIR/mongo; set "
+    "MONGODB_URI to use a MongoDB of your own",
+    "chroma": "start the Chroma server and check CHROMA_HOST and CHROMA_PORT, or unset "
+    "CHROMA_HOST to keep the vectors in MNEMO_DATA_DIR",
+    "embedder": "check MNEMO_EMBEDDING_MODEL and MNEMO_EMBEDDING_MODEL_DIR",
+    "model": "check OPENAI_BASE_URL, OPENAI_API_KEY and the model names",
+    "telegram": "check TELEGRAM_TOKEN (from @BotFather) and MNEMO_TELEGRAM_API_URL",
+    "discord": "check DISCORD_TOKEN (the Developer Portal: your application, Bot, Reset Token)",
+}
+
+
+@contextlib.contextmanager
+def _only_the_doctors_lines() -> Iterator[None]:
+    """Keep what the checked libraries log and warn off the console while a check runs: the
+    report is the doctor's lines. The log file (a FileHandler) still gets every record."""
+    root = logging.getLogger()
+    console = [
+        handler
+        for handler in root.handlers
+        if isinstance(handler, logging.StreamHandler)
+        and not isinstance(handler, logging.FileHandler)
+    ]
+    levels = [handler.level for handler in console]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for handler in console:
+            handler.setLevel(logging.CRITICAL + 1)
+        try:
+            yield
+        finally:
+            for handler, level in zip(console, levels, strict=True):
+                handler.setLevel(level)
+
+
+def _model_advice(failures: str) -> str:
+    """What to do about the model endpoint's answers, from what each refusal said."""
+    if "could not connect" in failures or "timed out" in failures.lower():
+        return "check OPENAI_BASE_URL and that the server there is running"
+    if "HTTP 401" in failures or "HTTP 403" in failures:
+        return "check OPENAI_API_KEY: the endpoint refused it"
+    if "HTTP 404" in failures:
+        return "check the model names against the models the endpoint serves"
+    return _ADVICE["model"]
 
 
 def _one_line(error: BaseException, secrets: list[str]) -> str:
@@ -113,9 +174,14 @@ class Doctor:
 
     async def _run_one(self, name: str, check: Callable[[], Awaitable[str]]) -> CheckResult:
         try:
-            return CheckResult(name, True, await check())
+            with _only_the_doctors_lines():
+                return CheckResult(name, True, await check())
         except Exception as error:  # every failure is reported, the other checks still run
-            return CheckResult(name, False, _one_line(error, self.secrets))
+            line = _one_line(error, self.secrets).rstrip(":;. ")
+            if not isinstance(error, Advised) and name in _ADVICE:
+                end = " " if line.endswith(("?", "!")) else ". "
+                line = f"{line}{end}To fix: {_ADVICE[name]}"
+            return CheckResult(name, False, line)
 
     # -- the checks ---------------------------------------------------------------------------
 
@@ -138,21 +204,27 @@ class Doctor:
         return f"{load_character(path).name} ({path})"
 
     async def plugins(self) -> str:
-        from bot.plugin.loading import discover
+        from bot.plugin.loading import PluginError, discover
 
-        registry = discover(
-            self.settings.runtime.plugins_dir,
-            disabled=self.settings.runtime.disabled_plugins,
-            env_file=self.env_file,
-        )
+        try:
+            registry = discover(
+                self.settings.runtime.plugin_folders,
+                disabled=self.settings.runtime.disabled_plugins,
+                env_file=self.env_file,
+            )
+        except PluginError as error:
+            if str(error).startswith("setting MNEMO_DISABLED_PLUGINS"):  # a name, not a plugin
+                raise Advised(
+                    f"{error}. To fix: name known plugins only in MNEMO_DISABLED_PLUGINS"
+                ) from None
+            raise
         self._plugin_settings = [
             plugin.settings_model
             for plugin in registry.plugins
             if isinstance(plugin.settings_model, type)
             and issubclass(plugin.settings_model, BaseSettings)
         ]
-        names = ", ".join(plugin.name for plugin in registry.plugins) or "none"
-        return f"{names} (settings valid)"
+        return f"{registry.loaded_from()}; settings valid"
 
     async def mongodb(self) -> str:
         from bot.storage.bundled.server import EmbeddedMongo
@@ -160,21 +232,31 @@ class Doctor:
         storage = self.settings.storage
         if storage.mongodb_uri is None:
             async with EmbeddedMongo(storage.data_dir) as server:
-                queue = await self._evaluation_queue(server.uri)
+                queue = await self._evaluation_queue(server.uri, bundled=True)
             return f"bundled server in {storage.data_dir / 'mongo'}; evaluations: {queue}"
-        queue = await self._evaluation_queue(storage.mongodb_uri.get_secret_value())
+        queue = await self._evaluation_queue(storage.mongodb_uri.get_secret_value(), bundled=False)
         return f"MONGODB_URI answers; evaluations: {queue}"
 
-    async def _evaluation_queue(self, uri: str) -> str:
+    async def _evaluation_queue(self, uri: str, *, bundled: bool) -> str:
         """Ping the database and describe the evaluation jobs an operator may need to see."""
         from bot.queue.worker import describe_queue
         from bot.storage.jobs import JobStore
-        from bot.storage.mongo import MongoStore
+        from bot.storage.mongo import MongoStore, StorageUnavailable
         from bot.storage.rejects import describe_rejects
 
-        store = MongoStore.from_uri(uri, self.settings.storage.mongodb_database)
+        storage = self.settings.storage
+        store = MongoStore.from_uri(
+            uri,
+            storage.mongodb_database,
+            # The wait `mnemo run` gives a message before journaling it: the same answer here.
+            server_selection_timeout_ms=int(storage.mongodb_timeout_seconds * 1000),
+            bundled=bundled,
+        )
         try:
-            await store.ping()
+            try:
+                await store.ping()
+            except StorageUnavailable as error:  # it says what to do (bot/storage/mongo.py)
+                raise Advised(str(error)) from None
             queue = describe_queue(await JobStore(store.db).counts())
             # What the model said that was not stored, in every world (bot/storage/rejects.py).
             return f"{queue}; {describe_rejects(await store.rejects.counts()).lower()}"
@@ -199,9 +281,15 @@ class Doctor:
 
     async def embedder(self) -> str:
         from bot.knowledge.embedder_factory import make_embedder
+        from bot.knowledge.embeddings import EmbedderError
 
-        embedder = make_embedder(self.settings.embedding, self.settings.model, None)
-        [vector] = await embedder.embed(["doctor check"])
+        try:
+            embedder = make_embedder(self.settings.embedding, self.settings.model, None)
+            [vector] = await embedder.embed(["doctor check"])
+        except EmbedderError as error:
+            if "set MNEMO_EMBEDDING_MODEL" in str(error):  # it says which setting to set
+                raise Advised(str(error)) from None
+            raise
         return f"{embedder.name}, {len(vector)} dimensions"
 
     async def model(self) -> str:
@@ -253,7 +341,8 @@ class Doctor:
         finally:
             await model.close()
         if refused:
-            raise ValueError("; ".join(refused))
+            failures = "; ".join(refused)
+            raise Advised(f"{failures}. To fix: {_model_advice(failures)}")
         return "; ".join(answered)
 
     async def telegram(self) -> str:
@@ -274,12 +363,19 @@ class Doctor:
             async with bot:  # initialize() calls getMe
                 me = await bot.get_me()
         except telegram.error.InvalidToken:
-            raise ValueError(f"TELEGRAM_TOKEN was refused by {server} (getMe)") from None
+            raise Advised(
+                f"TELEGRAM_TOKEN was refused by {server} (getMe). To fix: copy the bot's token "
+                "from @BotFather (/mybots, API Token) into TELEGRAM_TOKEN"
+            ) from None
         except telegram.error.NetworkError as error:
-            raise ValueError(f"cannot reach the Telegram Bot API at {server}: {error}") from None
+            raise Advised(
+                f"cannot reach the Telegram Bot API at {server}: {error}. To fix: check this "
+                "machine's network, or MNEMO_TELEGRAM_API_URL if you run your own Bot API server"
+            ) from None
         return f"@{me.username} (getMe at {server})"
 
     async def discord(self) -> str:
+        import aiohttp
         import discord
 
         token = self.settings.platforms.discord_token
@@ -289,7 +385,16 @@ class Doctor:
             await client.login(token.get_secret_value())
             user = client.user
         except discord.LoginFailure:
-            raise ValueError("DISCORD_TOKEN was refused by Discord (log-in)") from None
+            raise Advised(
+                "DISCORD_TOKEN was refused by Discord (log-in). To fix: in the Developer Portal "
+                "open your application, Bot, Reset Token, and copy the new token into "
+                "DISCORD_TOKEN"
+            ) from None
+        except (OSError, aiohttp.ClientError) as error:
+            raise Advised(
+                f"cannot reach Discord ({type(error).__name__}). To fix: check this machine's "
+                "network"
+            ) from None
         finally:
             await client.close()
         return f"{user} (log-in)"

@@ -56,8 +56,9 @@ class PlatformSettings(SettingsGroup):
     )
     # Administrators of a Telegram group may use the admin commands in that group.
     telegram_group_admins: bool = Field(False, validation_alias=env("MNEMO_TELEGRAM_GROUP_ADMINS"))
-    # Global slash-command sync takes up to an hour to reach every guild, so the default syncs
-    # per guild (instant) and global sync is opt-in.
+    # The personal commands are always global (Discord shows no server's commands in a DM);
+    # this registers the admin commands globally too (one call for all servers, still offered
+    # in servers only) instead of in each server, where a change shows at once.
     discord_global_sync: bool = Field(False, validation_alias=env("MNEMO_DISCORD_GLOBAL_SYNC"))
     # Discord shards: how many in all (`auto`: as many as Discord recommends, all run here),
     # and which of them this process runs (default: all). One process per shard id range

@@ -49,13 +49,26 @@ class RuntimeSettings(SettingsGroup):
     evaluation_lease_seconds: float = Field(30.0, ge=1, le=3600)
     # After a crash, a message stored but never answered is answered if younger than this.
     answer_window_minutes: float = Field(5.0, ge=0)
-    # The plugin folder (default: the built-in plugins shipped with Mnemo), and plugin names
-    # to leave out (comma separated).
-    plugins_dir: AbsolutePath = Field(BUILTIN_PLUGINS, validate_default=True)
+    # The operator's own plugin folder, loaded after the built-in plugins shipped with Mnemo
+    # rather than instead of them (an operator adding a plugin rarely means to lose memory);
+    # `builtin_plugins=False` loads it (and installed packages) alone. Then plugin names to
+    # leave out (comma separated), wherever they come from.
+    plugins_dir: AbsolutePath | None = None
+    builtin_plugins: bool = True
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
 
     _split = field_validator("disabled_plugins", mode="before")(split_csv)
+
+    @property
+    def plugin_folders(self) -> list[Path]:
+        """The folders plugins are loaded from, in order: the built-in one (unless turned off),
+        then the operator's; the built-in folder named as MNEMO_PLUGINS_DIR counts once."""
+        folders = [BUILTIN_PLUGINS] if self.builtin_plugins else []
+        extra = self.plugins_dir
+        if extra is not None and extra.resolve() not in {f.resolve() for f in folders}:
+            folders.append(extra)
+        return folders
 
     @field_validator("character", mode="before")
     @classmethod

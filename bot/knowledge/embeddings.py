@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Protocol
+
+from cachetools import LRUCache
 
 if TYPE_CHECKING:
     import openai
@@ -124,7 +125,7 @@ class CachedEmbedder:
         self._queued: dict[str, asyncio.Future[tuple[float, ...]]] = {}
         self._batcher: asyncio.Task[None] | None = None
         # Tuples, so a caller mutating a returned list cannot corrupt the cache.
-        self._entries: OrderedDict[str, tuple[float, ...]] = OrderedDict()
+        self._entries: LRUCache[str, tuple[float, ...]] = LRUCache(maxsize=max_entries)
         self._in_flight: dict[str, asyncio.Future[tuple[float, ...]]] = {}
         self.hits = 0
         self.misses = 0
@@ -141,9 +142,8 @@ class CachedEmbedder:
         found: dict[str, tuple[float, ...]] = {}
         waiting: dict[str, asyncio.Future[tuple[float, ...]]] = {}
         for text in texts:
-            vector = self._entries.get(text)
+            vector = self._entries.get(text)  # a hit makes it the most recently used
             if vector is not None:
-                self._entries.move_to_end(text)
                 found[text] = vector
             elif text in self._in_flight:
                 # Another caller is embedding this text right now (the providers run
@@ -197,15 +197,9 @@ class CachedEmbedder:
                 for text in batch:
                     self._in_flight.pop(text, None)
             for (text, future), vector in zip(batch.items(), fresh, strict=True):
-                self._remember(text, tuple(vector))
+                self._entries[text] = tuple(vector)
                 if not future.done():
                     future.set_result(tuple(vector))
-
-    def _remember(self, text: str, vector: tuple[float, ...]) -> None:
-        self._entries[text] = vector
-        self._entries.move_to_end(text)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
 
     def clear(self) -> None:
         self._entries.clear()

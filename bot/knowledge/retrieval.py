@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Protocol
+
+from cachetools import LRUCache
 
 from bot.domain.records import Memory
 from bot.knowledge.embeddings import Embedder
@@ -109,6 +110,20 @@ class RetrievedMessage:
 # --------------------------------------------------------------------------------------------
 
 
+class _RecentScopes(LRUCache[Scope, ScopeIndex]):
+    """The indexes of the scopes searched most recently; a scope dropped from it takes its
+    lock along (a lock per scope ever searched would grow without end)."""
+
+    def __init__(self, maxsize: int, locks: dict[Scope, asyncio.Lock]) -> None:
+        super().__init__(maxsize=maxsize)
+        self._locks = locks
+
+    def popitem(self) -> tuple[Scope, ScopeIndex]:
+        scope, index = super().popitem()
+        self._locks.pop(scope, None)
+        return scope, index
+
+
 class MessageRetriever:
     """Earlier messages of a room (or world) relevant to a query, best first."""
 
@@ -125,8 +140,8 @@ class MessageRetriever:
         self.embedder = embedder
         self.options = options or RetrieverOptions()
         self._messages = ScopeMessages(store)
-        self._indexes: OrderedDict[Scope, ScopeIndex] = OrderedDict()
         self._locks: dict[Scope, asyncio.Lock] = {}
+        self._indexes = _RecentScopes(self.options.cached_scopes, self._locks)
 
     @classmethod
     def over(
@@ -245,16 +260,12 @@ class MessageRetriever:
     async def _index(self, scope: Scope) -> ScopeIndex:
         lock = self._locks.setdefault(scope, asyncio.Lock())
         async with lock:
-            cached = self._indexes.get(scope)
+            cached = self._indexes.get(scope)  # a hit makes it the most recently used
             # The newest message is the version: one index probe per search. Counting (slow
             # on the bundled server) only happens once something changed.
             if cached is None or cached.newest != await self._messages.newest(scope):
                 cached = await self._refreshed(scope, cached)
                 self._indexes[scope] = cached
-            self._indexes.move_to_end(scope)
-            while len(self._indexes) > self.options.cached_scopes:
-                dropped, _ = self._indexes.popitem(last=False)
-                self._locks.pop(dropped, None)
             return cached
 
     async def _refreshed(self, scope: Scope, cached: ScopeIndex | None) -> ScopeIndex:

@@ -22,7 +22,7 @@ import importlib.util
 import keyword
 import logging
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from bot.config.base import BUILTIN_PLUGINS
 from bot.domain.characters import InstalledCharacter, character_key
 from bot.plugin.api import (
     Action,
@@ -56,6 +57,21 @@ class Registry:
     settings: dict[str, Any] = field(default_factory=dict)
     # Plugin name -> where it came from (file, folder or entry point), for messages.
     sources: dict[str, str] = field(default_factory=dict)
+    # Plugin name -> the group it was loaded with, as a person is told it: `built-in`, the
+    # operator's folder, `installed package` (the start banner, `mnemo doctor`).
+    origins: dict[str, str] = field(default_factory=dict)
+
+    def loaded_from(self) -> str:
+        """ "facts, goals (built-in); weather (my-plugins)": which plugins loaded from where,
+        in registration order; "none" when no plugin did."""
+        groups: dict[str, list[str]] = {}
+        for plugin in self.plugins:
+            groups.setdefault(self.origins.get(plugin.name, "added in code"), []).append(
+                plugin.name
+            )
+        return "; ".join(f"{', '.join(names)} ({origin})" for origin, names in groups.items()) or (
+            "none"
+        )
 
     @property
     def evaluators(self) -> list[Evaluator]:
@@ -138,10 +154,13 @@ class Registry:
                 return action
         return None
 
-    def add(self, plugin: object, source: str, *, env_file: Path | None = None) -> None:
+    def add(
+        self, plugin: object, source: str, *, env_file: Path | None = None, origin: str = ""
+    ) -> None:
         """Register a plugin, or raise PluginError and leave the registry as it was.
 
-        `source` says where the plugin came from (a path, an entry point) for messages.
+        `source` says where the plugin came from (a path, an entry point) for messages;
+        `origin` the group it is listed with (`Registry.loaded_from`).
 
         Names of plugins and of their evaluators, providers, actions and commands must be
         unique, ignoring case: the model names evaluators and actions back to us in any case.
@@ -178,6 +197,8 @@ class Registry:
         if plugin.settings_model is not None:
             self.settings[plugin.name] = settings
         self.sources[plugin.name] = where
+        if origin:
+            self.origins[plugin.name] = origin
         self.plugins.append(plugin)
 
 
@@ -280,50 +301,68 @@ def _entry_point_plugins(skip: set[str]) -> list[tuple[str, Any]]:
     return found
 
 
+def folder_origin(folder: Path) -> str:
+    """How a plugin folder is named to a person: `built-in` for the plugins shipped with
+    Mnemo, else the path, relative when it lies under the working folder."""
+    resolved = folder.resolve()
+    if resolved == BUILTIN_PLUGINS.resolve():
+        return "built-in"
+    try:
+        return str(resolved.relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(folder)
+
+
 def discover(
-    folder: Path,
+    folders: Path | Sequence[Path],
     *,
     disabled: Iterable[str] = (),
     use_entry_points: bool = True,
     env_file: Path | None = None,
 ) -> Registry:
-    """Load every plugin from the folder and from installed packages, or raise PluginError.
+    """Load every plugin from the folders and from installed packages, or raise PluginError.
 
-    Folder plugins register first, in name order, then entry-point plugins in name order.
-    `disabled` names plugins (module or Plugin names, any case) to leave out. `env_file`, when
-    given, is also read by plugins' settings models (as `load_settings` reads it).
+    Each folder's plugins register in name order, the folders in the order given, then
+    entry-point plugins in name order; a name already taken by an earlier folder's plugin is
+    an error, not an override. `disabled` names plugins (module or Plugin names, any case)
+    to leave out. `env_file`, when given, is also read by plugins' settings models (as
+    `load_settings` reads it).
     """
     registry = Registry()
     skip = {name.strip().casefold() for name in disabled if name.strip()}
-    if folder.exists() and not folder.is_dir():
-        raise PluginError(f"plugins folder {folder}: not a folder")
-    if not folder.is_dir():
-        log.warning("plugins folder %s not found; no folder plugins loaded", folder)
     # Files written a moment ago (tests, hot edits) are invisible to the import system's
     # cached directory listings until this.
     importlib.invalidate_caches()
-    everything = plugin_sources(folder)
     # Every name a plugin answers to, to tell a typo in `disabled` from a real plugin.
-    known = {_source_name(s) for s in everything}
-    sources = [s for s in everything if _source_name(s).casefold() not in skip]
-    if sources:
+    known: set[str] = set()
+    for folder in [folders] if isinstance(folders, Path) else folders:
+        if folder.exists() and not folder.is_dir():
+            raise PluginError(f"plugins folder {folder}: not a folder")
+        if not folder.is_dir():
+            log.warning("plugins folder %s not found; no plugins loaded from it", folder)
+        everything = plugin_sources(folder)
+        known.update(_source_name(s) for s in everything)
+        sources = [s for s in everything if _source_name(s).casefold() not in skip]
+        if not sources:
+            continue
         package, own_name = _folder_package(folder)
         if not own_name:
             _ensure_private_package(package, folder)
+        origin = folder_origin(folder)
         for source in sources:
             plugin = _import_plugin(source, package)
             if isinstance(plugin, Plugin):
                 known.add(plugin.name)
                 if plugin.name.casefold() in skip:
                     continue
-            registry.add(plugin, str(source), env_file=env_file)
+            registry.add(plugin, str(source), env_file=env_file, origin=origin)
     if use_entry_points:
         for where, plugin in _entry_point_plugins(skip):
             if isinstance(plugin, Plugin):
                 known.add(plugin.name)
                 if plugin.name.casefold() in skip:
                     continue
-            registry.add(plugin, where, env_file=env_file)
+            registry.add(plugin, where, env_file=env_file, origin="installed package")
     # A misspelt name would silently leave the plugin running.
     named = sorted({name.strip() for name in disabled if name.strip()}, key=str.casefold)
     unknown = [name for name in named if name.casefold() not in {k.casefold() for k in known}]

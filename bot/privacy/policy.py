@@ -4,9 +4,10 @@ and handed to the runtime (the intake check) and the command layer."""
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
+
+from cachetools import FIFOCache
 
 from bot.domain.records import Memory
 from bot.privacy.consent import ConsentStore
@@ -42,7 +43,10 @@ class PrivacyPolicy:
     retention: Retention = field(default_factory=Retention)
     # The operator's /privacy text (MNEMO_PRIVACY_TEXT or the file's), shown as it is.
     operator_text: str | None = None
-    _unkept: OrderedDict[str, None] = field(default_factory=OrderedDict, init=False, repr=False)
+    # The messages refused most recently (the oldest go first): a redelivery is told apart.
+    _unkept: FIFOCache[str, None] = field(
+        default_factory=lambda: FIFOCache(maxsize=RECENT_UNKEPT), init=False, repr=False
+    )
 
     async def admit(
         self, memory: Memory, *, consent: list[dict[str, Any]] | None = None
@@ -59,8 +63,6 @@ class PrivacyPolicy:
         if memory.id in self._unkept:
             return Admission(learn=False, repeat=True)
         self._unkept[memory.id] = None
-        while len(self._unkept) > RECENT_UNKEPT:
-            self._unkept.popitem(last=False)
         notice = None
         if refusal.notify and await self.consent.claim_notice(
             user_id=memory.user_id, world_id=memory.world_id

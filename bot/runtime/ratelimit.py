@@ -51,7 +51,8 @@ class ReplyLimit(Protocol):
 
 
 class RateLimiter:
-    """In-process sliding window."""
+    """In-process sliding window. Once a window, the people who sent nothing in the last one
+    are dropped, so the map holds the people of the last minute, not everyone ever seen."""
 
     def __init__(
         self,
@@ -66,6 +67,21 @@ class RateLimiter:
         self._seen: dict[str, deque[float]] = defaultdict(deque)
         # When each person over the limit was last told so.
         self._told: dict[str, float] = {}
+        self._swept = clock()
+
+    def __len__(self) -> int:
+        """How many people the limiter is counting now."""
+        return len(self._seen.keys() | self._told.keys())
+
+    def _sweep(self, now: float) -> None:
+        """Drop whoever has no message and no notice inside the window (once a window)."""
+        self._swept = now
+        for key in [
+            k for k, seen in self._seen.items() if not seen or now - seen[-1] >= self.window
+        ]:
+            del self._seen[key]
+        for key in [k for k, told in self._told.items() if now - told >= self.window]:
+            del self._told[key]
 
     async def admit(self, key: str) -> Admission:
         """Count one message for `key`: refused once `per_minute` were answered inside the
@@ -73,6 +89,8 @@ class RateLimiter:
         if self.per_minute <= 0:
             return Admission.ALLOWED
         now = self._clock()
+        if now - self._swept >= self.window:
+            self._sweep(now)
         seen = self._seen[key]
         while seen and now - seen[0] >= self.window:
             seen.popleft()

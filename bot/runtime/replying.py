@@ -10,11 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import timedelta
+
+from cachetools import LRUCache
 
 from bot.domain.records import Content, Memory, Room, reply_id, utcnow
 from bot.domain.state import State
@@ -118,7 +119,7 @@ class Replier:
         # Who has been told today that a daily cap was reached (`model` refuses the calls).
         self.caps = caps
         # The last fallback sent in each room (the most recently used rooms only).
-        self._fallbacks: OrderedDict[str, str] = OrderedDict()
+        self._fallbacks: LRUCache[str, str] = LRUCache(maxsize=FALLBACK_ROOMS_KEPT)
 
     async def answer(
         self,
@@ -423,9 +424,6 @@ class Replier:
         room = memory.room_id
         fallback = fallback_for(memory, self._fallbacks.get(room))
         self._fallbacks[room] = fallback
-        self._fallbacks.move_to_end(room)
-        if len(self._fallbacks) > FALLBACK_ROOMS_KEPT:
-            self._fallbacks.popitem(last=False)
         return fallback
 
     def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:

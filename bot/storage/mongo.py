@@ -25,6 +25,7 @@ choices in every collection module:
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 from collections.abc import Iterable, Sequence
 from datetime import UTC
@@ -48,6 +49,8 @@ from bot.storage.rooms import Rooms
 from bot.storage.window_reads import ANCHOR
 from bot.storage.world_settings import COLLECTION as WORLD_SETTINGS
 from bot.storage.world_settings import WorldSettingsStore
+
+log = logging.getLogger(__name__)
 
 _COLLECTIONS = (
     Memories,
@@ -116,9 +119,17 @@ class MongoStore:
     """
 
     def __init__(
-        self, client: AsyncMongoClient, database: str, *, secrets: Iterable[str] = ()
+        self,
+        client: AsyncMongoClient,
+        database: str,
+        *,
+        secrets: Iterable[str] = (),
+        bundled: bool = False,
     ) -> None:
         self.client = client
+        # Which server this is decides the advice an unreachable one gets: the operator's
+        # MONGODB_URI, or the bundled server Mnemo runs itself.
+        self._bundled = bundled
         self.db: AsyncDatabase = client[database]
         self.memories = Memories(self.db)
         self.accounts = Accounts(self.db)
@@ -145,10 +156,12 @@ class MongoStore:
         server_selection_timeout_ms: int = 5000,
         app_name: str = "mnemo",
         event_listeners: Sequence[monitoring.CommandListener] = (),
+        bundled: bool = False,
     ) -> MongoStore:
         """A store on its own client. The client connects lazily; call `ping()` to find out
         early whether the database is there. `event_listeners` are PyMongo monitoring
-        listeners for this client (the cost benchmark counts its commands with one)."""
+        listeners for this client (the cost benchmark counts its commands with one).
+        `bundled`: the URI is the bundled server's, not the operator's MONGODB_URI."""
         # Any: pymongo takes its URI options as keyword arguments of their own types.
         defaults: dict[str, Any] = {
             "serverSelectionTimeoutMS": server_selection_timeout_ms,
@@ -161,7 +174,7 @@ class MongoStore:
         client: AsyncMongoClient = AsyncMongoClient(
             uri, tz_aware=True, tzinfo=UTC, event_listeners=list(event_listeners), **options
         )
-        return cls(client, database, secrets=_uri_secrets(uri))
+        return cls(client, database, secrets=_uri_secrets(uri), bundled=bundled)
 
     async def close(self) -> None:
         await self.client.close()
@@ -184,11 +197,14 @@ class MongoStore:
             await self.client.admin.command("ping")
         except PyMongoError as error:
             where = ", ".join(sorted(f"{host}:{port}" for host, port in self._addresses())) or "?"
-            # PyMongo appends a full topology description after ", Timeout:"; the reasons
-            # before it are what a person needs.
-            detail = str(error).split(", Timeout:", 1)[0]
-            reason = self._scrub(f"{type(error).__name__}: {detail}")
-            raise StorageUnavailable(f"MongoDB at {where} is unavailable ({reason})") from None
+            # PyMongo's own line (a topology description, timeouts) is for a debugger; the
+            # operator gets what went wrong in a few words and what to do about it.
+            detail = self._scrub(f"{type(error).__name__}: {error}")
+            log.debug("MongoDB ping failed: %s", detail)
+            reason, hint = unreachable_advice(error, bundled=self._bundled)
+            raise StorageUnavailable(
+                f"MongoDB at {where} is unavailable: {reason}. {hint}"
+            ) from None
 
     def _addresses(self) -> list[tuple[str, int | None]]:
         try:
@@ -201,6 +217,51 @@ class MongoStore:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return redact_uri(text)
+
+
+# What PyMongo's socket errors say, by cause (Linux, macOS and Windows wordings).
+_UNKNOWN_HOST = re.compile(
+    r"Name or service not known|nodename nor servname|Temporary failure in name resolution"
+    r"|getaddrinfo failed|No address associated|Errno -[235]\b",
+    re.IGNORECASE,
+)
+_REFUSED = re.compile(r"Connection refused|Connect call failed|Errno 111\b|WinError 10061")
+_TIMED_OUT = re.compile(r"timed out|timeout", re.IGNORECASE)
+_AUTH_FAILED = 18  # MongoDB's AuthenticationFailed
+
+
+def unreachable_advice(error: PyMongoError, *, bundled: bool) -> tuple[str, str]:
+    """Why a ping failed, in a few words, and what the operator can do about it."""
+    if isinstance(error, OperationFailure):
+        if error.code == _AUTH_FAILED:
+            return (
+                "it refused the user name or password",
+                "Check the credentials in MONGODB_URI (and authSource, if the user lives in "
+                "another database).",
+            )
+        return (
+            f"it refused the command ({(error.details or {}).get('codeName') or error.code})",
+            "Check that the MONGODB_URI user may read and write its database.",
+        )
+    text = str(error)
+    if _UNKNOWN_HOST.search(text):
+        reason = "the host name is not known"
+    elif _REFUSED.search(text):
+        reason = "nothing accepts connections there"
+    elif _TIMED_OUT.search(text):
+        reason = "no answer in time"
+    else:
+        reason = f"the connection failed ({type(error).__name__})"
+    if bundled:
+        hint = (
+            "The bundled server stopped answering: its log is nx-27017.log in MNEMO_DATA_DIR/mongo."
+        )
+    else:
+        hint = (
+            "Check the host and port in MONGODB_URI and that the server is running and "
+            "reachable from here, or unset MONGODB_URI to use the bundled server."
+        )
+    return reason, hint
 
 
 def _uri_secrets(uri: str) -> set[str]:

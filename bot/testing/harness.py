@@ -115,6 +115,7 @@ def test_settings(
             answer_window_minutes=answer_window_minutes,
             stream_replies=stream_replies,
             plugins_dir=data_dir / "no-plugins",
+            builtin_plugins=False,
             disabled_plugins=[],
             log_level="INFO",
         ),

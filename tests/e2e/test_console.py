@@ -3,6 +3,7 @@ with zero set-up (bundled MongoDB, local Chroma, offline model)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import sys
 from pathlib import Path
 
 from tests.helpers.processes import mnemo
+from tests.helpers.shipped_plugins import shipped_plugins
 from tests.paths import REPO
 
 
@@ -77,6 +79,10 @@ def test_a_dead_database_stops_start_up_with_one_line_and_no_password(
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "MongoDB" in lines[0]
     assert "hunter2secret" not in result.stderr + result.stdout
+    # What went wrong in a few words and what to do, not the driver's topology line.
+    assert "nothing accepts connections there" in lines[0]
+    assert "or unset MONGODB_URI to use the bundled server" in lines[0]
+    assert "ServerSelectionTimeoutError" not in lines[0] and "socketTimeoutMS" not in lines[0]
 
 
 def test_a_long_piped_script_gets_every_reply(tmp_path: Path, model_dir: Path) -> None:
@@ -148,3 +154,66 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_an_own_plugin_folder_adds_to_the_built_ins_and_the_banner_says_where(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    folder = tmp_path / "my-plugins"
+    folder.mkdir()
+    (folder / "weather.py").write_text(
+        "from bot import Command, Plugin\n\n\n"
+        "async def weather(ctx):\n    return 'Sunny here.'\n\n\n"
+        "plugin = Plugin('weather', commands=[Command('weather', 'The weather', weather)])\n",
+        encoding="utf-8",
+    )
+    result = mnemo(
+        ["chat"], "/weather\n/goals\n", tmp_path, model_dir, MNEMO_PLUGINS_DIR=str(folder)
+    )
+    assert result.returncode == 0, result.stderr
+    assert f"plugins: {shipped_plugins()} (built-in); weather ({folder})\n" in result.stdout
+    assert "Sunny here." in result.stdout
+    assert "No goals here yet." in result.stdout  # the built-in goals plugin answers too
+
+
+def test_run_as_a_service_without_a_token_says_what_is_missing_and_stays_up(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """Under systemd or docker compose standard input is /dev/null: there is no console chat to
+    start. Exiting (0 or not) would be started again and again by `restart: unless-stopped`;
+    `mnemo run` says once what is missing and waits until it is stopped."""
+    env_file = tmp_path / "empty.env"
+    env_file.touch()
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("MNEMO_", "OPENAI_", "DISCORD_", "TELEGRAM_"))
+    }
+    env.update(MNEMO_DATA_DIR=str(tmp_path / "data"), MNEMO_EMBEDDING_MODEL_DIR=str(model_dir))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bot", "--env-file", str(env_file), "run"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
+    try:
+        assert process.stderr is not None
+        said = process.stderr.readline()
+        assert "No DISCORD_TOKEN or TELEGRAM_TOKEN set" in said
+        assert "Set DISCORD_TOKEN and/or TELEGRAM_TOKEN" in said
+        # Still running: no exit for a restart policy to turn into a loop.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=3)
+        assert process.returncode is None, process.stderr.read()
+        # Nothing was started for a bot with nowhere to talk: no bundled MongoDB.
+        assert not (tmp_path / "data" / "mongo").exists()
+        process.send_signal(signal.SIGTERM)
+        out, errors = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, errors
+    assert "console chat" not in out and "Traceback" not in errors

@@ -165,7 +165,7 @@ def test_the_image_command_chats_from_its_working_folder_with_its_environment(
     assert bot.stdin is not None and bot.stdout is not None
     banner = [bot.stdout.readline() for _ in range(6)]
     assert banner[0].startswith("No DISCORD_TOKEN or TELEGRAM_TOKEN set"), banner
-    assert f"plugins: {shipped_plugins()}" in "".join(banner), banner
+    assert f"plugins: {shipped_plugins()} (built-in)" in "".join(banner), banner
     health = json.loads(
         urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10).read()
     )
@@ -273,7 +273,7 @@ def test_compose_runs_chroma_from_the_image_and_the_bot_against_it(
     compose = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
     services = compose["services"]
     chroma_service, bot_service = services["chroma"], services["bot"]
-    assert chroma_service["image"] == bot_service["image"] and "build" in chroma_service
+    assert chroma_service["image"] == bot_service["image"] and "build" in bot_service
     stage = image.stage
     volumes = tmp_path / "volumes"
 

@@ -4,15 +4,19 @@ remote services: each failure is one line, a failure exits non-zero, no secret i
 from __future__ import annotations
 
 import io
+import logging
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 
 from bot.app.doctor import Doctor, PlatformEndpoints
+from bot.app.logs import configure_logging
 from bot.config.settings import Settings, load_settings
 from bot.testing.openai_server import FakeOpenAIServer, Outcome, image_parts, status
 from tests.fakes.discord_fakes import FakeDiscordServer, pointed_at
@@ -59,7 +63,7 @@ def test_zero_set_up_passes_from_any_folder(tmp_path: Path, model_dir: Path) -> 
         "model",
     ]
     assert all(line.startswith("ok ") for line in lines[:-1])
-    assert f"plugins    {shipped_plugins()} (settings valid)" in result.stdout
+    assert f"plugins    {shipped_plugins()} (built-in); settings valid" in result.stdout
     assert lines[-1] == "all checks passed"
     assert result.stderr == ""
 
@@ -79,6 +83,9 @@ def test_unreachable_model_and_chroma_fail_with_one_line_each(
     failed = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
     assert [line.split()[1] for line in failed] == ["chroma", "model"]
     assert "connect" in failed[1]
+    # Each failure says what to do about it.
+    assert "To fix: start the Chroma server and check CHROMA_HOST and CHROMA_PORT" in failed[0]
+    assert failed[1].endswith("To fix: check OPENAI_BASE_URL and that the server there is running")
     assert result.stdout.splitlines()[-1] == "2 check(s) failed"
     assert KEY not in result.stdout + result.stderr
 
@@ -101,6 +108,21 @@ def test_a_malformed_settings_line_is_reported_once(tmp_path: Path, model_dir: P
     assert result.returncode == 2
     assert result.stderr == f"mnemo: settings file {settings_file}, line 2: not a NAME=value line\n"
     assert KEY not in result.stdout + result.stderr
+
+
+@pytest.fixture
+def cli_logging(tmp_path: Path) -> Iterator[Path]:
+    """Logging as `mnemo doctor` sets it up (warnings on stderr, everything in the log file);
+    the root logger is put back afterwards. Yields the log file."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    log_file = tmp_path / "mnemo.log"
+    configure_logging("INFO", [], log_file=log_file, quiet=True)
+    yield log_file
+    for handler in root.handlers:
+        handler.close()
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def _settings(tmp_path: Path, model_dir: Path, **platforms: str) -> Settings:
@@ -142,6 +164,9 @@ async def test_a_refused_key_and_bad_platform_tokens_fail_one_line_each(
     assert set(failed) == {"model", "telegram", "discord"}, shown
     assert "TELEGRAM_TOKEN was refused" in failed["telegram"]
     assert "DISCORD_TOKEN was refused" in failed["discord"]
+    assert "To fix: check OPENAI_API_KEY" in failed["model"]
+    assert "To fix: copy the bot's token from @BotFather" in failed["telegram"]
+    assert "Reset Token" in failed["discord"]
     for secret in (KEY, "not-the-bot-token", "discord-bad"):
         assert secret not in shown
 
@@ -169,6 +194,29 @@ async def test_good_tokens_and_key_pass(tmp_path: Path, model_dir: Path) -> None
         asked = [request.json["model"] for request in openai_api.chat_requests]
         assert asked == [settings.model.small_model, settings.model.large_model]
     assert "@mnemo_bot (getMe at 127.0.0.1:" in out.getvalue()
+
+
+async def test_the_doctor_prints_only_its_own_lines(
+    tmp_path: Path, model_dir: Path, capsys: pytest.CaptureFixture[str], cli_logging: Path
+) -> None:
+    """discord.py warns about the doctor's own intent-less client ("Guilds intent seems to be
+    disabled") and about voice; that is not the operator's problem and stays in the log file."""
+    async with FakeDiscordServer(token="discord-good") as discord_api:
+        settings = load_settings(
+            env_file=None,
+            storage={"data_dir": tmp_path / "data"},
+            embedding={"model_dir": model_dir},
+            platforms={"discord_token": SecretStr("discord-good")},
+        )
+        with pointed_at(discord_api):
+            assert await Doctor(settings).run(sys.stdout)
+    shown = capsys.readouterr()
+    assert shown.err == ""
+    lines = shown.out.splitlines()
+    assert all(line.startswith(("ok   ", "FAIL ", "warn ")) for line in lines[:-1]), lines
+    assert lines[-2].startswith("ok   discord") and lines[-1] == "all checks passed"
+    kept = cli_logging.read_text(encoding="utf-8")  # noqa: ASYNC240 (a small file, after the run)
+    assert "Guilds intent seems to be disabled" in kept
 
 
 async def test_a_wrong_large_model_fails_the_model_check_naming_it(
@@ -294,7 +342,7 @@ def test_an_unwritable_data_folder_is_one_line_at_start(tmp_path: Path, model_di
     failed = [line for line in checked.stdout.splitlines() if line.startswith("FAIL")]
     assert failed[0] == (
         f"FAIL data       setting MNEMO_DATA_DIR: cannot write to the folder {data_dir} "
-        "(Not a directory)"
+        "(Not a directory). To fix: set MNEMO_DATA_DIR to a folder Mnemo may write in"
     )
     assert "Traceback" not in checked.stderr
 

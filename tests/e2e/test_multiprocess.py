@@ -114,6 +114,7 @@ def start_process(
         "MNEMO_DATA_DIR": str(process.folder / "data"),
         "MNEMO_EMBEDDING_MODEL_DIR": model_dir,
         "MNEMO_PLUGINS_DIR": str(PROBE_PLUGINS),
+        "MNEMO_BUILTIN_PLUGINS": "false",  # the probe plugins alone
         "MNEMO_EVALUATOR_SELECTION": "all",
         "MNEMO_EVALUATION_LEASE_SECONDS": str(LEASE_SECONDS),
         "MNEMO_RATE_LIMIT_PER_MINUTE": "0",

@@ -255,7 +255,7 @@ def test_a_fresh_virtualenv_installs_the_wheel_and_runs_mnemo_from_anywhere(
     shipped = Path(site, "bot", "_builtin")
     lines = doctor.stdout.splitlines()
     assert f"ok   character  Mnemo ({shipped / 'characters' / 'mnemo.json'})" in lines
-    assert f"ok   plugins    {shipped_plugins()} (settings valid)" in lines
+    assert f"ok   plugins    {shipped_plugins()} (built-in); settings valid" in lines
     assert lines[-1] == "all checks passed"
     # What it created, it created in the folder it was started in.
     assert (elsewhere / "data" / "mongo").is_dir()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import getpass
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.shipped_plugins import shipped_plugins
+from tests.helpers.tracked_plugins import tracked_plugin_names
 from tests.paths import REPO
 
 # The venv running these tests: CI's, built by `make test` from this checkout.
@@ -126,6 +128,13 @@ def test_make_run_in_a_fresh_clone_matches_the_readme_session(
     printed = _with_evidence(printed)
     login = getpass.getuser()
     assert len(shown) == len(printed), "\n".join(shown)
+    # The banner lists the plugins Mnemo ships, as a fresh clone has them; a plugin of the
+    # reader's own in plugins/ (the README's questions.py) is listed too when they run it.
+    [listed] = [i for i, line in enumerate(printed) if line.startswith("  plugins: ")]
+    shipped = tracked_plugin_names(REPO)
+    if shipped is not None:
+        assert printed[listed] == f"  plugins: {', '.join(sorted(shipped))} (built-in)"
+    printed[listed] = f"  plugins: {shipped_plugins()} (built-in)"
     # Facts learned in one extraction share their time, so their order in a listing is not
     # defined: a fact line of the README may match any fact line of the same listing.
     for expected_run, shown_run in zip(_runs(printed), _runs(shown), strict=True):
@@ -172,7 +181,7 @@ def test_installed_mnemo_chat_works_from_a_folder_outside_the_repository(
     assert result.returncode == 0, result.stderr
     # The default character and the built-in plugins come with the installation.
     assert result.stdout.startswith("Mnemo — console chat")
-    assert f"plugins: {shipped_plugins()}\n" in result.stdout
+    assert f"plugins: {shipped_plugins()} (built-in)\n" in result.stdout
     listing = result.stdout.split("Facts (", 1)[1]
     assert "lives in Lisbon" in listing and "cat named Pixel" in listing
     assert (elsewhere / "data" / "mongo" / "mnemo.db").is_file()
@@ -200,3 +209,72 @@ def test_make_run_installs_only_what_running_needs(tmp_path: Path) -> None:
     assert "--constraint constraints.txt -e '.[dev,bench]'" in _planned("test", venv)
     bench = _planned("bench", venv)
     assert "--constraint constraints.txt -e '.[bench]'" in bench and "dev" not in bench
+
+
+def _readme_plugin_files() -> dict[str, str]:
+    """The README's plugin and its test, by the path each block's first line names."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Write a plugin") : readme.index("## Performance")]
+    blocks = re.findall(r"```python\n(.*?)```", section, re.S)
+    return {block.splitlines()[0].removeprefix("# ").strip(): block for block in blocks}
+
+
+def _failed(result: subprocess.CompletedProcess[str]) -> set[str]:
+    """The ids pytest's summary lists as failed or in error (`-ra`, as pyproject.toml asks)."""
+    return set(re.findall(r"^(?:FAILED|ERROR) (\S+)", result.stdout, re.M))
+
+
+def test_the_readme_plugin_copied_into_a_clone_passes_its_test_and_breaks_none(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """A reader copies the README's plugin and its test from the README, into the files it
+    names, in a clone of Mnemo, and runs the test as the README says: it passes, and the
+    project's own fast tests fail no more than they did without it (and lint holds)."""
+    clone = tmp_path / "mnemo"
+    shutil.copytree(REPO, clone, ignore=_NOT_IN_A_CLONE)
+    # A clone tracks what Mnemo ships; the reader's new files are untracked.
+    git = ["git", "-C", str(clone), "-c", "user.name=reader", "-c", "user.email=r@example.org"]
+    for step in (["init", "--quiet"], ["add", "--all"], ["commit", "--quiet", "-m", "clone"]):
+        subprocess.run([*git, *step], check=True, capture_output=True, timeout=120)
+    env = _nothing_configured(model_dir)
+    env["PYTHONPATH"] = str(clone)  # the copy's code, as an editable install of it would be
+    env["MNEMO_TEST_MODEL_DIR"] = str(model_dir)  # the model_dir fixture (no internet here)
+    python = str(VENV / "bin" / "python")
+
+    def pytest_in_clone(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+            capture_output=True,
+            text=True,
+            cwd=clone,
+            env=env,
+            timeout=600,
+        )
+
+    before = pytest_in_clone("tests/unit")
+
+    files = _readme_plugin_files()
+    assert sorted(files) == ["plugins/questions.py", "tests/test_questions.py"]
+    for relative, code in files.items():
+        (clone / relative).write_text(code, encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    [command] = re.findall(r"run it with `([^`]+)`", readme)
+    words = shlex.split(command)
+    assert words[:3] == [".venv/bin/python", "-m", "pytest"], command
+    ran = subprocess.run(
+        [python, *words[1:]], capture_output=True, text=True, cwd=clone, env=env, timeout=600
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "1 passed" in ran.stdout, ran.stdout
+
+    after = pytest_in_clone("tests/unit")
+    assert "passed" in after.stdout, after.stdout + after.stderr
+    assert _failed(after) <= _failed(before), after.stdout
+    # `make lint` checks plugins/ and tests/ the same way.
+    ruff = VENV / "bin" / "ruff"
+    if ruff.exists():
+        for check in (["check"], ["format", "--check"]):
+            linted = subprocess.run(
+                [str(ruff), *check, *files], capture_output=True, text=True, cwd=clone
+            )
+            assert linted.returncode == 0, linted.stdout + linted.stderr

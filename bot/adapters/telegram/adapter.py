@@ -24,6 +24,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from cachetools import FIFOCache
 from telegram import Bot, InlineKeyboardMarkup, Message, Update
 from telegram.error import (
     InvalidToken,
@@ -39,6 +40,13 @@ from telegram.ext import (
     ContextTypes,
     MessageHandler,
     filters,
+)
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_incrementing,
 )
 
 from bot.adapters.base import AdapterServices, Incoming
@@ -60,6 +68,8 @@ from bot.runtime.intake.intake import AtDoor
 from bot.runtime.types import Send
 
 log = logging.getLogger(__name__)
+
+USERNAMES_KEPT = 50_000
 
 TYPING_INTERVAL = 4.0  # Telegram shows "typing…" for 5 s per chat action
 # Flood waits (429) the rate limiter waits out and retries before a send gives up.
@@ -96,7 +106,9 @@ class TelegramAdapter:
         self.typing_interval = typing_interval
         self.stop_grace = stop_grace
         self.edit_interval = edit_interval
-        self._usernames: dict[str, int] = {}
+        # The usernames seen (lower case) to user ids, for `@name` mentions; the least
+        # recently seen go first past USERNAMES_KEPT.
+        self._usernames: FIFOCache[str, int] = FIFOCache(maxsize=USERNAMES_KEPT)
         self._commands: TelegramCommands | None = None
         self._recovery: asyncio.Task[int] | None = None
         self._lanes: RoomLanes[int] = RoomLanes(PLATFORM)
@@ -217,23 +229,31 @@ class TelegramAdapter:
         return app
 
     async def _initialize(self, app: Application, attempts: int = 3) -> None:
-        for attempt in range(1, attempts + 1):
-            problem: str | None = None
-            try:
-                await app.initialize()
-                return
-            except InvalidToken:
-                # PTB's own message quotes the token: it is dropped here, and the one-line
-                # error is raised outside this block so the original is not even its context.
-                problem = BAD_TOKEN
-            except NetworkError as error:
-                if attempt == attempts:
-                    problem = f"telegram: cannot reach the Bot API ({_describe(error)})"
-                else:
-                    log.warning("telegram: Bot API unreachable (%s); retrying", _describe(error))
-            if problem is not None:
-                raise PlatformStartupError(problem)
-            await asyncio.sleep(attempt)
+        """Connect (getMe), trying an unreachable Bot API again after 1 s, then 2 s, ..."""
+
+        def retrying_note(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            log.warning("telegram: Bot API unreachable (%s); retrying", _describe(error))
+
+        problem: str | None = None
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type(NetworkError),
+                stop=stop_after_attempt(attempts),
+                wait=wait_incrementing(start=1, increment=1),
+                before_sleep=retrying_note,
+                reraise=True,
+            ):
+                with attempt:
+                    await app.initialize()
+        except InvalidToken:
+            # PTB's own message quotes the token: it is dropped here, and the one-line
+            # error is raised outside this block so the original is not even its context.
+            problem = BAD_TOKEN
+        except NetworkError as error:
+            problem = f"telegram: cannot reach the Bot API ({_describe(error)})"
+        if problem is not None:
+            raise PlatformStartupError(problem)
 
     async def _shutdown(self, app: Application) -> None:
         """Stop in reverse: no new updates, finish the chats in progress, then disconnect."""
@@ -285,9 +305,8 @@ class TelegramAdapter:
             incoming = replace(incoming, memory=heard)
         self._carry_images(message, incoming)
         # Kept before Telegram is told it arrived (keeping.py), in its lane's order.
-        webhook = self.settings.telegram_webhook_url is not None  # Telegram retries a 503
         services = self._require_services()
-        kept = self._kept.start(services.keep_first, message, incoming, platform_retries=webhook)
+        kept = self._kept.start(services.keep_first, message, incoming)
         self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming, kept))
         await self._kept.settle(update.update_id, kept)
 
@@ -363,8 +382,6 @@ class TelegramAdapter:
         for user in (message.from_user, getattr(message.reply_to_message, "from_user", None)):
             if user is not None and user.username:
                 self._usernames[user.username.casefold()] = user.id
-        while len(self._usernames) > 50_000:  # oldest first: dicts keep insertion order
-            self._usernames.pop(next(iter(self._usernames)))
 
     def _received_at(self) -> datetime:
         # Strictly increasing, so messages keep their order even within one millisecond.

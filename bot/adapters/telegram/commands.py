@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from cachetools import TTLCache
 from telegram import (
     Bot,
     BotCommand,
@@ -63,6 +63,8 @@ PRIVATE_FAILED = "Sorry, I could not send it to you privately; please try again 
 SENT, NOT_STARTED, FAILED = "sent", "not started", "failed"
 CAPTION_LIMIT = 1024  # Telegram's limit for a document's caption
 TEXT_LIMIT = 4096
+# The groups whose administrators are cached at once (each for `admin_cache_seconds`).
+GROUPS_CACHED = 4096
 
 
 class Chats(Protocol):
@@ -101,7 +103,12 @@ class TelegramCommands:
         self._usernames = usernames
         self._bot_user_id = bot_user_id
         self._admins = admin_accounts(settings, PLATFORM)
-        self._group_admins: dict[int, tuple[float, frozenset[int]]] = {}
+        # Each group's administrators, asked again after `admin_cache_seconds`; expired groups
+        # are dropped (a plain dict kept every group the bot ever checked), at most
+        # GROUPS_CACHED at once.
+        self._group_admins: TTLCache[int, frozenset[int]] = TTLCache(
+            maxsize=GROUPS_CACHED, ttl=admin_cache_seconds
+        )
 
     def names(self) -> list[str]:
         """Every command name PTB should route here (`/start` is Telegram's way in)."""
@@ -301,8 +308,8 @@ class TelegramCommands:
     async def _administrators(self, chat_id: int) -> frozenset[int]:
         """The group's administrators, cached briefly: every admin command would ask again."""
         cached = self._group_admins.get(chat_id)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
+        if cached is not None:
+            return cached
         bot = self.chats.bot
         if bot is None:
             return frozenset()
@@ -312,7 +319,7 @@ class TelegramCommands:
             log.warning("telegram: cannot list the administrators of %s (%s)", chat_id, error)
             return frozenset()
         ids = frozenset(member.user.id for member in members)
-        self._group_admins[chat_id] = (time.monotonic() + self.admin_cache_seconds, ids)
+        self._group_admins[chat_id] = ids
         return ids
 
 

@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from cachetools import FIFOCache
 from telegram import Message
 
 from bot.adapters.base import Incoming, KeepFirst
@@ -41,15 +42,14 @@ class KeptFirst:
         self._max_attempts = max_attempts
         # Updates handled but not kept, with their failed attempts: the webhook answers 503 and
         # polling does not confirm them (`unconfirmed`), so Telegram sends them again.
-        self._unkept: dict[int, int] = {}
+        # The oldest are forgotten first, past UNKEPT_REMEMBERED.
+        self._unkept: FIFOCache[int, int] = FIFOCache(maxsize=UNKEPT_REMEMBERED)
 
     def start(
         self,
         keep_first: KeepFirst,
         message: Message,
         incoming: Incoming,
-        *,
-        platform_retries: bool,
     ) -> asyncio.Future[AtDoor]:
         """Start keeping the message (the chat's lane waits for it: `proceed`)."""
         reply_to = message.message_id if incoming.room.kind == "group" else None
@@ -59,13 +59,7 @@ class KeptFirst:
             await self._send(message.chat.id, content.text, reply_to, thread)
 
         return asyncio.ensure_future(
-            keep_first(
-                incoming.memory,
-                incoming.account,
-                incoming.room,
-                send,
-                platform_retries=platform_retries,
-            )
+            keep_first(incoming.memory, incoming.account, incoming.room, send)
         )
 
     async def settle(self, update_id: int, kept: asyncio.Future[AtDoor]) -> None:
@@ -90,8 +84,6 @@ class KeptFirst:
             )
             return
         self._unkept[update_id] = attempts
-        while len(self._unkept) > UNKEPT_REMEMBERED:
-            del self._unkept[next(iter(self._unkept))]
 
     def acknowledged(self, update_id: int) -> bool:
         """Whether Telegram may be told it has the update (it was kept)."""

@@ -23,6 +23,13 @@ from typing import Protocol
 from telegram import Bot, InlineKeyboardMarkup, Message, ReplyParameters
 from telegram.constants import ChatAction
 from telegram.error import BadRequest, Forbidden, NetworkError, RetryAfter, TelegramError, TimedOut
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_incrementing,
+)
 
 from bot.adapters.split import TELEGRAM_LIMIT, split_message
 from bot.adapters.streaming import EditedReply, StreamingSender
@@ -102,8 +109,46 @@ async def send_part(
         if reply_to is None
         else ReplyParameters(message_id=reply_to, allow_sending_without_reply=True)
     )
-    failures = 0
-    while failures < attempts:
+
+    def retrying_note(state: RetryCallState) -> None:
+        error = state.outcome.exception() if state.outcome is not None else None
+        log.warning("telegram: sending to %s failed (%s); retrying", chat_id, error)
+
+    # Network trouble only (not a refusal, not a time-out), waiting 1 s, then 2 s, ...
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(_worth_sending_again),
+        stop=stop_after_attempt(attempts),
+        wait=wait_incrementing(start=1, increment=1),
+        before_sleep=retrying_note,
+        reraise=True,
+    )
+    try:
+        async for attempt in retrying:
+            with attempt:
+                return await _send_once(bot, chat_id, text, reply, thread, markup, parse_mode)
+    except NetworkError:
+        log.error("telegram: gave up sending to %s after %d attempts", chat_id, attempts)
+    return None
+
+
+def _worth_sending_again(error: BaseException) -> bool:
+    """A lost connection or a 5xx: the part did not arrive. A time-out may have delivered it
+    (sending again could say it twice); a 400 is a refusal, not trouble."""
+    return isinstance(error, NetworkError) and not isinstance(error, TimedOut | BadRequest)
+
+
+async def _send_once(
+    bot: Bot,
+    chat_id: int,
+    text: str,
+    reply: ReplyParameters | None,
+    thread: int | None,
+    markup: InlineKeyboardMarkup | None,
+    parse_mode: str | None,
+) -> Message | None:
+    """One try: the sent message; None when Telegram refused it for good. Raises
+    NetworkError for the trouble `send_part` tries again."""
+    while True:
         try:
             return await bot.send_message(
                 chat_id,
@@ -128,16 +173,10 @@ async def send_part(
             # It may have arrived: sending again could say it twice.
             log.warning("telegram: sending to %s timed out (%s)", chat_id, error)
             return None
-        except NetworkError as error:
-            failures += 1
-            log.warning("telegram: sending to %s failed (%s); retrying", chat_id, error)
-            await asyncio.sleep(failures)
         except Forbidden as error:
             # Blocked by the user, removed from the group, ...: nothing to retry.
             log.warning("telegram: cannot send to %s (%s)", chat_id, error)
             return None
-    log.error("telegram: gave up sending to %s after %d attempts", chat_id, attempts)
-    return None
 
 
 async def edit_part(

@@ -19,6 +19,12 @@ from urllib.parse import urlsplit
 from telegram.error import NetworkError, TelegramError
 from telegram.ext import Application
 from telegram.request import HTTPXRequest, RequestData
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_incrementing,
+)
 
 from bot.adapters.errors import PlatformStartupError
 from bot.adapters.telegram.webhook import WebhookServer
@@ -147,16 +153,20 @@ async def start_updates(
 
 
 async def _set_webhook(app: Application, url: str, secret: str, attempts: int = 3) -> None:
-    for attempt in range(1, attempts + 1):
-        try:
-            await app.bot.set_webhook(url=url, secret_token=secret)
-            return
-        except TelegramError as error:  # its message never holds the token
-            if attempt == attempts or not isinstance(error, NetworkError):
-                raise PlatformStartupError(
-                    f"telegram: setting the webhook failed ({type(error).__name__}: {error})"
-                ) from None
-            await asyncio.sleep(attempt)
+    """Register the webhook, trying network trouble again after 1 s, then 2 s, ..."""
+    try:
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(NetworkError),
+            stop=stop_after_attempt(attempts),
+            wait=wait_incrementing(start=1, increment=1),
+            reraise=True,
+        ):
+            with attempt:
+                await app.bot.set_webhook(url=url, secret_token=secret)
+    except TelegramError as error:  # its message never holds the token
+        raise PlatformStartupError(
+            f"telegram: setting the webhook failed ({type(error).__name__}: {error})"
+        ) from None
 
 
 def secret_of(settings: PlatformSettings) -> str:

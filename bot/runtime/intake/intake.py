@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import Literal
 
+from cachetools import FIFOCache
 from pymongo.errors import ConnectionFailure
 
 from bot.domain.records import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
@@ -108,7 +109,7 @@ class Intake:
         # then answers it if young (through its platform's adapter) and learns from it.
         self._starting = False
         # Jobs `keep_first` wrote (their message not stored yet), until `handle()` takes them.
-        self._opened: dict[str, EvaluationJob] = {}
+        self._opened: FIFOCache[str, EvaluationJob] = FIFOCache(maxsize=OPENED_KEPT)
         # Rooms told that their message could not be kept, until one of theirs is kept again.
         self._cannot_keep_told: set[str] = set()
         # Jobs a crash left in intake whose message is young enough to answer, by job id.
@@ -267,8 +268,6 @@ class Intake:
         account: Account | None,
         room: Room | None,
         send: Send,
-        *,
-        platform_retries: bool = False,
     ) -> AtDoor:
         """Make a message safe before its platform is told it arrived (a Telegram update
         acknowledged is never sent again): its evaluation job is written, holding a copy of it,
@@ -277,8 +276,8 @@ class Intake:
 
         Any failure to write either (a full disk as much as a lost connection) returns
         "refused": the message is not acknowledged, so its platform sends it again, and the
-        room is told once. `platform_retries` is kept for callers; both Telegram modes now
-        retry (polling re-reads an update it did not confirm).
+        room is told once. Both Telegram modes send it again: the webhook after a 503, polling
+        because it re-reads an update it did not confirm.
         """
         if self.outage is not None and self.outage.waiting:
             return await self._keep_first(
@@ -294,9 +293,8 @@ class Intake:
             await self._profiles.note([] if account is None else [account], room)
             job, created = await self._queue.open_intake(memory)
             if created:
+                # The oldest go first: those `handle()` never took (an outage).
                 self._opened[memory.id] = job
-                while len(self._opened) > OPENED_KEPT:  # those `handle()` never took (outage)
-                    del self._opened[next(iter(self._opened))]
         except Exception as error:
             if self.outage is None or not unreachable(error):
                 # The database answers but refused the write (a full disk, a quota): journaling

@@ -71,7 +71,7 @@ async def wait_until_reachable(
         pause = state.next_action.sleep if state.next_action is not None else 0.0
         log.error(
             "%s; waiting for it before starting (attempt %d, next in %.0f s)",
-            error,
+            str(error).rstrip("."),
             state.attempt_number,
             pause,
         )

@@ -11,10 +11,15 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, wait_exponential
+
 from bot.cancelling import cancel_and_wait
 from bot.storage.bundled.server import EmbeddedMongo, EmbeddedMongoError
 
 logger = logging.getLogger(__name__)
+
+# The pause before the first restart of a server that died.
+FIRST_DELAY = 0.5
 
 
 class MongoSupervisor:
@@ -36,7 +41,6 @@ class MongoSupervisor:
         await cancel_and_wait(task)
 
     async def _watch(self) -> None:
-        delay = 0.5
         while True:
             await asyncio.sleep(self._check_every)
             code = self._server.exit_code()
@@ -46,15 +50,27 @@ class MongoSupervisor:
                 "embedded MongoDB (pid %s) exited with code %s; restarting it in %.1fs",
                 self._server.pid,
                 code,
-                delay,
+                FIRST_DELAY,
             )
-            await asyncio.sleep(delay)
-            try:
-                await self._server.restart()
-            except EmbeddedMongoError as error:
-                delay = min(delay * 2, self._max_delay)
-                first = str(error).splitlines()[0]
-                logger.error("embedded MongoDB restart failed (%s); next in %.1fs", first, delay)
-                continue
+            await asyncio.sleep(FIRST_DELAY)
+            await self._restart()
             self.restarts += 1
-            delay = 0.5
+
+    async def _restart(self) -> None:
+        """Start the server again until it runs: each failure waits twice as long as the one
+        before (1 s, 2 s, ...), up to `max_delay`."""
+
+        def failed(state: RetryCallState) -> None:
+            error = state.outcome.exception() if state.outcome is not None else None
+            pause = state.next_action.sleep if state.next_action is not None else 0.0
+            first = str(error).splitlines()[0] if error is not None else "?"
+            logger.error("embedded MongoDB restart failed (%s); next in %.1fs", first, pause)
+
+        async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type(EmbeddedMongoError),
+            wait=wait_exponential(multiplier=2 * FIRST_DELAY, max=self._max_delay),
+            before_sleep=failed,
+            reraise=True,
+        ):
+            with attempt:
+                await self._server.restart()

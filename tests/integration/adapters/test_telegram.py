@@ -487,6 +487,44 @@ async def test_group_administrators_may_use_admin_commands_when_enabled(
         assert "all_chat_administrators" in menus
 
 
+async def test_a_demoted_group_administrator_loses_the_admin_commands_once_the_list_expires(
+    server: FakeTelegramServer, tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # Each group's administrators are asked once per `admin_cache_seconds`, then asked again:
+    # the list expires (and is dropped) rather than being kept for every group forever.
+    owner = server.user("Owner")
+    group = server.group("Book club")
+    server.set_administrators(group, [owner])
+    async with open_test_app(
+        tmp_path, plugins=[GOALS], model=ScriptedModel(echo), mongodb_uri=mongo_uri,
+        model_dir=model_dir, evaluator_selection="all",
+    ) as app:  # fmt: skip
+        adapter = TelegramAdapter(
+            settings_for(server, group_admins=True),
+            base_url=server.base_url,
+            poll_timeout=1,
+            typing_interval=0.2,
+            admin_cache_seconds=0.5,
+        )
+        await adapter.start(app.adapter_services)
+        try:
+            before = len([m for m in server.sent if m.chat_id == group.id])
+            server.push_message(group, owner, "/goals")
+            server.push_message(group, owner, "/goals")
+            answers = await server.wait_for_sent(before + 2, chat_id=group.id)
+            asked = len(server.calls_to("getChatAdministrators"))
+            server.set_administrators(group, [])  # demoted in the group
+            await asyncio.sleep(0.6)
+            server.push_message(group, owner, "/goals")
+            after = await server.wait_for_sent(before + 3, chat_id=group.id)
+        finally:
+            await adapter.stop()
+    assert [m.text for m in answers[before:]] == ["No goals here yet."] * 2
+    assert asked == 1  # the second command used the cached list
+    assert after[-1].text == "Sorry, /goals is only for admins."
+    assert len(server.calls_to("getChatAdministrators")) == 2
+
+
 async def test_what_is_learned_in_one_group_is_never_listed_in_another(
     open_bot: OpenBot, server: FakeTelegramServer
 ) -> None:

@@ -14,7 +14,7 @@ import pytest
 from bot.domain.records import Account, Content, Memory, Room, new_id, stable_id, utcnow
 from bot.knowledge.messages import MessageIndex
 from bot.knowledge.ranking import reciprocal_rank_fusion
-from bot.knowledge.retrieval import MessageRetriever
+from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
 from bot.memory.store import Knowledge
 
 AGENT = stable_id("agent", "test")
@@ -266,3 +266,23 @@ def test_reciprocal_rank_fusion_rewards_agreement_and_weights() -> None:
     assert fused["c"] > fused["b"]  # in both lists beats a better place in one
     weighted = reciprocal_rank_fusion([(["a"], 0.5), (["b"], 1.0)], k=20)
     assert weighted["b"] == pytest.approx(2 * weighted["a"])
+
+
+async def test_more_rooms_than_the_cache_holds_are_each_searched_right(
+    knowledge: Knowledge,
+) -> None:
+    # Two rooms' indexes kept at a time: the third search drops the least recently used one,
+    # and searching that room again reads it afresh, with what was said there meanwhile.
+    retriever = MessageRetriever(
+        knowledge.store, knowledge.vectors, knowledge.embedder,
+        options=RetrieverOptions(cached_scopes=2),
+    )  # fmt: skip
+    rooms = [await Chat(knowledge, name=f"room {n}").open() for n in range(3)]
+    for n, chat in enumerate(rooms):
+        await chat.say(f"the key to room {n} is under the blue flowerpot")
+    for n, chat in enumerate(rooms):
+        found = await retriever.search("where is the key?", room_id=chat.room_id, limit=1)
+        assert texts(found) == [f"the key to room {n} is under the blue flowerpot"]
+    await rooms[0].say("the key to room 0 moved to the red mailbox")
+    found = await retriever.search("red mailbox key", room_id=rooms[0].room_id, limit=1)
+    assert texts(found) == ["the key to room 0 moved to the red mailbox"]

@@ -11,7 +11,7 @@ from types import ModuleType
 import pytest
 
 from bot.app.composition import App
-from bot.commands.command_set import Scope, stats
+from bot.commands.command_set import Commands, Request, Scope, stats
 from bot.llm.base import Task
 from bot.plugin.loading import discover
 from bot.testing.harness import TestChat, open_test_app
@@ -95,6 +95,33 @@ async def test_the_template_counts_questions_people_ask(
         assert await host.forget(sarah.account.id, sarah.room.world_id) == {"questions": 2}
         assert await question_count(app, sarah.account.id) == 0
         assert await question_count(app, tom.account.id) == 1
+
+
+async def test_the_count_includes_the_question_asked_just_before(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # `after_learning=True` (as docs/plugins.md shows): the room's pending evaluations finish
+    # before `/questions` answers, so the question just asked is counted, not missed.
+    template = load_template()
+    async with open_test_app(
+        tmp_path,
+        plugins=[template.plugin],
+        model=template_model(),
+        mongodb_uri=mongo_uri,
+        model_dir=model_dir,
+    ) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        await chat.say("where is the nearest station?")  # no settle(): learning still queued
+        commands = Commands(app.commands, learn_wait=30)
+        asked = Request(
+            platform=chat.platform,
+            account_id=chat.account.id,
+            world_id=chat.room.world_id,
+            room_id=chat.room.id,
+            is_admin=False,
+        )
+        answer = await commands.run("questions", asked)
+        assert answer.text == "You asked 1 question(s) here."
 
 
 async def test_a_copy_in_the_plugins_folder_is_discovered_and_runs(

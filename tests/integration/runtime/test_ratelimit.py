@@ -31,6 +31,20 @@ async def test_the_in_process_limit_slides_with_time_and_tells_once_a_window() -
     assert [await limiter.admit("sarah") for _ in range(2)] == [TELL, SILENT]
 
 
+async def test_people_who_went_quiet_are_no_longer_counted() -> None:
+    now = [0.0]
+    limiter = RateLimiter(2, clock=lambda: now[0])
+    for person in range(100):
+        await limiter.admit(f"person {person}")
+    assert [await limiter.admit("sarah") for _ in range(3)] == [ALLOWED, ALLOWED, TELL]
+    assert len(limiter) == 101
+    now[0] = 61.0  # a window later only whoever writes now is counted
+    assert await limiter.admit("tom") is ALLOWED
+    assert len(limiter) == 1
+    # Sarah starts afresh, told again only when over the limit again.
+    assert [await limiter.admit("sarah") for _ in range(3)] == [ALLOWED, ALLOWED, TELL]
+
+
 async def test_processes_sharing_a_database_share_each_persons_limit(
     store: MongoStore, mongo_uri: str
 ) -> None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,6 +29,16 @@ def restore_root_logging() -> Iterator[None]:
     root.setLevel(level)
 
 
+@pytest.fixture
+def host_in_another_zone(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A host clock set to another zone: a log line must still say the true moment in UTC."""
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
 def test_the_log_file_rotates_at_its_size_and_keeps_its_count(tmp_path: Path) -> None:
     log_file = tmp_path / "mnemo.log"
     configure_logging("INFO", [SECRET], log_file=log_file, quiet=True, max_bytes=2000, backups=2)
@@ -39,7 +52,7 @@ def test_the_log_file_rotates_at_its_size_and_keeps_its_count(tmp_path: Path) ->
 
 
 def test_json_lines_on_stdout_and_no_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], host_in_another_zone: None
 ) -> None:
     log_file = tmp_path / "mnemo.log"
     configure_logging("INFO", [SECRET], log_file=log_file, log_format="json")
@@ -55,7 +68,11 @@ def test_json_lines_on_stdout_and_no_file(
         ("INFO", "bot.test", f"connected with {REDACTED}"),
         ("ERROR", "bot.test", "call failed"),
     ]
-    assert "time" in records[0]
+    # ISO 8601 with a zone, as log shippers expect; the moment is the record's own.
+    stamp = datetime.fromisoformat(records[0]["time"])
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00", records[0]["time"])
+    assert stamp.utcoffset() == timedelta(0)
+    assert abs(datetime.now(UTC) - stamp) < timedelta(minutes=5)
     assert "RuntimeError" in records[1]["exc_info"]
     assert SECRET not in "\n".join(lines)
     assert not log_file.exists()

@@ -146,6 +146,7 @@ CASES = [
     ("MNEMO_EVALUATION_LEASE_SECONDS", "5", ("runtime", "evaluation_lease_seconds"), 5.0),
     ("MNEMO_ANSWER_WINDOW_MINUTES", "1", ("runtime", "answer_window_minutes"), 1.0),
     ("MNEMO_PLUGINS_DIR", "/opt/plugins", ("runtime", "plugins_dir"), Path("/opt/plugins")),
+    ("MNEMO_BUILTIN_PLUGINS", "false", ("runtime", "builtin_plugins"), False),
     (
         "MNEMO_DISABLED_PLUGINS",
         "goals, weather",
@@ -228,7 +229,8 @@ def test_defaults(tmp_path: Path) -> None:
     assert settings.runtime.evaluator_selection == "llm"
     # Shipped with Mnemo, found whatever the working folder (here an empty temporary one).
     assert settings.runtime.character == REPO / "characters" / "mnemo.json"
-    assert settings.runtime.plugins_dir == REPO / "plugins"
+    assert settings.runtime.plugins_dir is None
+    assert settings.runtime.plugin_folders == [REPO / "plugins"]
 
 
 def test_relative_paths_are_taken_from_the_starting_folder_once(

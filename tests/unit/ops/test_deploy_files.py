@@ -107,6 +107,18 @@ def test_compose_wires_the_bot_to_its_services() -> None:
     assert bot["MNEMO_METRICS_PORT"] == "9464"
 
 
+def test_compose_builds_its_one_image_once() -> None:
+    # Two `build:` sections of one image build it twice on every `docker compose up --build`.
+    services = COMPOSE["services"]
+    builders = [name for name, service in services.items() if "build" in service]
+    assert builders == ["bot"]
+    built = services["bot"]["image"]
+    users = sorted(name for name, service in services.items() if service.get("image") == built)
+    assert users == ["bot", "chroma"]
+    # The image exists only here: the service that runs it without building never pulls it.
+    assert services["chroma"]["pull_policy"] == "never"
+
+
 def test_the_systemd_unit_runs_real_commands() -> None:
     assert not is_a_command("no-such-command")
     for line in systemd_unit().splitlines():
