@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import logging
+import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -190,6 +192,12 @@ def _memory_options(parser: argparse.ArgumentParser) -> None:
         "--offline",
         action="store_true",
         help="the offline model even when OPENAI_API_KEY / OPENAI_BASE_URL are set",
+    )
+    memory.add_argument(
+        "--replay",
+        type=Path,
+        help="answer every model call as a recorded live run answered it (a `make bench-live` "
+        "--record file): that model's figures on the code as it is now, with no model",
     )
     memory.add_argument(
         "--offline-replies",
@@ -442,12 +450,13 @@ def run_memory_part(args: argparse.Namespace) -> dict[str, Any]:
         DEFAULT_DATA,
         load_conversations,
         pick_conversations,
-        run_memory,
     )
 
     files = list(args.memory_data) if args.memory_data else [DEFAULT_DATA]
     if args.extract_every < 0:
         raise BenchError("--extract-every must be 0 or more")
+    if args.replay is not None and not args.replay.is_file():
+        raise BenchError(f"no recording at {args.replay}")
     loaded = [(path, load_conversations(path)) for path in files]
     if args.memory_only:
         wanted = [name for name in args.memory_only.split(",") if name.strip()]
@@ -462,25 +471,76 @@ def run_memory_part(args: argparse.Namespace) -> dict[str, Any]:
         ]
     if args.quick:
         loaded = [(path, conversations[:5]) for path, conversations in loaded]
-    results = [
-        asyncio.run(
-            run_memory(
-                conversations,
-                model_dir=_model_dir(args),
-                data_source=_display(path),
-                extract_every=args.extract_every,
-                mongodb_uri=args.mongodb_uri,
-                plugins_dir=args.plugins_dir,
-                use_env_model=not args.offline,
-                offline_replies=args.offline_replies,
-            )
+    results = asyncio.run(
+        _memory_runs(
+            loaded,
+            replay=args.replay,
+            model_dir=_model_dir(args),
+            extract_every=args.extract_every,
+            mongodb_uri=args.mongodb_uri,
+            plugins_dir=args.plugins_dir,
+            use_env_model=not args.offline,
+            offline_replies=args.offline_replies,
         )
-        for path, conversations in loaded
-    ]
+    )
     if len(results) == 1:
         return results[0]
     # Several files: each one's figures, and every file's goals side by side.
     return {"files": results, "goals": [goal for r in results for goal in r["goals"]]}
+
+
+async def _memory_runs(
+    loaded: list[tuple[Path, Any]], *, replay: Path | None, **options: Any
+) -> list[dict[str, Any]]:
+    """Each file's run; with `replay`, every model call answered from the recording by a
+    local OpenAI-compatible server the run is pointed at."""
+    from benchmarks.memory import run_memory
+
+    async def runs() -> list[dict[str, Any]]:
+        return [
+            await run_memory(conversations, data_source=_display(path), **options)
+            for path, conversations in loaded
+        ]
+
+    if replay is None:
+        return await runs()
+    from bot.testing.openai_server import FakeOpenAIServer
+    from bot.testing.recorded_model import RecordedModel
+
+    recorded = RecordedModel.load(replay)
+    async with FakeOpenAIServer(responder=recorded) as server:
+        # As the live run was configured (benchmarks/live_model.py), at the local server.
+        with _environment(
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="sk-replay",
+            MNEMO_SMALL_MODEL="local-model",
+            MNEMO_LARGE_MODEL="local-model",
+            MNEMO_MODEL_RETRIES="0",
+            MNEMO_MODEL_CONCURRENCY="1",
+        ):
+            results = await runs()
+    for result in results:
+        result["replayed"] = {
+            "recording": _display(replay),
+            "answered": recorded.served,
+            "not_recorded": len(recorded.unrecorded),
+        }
+    return results
+
+
+@contextlib.contextmanager
+def _environment(**values: str) -> Iterator[None]:
+    """These environment variables set for the block, then as they were."""
+    before = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
