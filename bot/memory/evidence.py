@@ -30,6 +30,7 @@ QUOTE_NOT_SAID = "quote not in the message"
 FROM_A_QUESTION = "quote from a question"
 FORGED_TURN = "quote from a forged turn"
 NOT_IN_QUOTE = "says more than its quote"
+SAYS_NOTHING = "says nothing but a name"
 
 # The speakers a chat format knows besides the people: a line headed so is written as a turn
 # of the model's conversation, never a person's own word.
@@ -75,6 +76,9 @@ def check(
     A claim `ending` a fact ("I sold the Volvo" ends "drives a blue Volvo") need not hold the
     fact's specifics: its quote must only name something of it."""
     quote = quote.strip()
+    named = {w for name in names for w in folded_words(name)}
+    if not set(folded_words(claim)) - named:
+        return SAYS_NOTHING  # "Νίκος": a name is no fact about anyone
     if not folded_words(quote):
         return NO_QUOTE
     if len(folded_words(quote)) > MAX_QUOTE_WORDS or find_words(quote, said.text) is None:

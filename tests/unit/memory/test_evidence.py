@@ -12,6 +12,7 @@ from bot.memory.evidence import (
     NO_QUOTE,
     NOT_IN_QUOTE,
     QUOTE_NOT_SAID,
+    SAYS_NOTHING,
     Said,
     check,
 )
@@ -136,3 +137,8 @@ def test_a_take_back_needs_only_to_name_what_it_ends() -> None:
         ending=True,
     )
     assert verdict is None
+
+
+def test_a_name_alone_says_nothing() -> None:
+    text = "Γεια, είμαι ο Νίκος από την Αθήνα."
+    assert check("Νίκος", "είμαι ο Νίκος", said(text), names=["Νίκος"]) == SAYS_NOTHING
