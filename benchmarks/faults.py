@@ -496,7 +496,9 @@ async def _worker(folder: Path) -> None:
 
     async with open_app(settings, registry=registry) as app:
         runtime = app.runtime
-        await runtime.answer_unanswered("test", lambda room, memory: sender(memory.id))
+        await runtime.answer_unanswered(
+            "test", lambda room, memory: sender(memory.id if memory is not None else "missed")
+        )
         for index, item in enumerate(script):
             if index in acked:
                 continue

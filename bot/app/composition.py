@@ -49,6 +49,7 @@ from bot.queue.worker import RetryPolicy
 from bot.runtime.agent import AgentRuntime, RuntimeOptions
 from bot.runtime.events import NO_EVENTS
 from bot.runtime.intake.journal import Journal
+from bot.runtime.intake.missed import MissedRooms
 from bot.runtime.intake.outage import Outage, wait_until_reachable
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.ratelimit import RateLimiter, ReplyLimit, SharedRateLimiter
@@ -316,6 +317,8 @@ async def open_app(
             sent_replies=sent_replies,
             worlds=worlds,
             caps=caps,
+            # Rooms owed "I missed some messages while I was restarting" (a data-folder file).
+            missed=MissedRooms.in_folder(data_dir),
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()
