@@ -40,6 +40,7 @@ from typing import Literal
 
 from pymongo.errors import ConnectionFailure
 
+from bot.cancelling import BlockingCalls, Stuck
 from bot.domain.records import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
 from bot.faults import FaultHook
 from bot.knowledge.prefetch import Background
@@ -50,7 +51,7 @@ from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.journal import JournalEntry
 from bot.runtime.intake.missed import MissedRooms
-from bot.runtime.intake.outage import Outage, unreachable
+from bot.runtime.intake.outage import DISK_DEADLINE, Outage, unreachable
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.replying import Replier
@@ -151,6 +152,8 @@ class Intake:
         self._senders: dict[str, SenderFor] = {}
         self._connected: dict[str, asyncio.Event] = {}
         self._missed = missed or MissedRooms(None)
+        # The data-folder writes of recovery (missed_rooms.json), each with a deadline.
+        self._disk = BlockingCalls("data folder", deadline=DISK_DEADLINE)
         self._give_up_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------ a new message
@@ -405,7 +408,11 @@ class Intake:
     # ------------------------------------------------------------------ the outage journal
     async def _keep(self, entry: JournalEntry, send: Send) -> HandleResult:
         assert self.outage is not None
-        kept = await self.outage.keep(entry, send)
+        try:
+            kept = await self.outage.keep(entry, send)
+        except Exception as error:  # the journal's disk is full or stuck: the room hears once
+            await self._not_kept(entry.memory, send, error)
+            kept = False
         return HandleResult(stored=False, responded=entry.responded, journaled=kept)
 
     async def note_profiles(self, accounts: Iterable[Account], room: Room | None) -> None:
@@ -529,7 +536,10 @@ class Intake:
 
     async def _owe_missed(self, rooms: list[Room]) -> None:
         if rooms:
-            await asyncio.to_thread(self._missed.add, rooms)
+            try:
+                await self._disk.run(lambda: self._missed.add(rooms))
+            except (OSError, Stuck) as error:  # only the courtesy line is at stake
+                log.error("cannot note the rooms owed a line (%s)", type(error).__name__)
 
     async def answer_unanswered(
         self, platform: str, sender_for: SenderFor, in_lane: InLane | None = None
@@ -621,7 +631,10 @@ class Intake:
         except Exception as error:
             log.warning("telling room %s it was missed failed (%s)", room.id, type(error).__name__)
             return False
-        await asyncio.to_thread(self._missed.told, room.id)
+        try:
+            await self._disk.run(lambda: self._missed.told(room.id))
+        except (OSError, Stuck) as error:  # told again after the next restart, at worst
+            log.error("cannot note room %s was told (%s)", room.id, type(error).__name__)
         return True
 
     def _give_up_later(self) -> None:

@@ -20,8 +20,8 @@ from bot.domain.records import Content, EvaluationJob, Memory, Room
 from bot.llm.base import Task
 from bot.plugin.api import Context, Evaluator, Plugin
 from bot.queue.worker import job_id_for
-from bot.runtime.intake.intake import MISSED_REPLY
 from bot.runtime.agent import Send
+from bot.runtime.intake.intake import MISSED_REPLY
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 
