@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT = 30.0
 # Seconds from a stop signal (SIGINT, SIGTERM) to the end of the process, stuck or not: above
 # what a graceful stop takes (the platforms' grace for messages in flight, then closing).
-EXIT_DEADLINE = 60.0
+EXIT_DEADLINE = 45.0
 
 
 @runtime_checkable
