@@ -57,6 +57,9 @@ MAX_REPLAY_FAILURES = 3
 # Seconds a write or read of the journal file may take: past it the disk is taken as stuck
 # (`Stuck` is raised: the message was not kept), so a stuck disk holds up no room for longer.
 DISK_DEADLINE = 10.0
+# The replay reads the whole file and rewrites it (50 MB at most): in the background, and
+# given this many times the deadline of one write, so a long journal is not taken for stuck.
+REPLAY_DEADLINE_FACTOR = 10
 
 
 async def wait_until_reachable(
@@ -195,7 +198,8 @@ class Outage:
         leaves the file only once it is in MongoDB. Returns how many were replayed."""
         assert self._replay_one is not None, "bind() the intake first"
         replayed = 0
-        while records := await self.disk.run(self.journal.records):
+        deadline = self.disk.deadline * REPLAY_DEADLINE_FACTOR
+        while records := await self.disk.run(self.journal.records, deadline=deadline):
             last = 0
             try:
                 for record in records:
@@ -211,7 +215,9 @@ class Outage:
                     replayed += 1
             finally:
                 if last:
-                    await self.disk.run(functools.partial(self.journal.drop_through, last))
+                    await self.disk.run(
+                        functools.partial(self.journal.drop_through, last), deadline=deadline
+                    )
         self.replayed += replayed
         return replayed
 
