@@ -389,9 +389,11 @@ class KillMidReplyReport:
     # Messages answered more than once (a kill during the platform's send repeats one: its
     # HTTP call was cut, nothing says whether it arrived).
     duplicated: int
-    # Messages aged past the answer window, and chats told once that they were missed.
+    # Messages aged past the answer window, chats told that they were missed, and how many
+    # times in all (at most once a chat per start: never once per message).
     missed: int
     told: int
+    missed_lines: int
     # Messages neither answered nor in a chat told it was missed. Must be 0.
     silent: int
 
@@ -502,7 +504,7 @@ async def _kill_mid_reply(
                 bot.kill()
                 bot.wait()
         sent = list(telegram.sent)
-    inverted = duplicated = missed = told = silent = answered_count = 0
+    inverted = duplicated = missed = told = missed_lines = silent = answered_count = 0
     for room_id, tickets_of in written.items():
         lines = [m.text for m in sent if m.chat_id == room_id]
         replies = [line for line in lines if line != MISSED_REPLY]
@@ -517,6 +519,7 @@ async def _kill_mid_reply(
             first_seen.append(position)
         chat_told = MISSED_REPLY in lines
         told += chat_told
+        missed_lines += lines.count(MISSED_REPLY)
         for index in range(len(tickets_of)):
             if index in first_seen:
                 answered_count += 1
@@ -533,6 +536,7 @@ async def _kill_mid_reply(
         duplicated=duplicated,
         missed=missed,
         told=told,
+        missed_lines=missed_lines,
         silent=silent,
     )
 

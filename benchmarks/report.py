@@ -667,7 +667,10 @@ def faults_section(part: dict[str, Any]) -> list[str]:
                 str(loop["silent"]),
             ],
             ["answered", f"{loop['answered']:,}"],
-            ["aged past the answer window; chats told once", f"{loop['missed']} ; {loop['told']}"],
+            [
+                "aged past the answer window; chats told; lines saying so",
+                f"{loop['missed']}; {loop['told']}; {loop['missed_lines']}",
+            ],
             ["answered twice (a kill during the send)", str(loop["duplicated"])],
         ]
     return [
