@@ -599,15 +599,16 @@ class Intake:
         done = self._answering[room_id] = asyncio.Event()
         sender_for = self._senders.get(left.room.platform)
         answered = 0
+        owed, told = left.missed, False
         try:
-            told = False
-            if left.missed:
+            if owed:
                 told = await self._tell_missed(left.room, sender_for)
             for job, memory in left.messages:
                 if sender_for is None or not self._young(memory):
                     # Aged while waiting (behind the room's other leftovers, or for its
                     # platform): owed before learned from, as at start-up.
                     if not told:
+                        owed = True
                         await self._owe_missed([left.room])
                         told = await self._tell_missed(left.room, sender_for)
                     await self._take_in(job, memory, None, no_typing, None)
@@ -616,6 +617,8 @@ class Intake:
                 result = await self._take_in(job, memory, send, no_typing, left.room)
                 answered += result.responded
         finally:
+            if owed and not told:  # said once the platform connects (or at the next start)
+                self._left_in(left.room).missed = True
             del self._answering[room_id]
             done.set()
         return answered
