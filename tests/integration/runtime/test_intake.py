@@ -130,6 +130,28 @@ async def test_old_unanswered_messages_are_learned_from_and_the_room_told_once(
     assert sorted(learned) == ["Hi, I'm Sarah", "I live in Oslo"]
 
 
+async def test_a_room_owed_the_missed_line_is_told_even_after_a_start_that_never_connected(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """A crash loop: the start that learned from the aged message was stopped before its
+    platform connected; the room is still told, by the next start."""
+    options = {"evaluator_selection": "all", "keep_database": True}
+    async with open_test_app(tmp_path, model=crashing_model(), **options) as app:
+        chat = TestChat(app.runtime)
+        message = chat.message("Hi, I'm Sarah")
+        aged = message.model_copy(update={"created_at": message.created_at - timedelta(hours=1)})
+        with pytest.raises(Crash):
+            await chat.send(aged)
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        status = await wait_done(app, job_id_for("message", message.id))  # learned from
+    sent: list[tuple[str, str]] = []
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        await app.runtime.answer_unanswered("test", recording_sender(sent))
+        await app.store.client.drop_database(app.settings.storage.mongodb_database)
+    assert status == "done"
+    assert sent == [("-", MISSED_REPLY)]
+
+
 async def test_a_recovered_message_is_answered_before_a_new_one_in_its_room(
     tmp_path: Path, model_dir: Path
 ) -> None:
