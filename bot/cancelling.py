@@ -100,21 +100,24 @@ class BlockingCalls:
         waiting.add_done_callback(lambda late: late.cancelled() or late.exception())
         try:
             return await asyncio.wait_for(asyncio.shield(waiting), seconds)
+        except asyncio.CancelledError:
+            done.cancel()  # not started yet: it never will be; running: it ends on its own
+            raise
         except TimeoutError:
-            with self._lock:
-                started = self._running.get(done)
-                if started is not None and not done.done():
-                    self._overdue[done] = started
-            if not done.cancel() and not done.done():
+            with self._lock:  # `_serve` starts a call under it: running, or never will be
+                overdue = not done.cancel() and not done.done()
+                if overdue:
+                    self._overdue[done] = self._running.get(done, time.monotonic())
+            if overdue:
                 log.error("%s: a call has not returned after %g s", self.name, seconds)
             raise Stuck(f"{self.name}: no answer within {seconds:g} s") from None
 
     def _serve(self) -> None:
         while True:
             call = self._calls.get()
-            if not call.done.set_running_or_notify_cancel():
-                continue  # given up on before it started
             with self._lock:
+                if not call.done.set_running_or_notify_cancel():
+                    continue  # given up on before it started
                 self._running[call.done] = time.monotonic()
             try:
                 result = call.run()
