@@ -41,6 +41,9 @@ DEFAULT_MAX_CANDIDATES = 1000
 # Seconds one Chroma call may take before it is given up on (the audit saw calls stay blocked
 # inside chromadb's compiled code for minutes after a full disk had room again).
 CALL_DEADLINE = 15.0
+# Opening the client reads a persistent folder's index files (large ones take a while): the
+# call that opens it gets at least this long.
+OPEN_DEADLINE = 120.0
 
 
 class VectorIndexError(Exception):
@@ -311,8 +314,10 @@ class VectorIndex:
         def work() -> _T:
             return run(self._collection(collection))
 
+        opening = self._client is None or collection not in self._collections
+        deadline = max(self._calls.deadline, OPEN_DEADLINE) if opening else None
         try:
-            return await self._calls.run(work)
+            return await self._calls.run(work, deadline=deadline)
         except Stuck as stuck:
             raise VectorIndexStuck(f"{self._describe}: {stuck}") from None
 
