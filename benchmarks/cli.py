@@ -58,6 +58,8 @@ SIZES: dict[str, tuple[Any, Any]] = {
     "faults": (12, 4),
     "server_kills": (100, 10),
     "full_disk_chats": (50, 5),
+    "kill_mid_reply": (50, 3),
+    "kill_chats": (6, 3),
     "adapter_rooms": (100, 10),
 }
 
@@ -228,6 +230,19 @@ def _faults_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         help="people writing to a `mnemo run` on Telegram polling while its disk is full "
         "(default 50; 0 skips it)",
+    )
+    faults.add_argument(
+        "--kill-mid-reply",
+        type=int,
+        help="kill -9s of a `mnemo run` on Telegram polling while it writes replies, each "
+        "followed by a new message in every chat (default 50; 0 skips it)",
+    )
+    faults.add_argument("--kill-chats", type=int, help="chats of the kill-mid-reply loop (6)")
+    faults.add_argument(
+        "--kill-window-minutes",
+        type=float,
+        default=5.0,
+        help="MNEMO_ANSWER_WINDOW_MINUTES of the kill-mid-reply loop (default 5)",
     )
 
 
@@ -554,7 +569,13 @@ def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
 def run_faults_part(args: argparse.Namespace) -> dict[str, Any]:
     import os
 
-    from benchmarks.faults import fault_plan, run_faults, run_full_disk, run_server_kills
+    from benchmarks.faults import (
+        fault_plan,
+        run_faults,
+        run_full_disk,
+        run_kill_mid_reply,
+        run_server_kills,
+    )
 
     if min(args.fault_rooms, args.fault_messages, args.faults) < 1:
         raise BenchError("--fault-rooms, --fault-messages and --faults must be at least 1")
@@ -580,12 +601,24 @@ def run_faults_part(args: argparse.Namespace) -> dict[str, Any]:
                 messages=args.fault_messages,
                 model_dir=_model_dir(args),
             ).as_dict()
+    mid_reply = None
+    if args.kill_mid_reply > 0:
+        with tempfile.TemporaryDirectory(prefix="mnemo-bench-kill-mid-reply-") as folder:
+            mid_reply = run_kill_mid_reply(
+                Path(folder),
+                chats=max(args.kill_chats, 1),
+                kills=args.kill_mid_reply,
+                model_dir=_model_dir(args),
+                seed=args.seed,
+                window_minutes=args.kill_window_minutes,
+            ).as_dict()
     return {
         **report.as_dict(),
         "faults": plan,
         "seed": args.seed,
         "server_kills": server.as_dict(),
         "full_disk": full_disk,
+        "kill_mid_reply": mid_reply,
     }
 
 

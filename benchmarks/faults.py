@@ -373,12 +373,185 @@ async def _full_disk(folder: Path, *, chats: int, messages: int, model_dir: Path
     )
 
 
+# ------------------------------------------------------------------ kill -9 mid-reply, in a loop
+@dataclass(frozen=True)
+class KillMidReplyReport:
+    """A real `mnemo run` on Telegram polling killed -9 while replies are being written, again
+    and again, with a new message in every chat right after each restart (issue 30, finding 4:
+    the audit saw 376 of 2,573 reply pairs inverted and 17 messages never answered nor told)."""
+
+    chats: int
+    kills: int
+    sent: int
+    answered: int
+    # Replies of a chat that came out before the reply to an earlier message of it. Must be 0.
+    inverted: int
+    # Messages answered more than once (a kill during the platform's send repeats one: its
+    # HTTP call was cut, nothing says whether it arrived).
+    duplicated: int
+    # Messages aged past the answer window, chats told that they were missed, and how many
+    # times in all (at most once a chat per start: never once per message).
+    missed: int
+    told: int
+    missed_lines: int
+    # Messages neither answered nor in a chat told it was missed. Must be 0.
+    silent: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _ticket(chat: int, number: int) -> str:
+    return f"T{chat}x{number}"
+
+
+def _answer_to(ticket: str) -> str:
+    """The fake model's reply to a ticket: words of its own (no parroting), one per message."""
+    return f"Answered R{ticket[1:].replace('x', 'y')}."
+
+
+def run_kill_mid_reply(
+    folder: Path, *, chats: int, kills: int, model_dir: Path, seed: int, window_minutes: float
+) -> KillMidReplyReport:
+    """`kills` rounds of: a message in every chat, `mnemo run` killed -9 while the model is
+    writing their replies (a slow fake model), started again and at once sent the next message
+    in every chat; then a last run that is not killed. Every reply names its message's ticket,
+    so the order of a chat's replies can be checked against the order its people wrote."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(
+        _kill_mid_reply(
+            folder,
+            chats=chats,
+            kills=kills,
+            model_dir=model_dir,
+            seed=seed,
+            window_minutes=window_minutes,
+        )
+    )
+
+
+async def _kill_mid_reply(
+    folder: Path, *, chats: int, kills: int, model_dir: Path, seed: int, window_minutes: float
+) -> KillMidReplyReport:
+    import re
+    import signal
+
+    from bot.runtime.intake.intake import MISSED_REPLY
+    from bot.testing.openai_server import FakeOpenAIServer, Reply
+    from tests.fakes.telegram_server import FakeTelegramServer
+
+    rng = random.Random(seed)
+    tickets = re.compile(r"T\d+x\d+")
+
+    def answer(body: dict[str, Any]) -> Reply:
+        prompt = str(body.get("messages", [{}])[-1].get("content", ""))
+        found = tickets.findall(prompt)
+        # The message answered is the conversation's last; slow, so kills land mid-reply.
+        text = _answer_to(found[-1]) if found else "Noted."
+        return Reply(json.dumps({"text": text, "action": "NONE"}), delay=rng.uniform(0.2, 0.8))
+
+    extra = {"MNEMO_ANSWER_WINDOW_MINUTES": str(window_minutes)}
+    async with FakeTelegramServer() as telegram, FakeOpenAIServer(responder=answer) as ai:
+        people = [telegram.user(f"Person {n}") for n in range(chats)]
+        rooms = [telegram.private_chat(person) for person in people]
+        written: dict[int, list[str]] = {room.id: [] for room in rooms}
+
+        def write_all(number: int) -> None:
+            for chat, (person, room) in enumerate(zip(people, rooms, strict=True)):
+                ticket = _ticket(chat, number)
+                written[room.id].append(ticket)
+                telegram.push_message(room, person, f"My ticket today is {ticket}, please.")
+
+        number = 0
+        for _ in range(kills):
+            bot = _start_polling_bot(
+                folder, telegram.token, telegram.base_url, ai.base_url, model_dir, extra
+            )
+            try:
+                await _until(lambda: bool(telegram.calls_to("getUpdates")), bot, folder, 120)
+                write_all(number)  # right after the start: behind what the crash left
+                number += 1
+                asked = len(ai.requests)
+                await _until(lambda n=asked: len(ai.requests) > n, bot, folder, 60)
+                await asyncio.sleep(rng.uniform(0.0, 0.6))  # somewhere mid-reply
+            finally:
+                bot.kill()  # SIGKILL: the bundled database goes with it
+                bot.wait()
+        bot = _start_polling_bot(
+            folder, telegram.token, telegram.base_url, ai.base_url, model_dir, extra
+        )
+        try:
+            await _until(lambda: bool(telegram.calls_to("getUpdates")), bot, folder, 120)
+            write_all(number)
+            expected = {ticket for tickets_of in written.values() for ticket in tickets_of}
+            deadline = time.monotonic() + 120 + 2 * len(expected)
+            while time.monotonic() < deadline:
+                answered = {m.text for m in telegram.sent}
+                missed_chats = {m.chat_id for m in telegram.sent if m.text == MISSED_REPLY}
+                done = [
+                    _answer_to(t) in answered or room_id in missed_chats
+                    for room_id, tickets_of in written.items()
+                    for t in tickets_of
+                ]
+                if all(done):
+                    break
+                await asyncio.sleep(0.5)
+            await asyncio.sleep(2)  # nothing more comes
+            bot.send_signal(signal.SIGINT)
+            await asyncio.to_thread(bot.wait, 90)
+        finally:
+            if bot.poll() is None:
+                bot.kill()
+                bot.wait()
+        sent = list(telegram.sent)
+    inverted = duplicated = missed = told = missed_lines = silent = answered_count = 0
+    for room_id, tickets_of in written.items():
+        lines = [m.text for m in sent if m.chat_id == room_id]
+        replies = [line for line in lines if line != MISSED_REPLY]
+        order = {_answer_to(t): index for index, t in enumerate(tickets_of)}
+        positions = [order[line] for line in replies if line in order]
+        first_seen: list[int] = []
+        for position in positions:
+            if position in first_seen:
+                duplicated += 1
+                continue
+            inverted += any(earlier > position for earlier in first_seen)
+            first_seen.append(position)
+        chat_told = MISSED_REPLY in lines
+        told += chat_told
+        missed_lines += lines.count(MISSED_REPLY)
+        for index in range(len(tickets_of)):
+            if index in first_seen:
+                answered_count += 1
+            elif chat_told:
+                missed += 1
+            else:
+                silent += 1
+    return KillMidReplyReport(
+        chats=chats,
+        kills=kills,
+        sent=sum(len(t) for t in written.values()),
+        answered=answered_count,
+        inverted=inverted,
+        duplicated=duplicated,
+        missed=missed,
+        told=told,
+        missed_lines=missed_lines,
+        silent=silent,
+    )
+
+
 def _bundled_server_pid(data_dir: Path) -> int:
     return int((data_dir / "mongo" / "nx-27017.pid").read_text().strip())
 
 
 def _start_polling_bot(
-    folder: Path, token: str, telegram_url: str, model_url: str, model_dir: Path
+    folder: Path,
+    token: str,
+    telegram_url: str,
+    model_url: str,
+    model_dir: Path,
+    extra: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     env_file = folder / "empty.env"  # a `.env` in the checkout must not leak in
     env_file.touch()
@@ -393,6 +566,7 @@ def _start_polling_bot(
         "OPENAI_BASE_URL": model_url,
         "TELEGRAM_TOKEN": token,
         "MNEMO_TELEGRAM_API_URL": telegram_url,
+        **(extra or {}),
     }
     for name in ("MONGODB_URI", "MNEMO_TELEGRAM_WEBHOOK_URL"):
         env.pop(name, None)
@@ -496,7 +670,9 @@ async def _worker(folder: Path) -> None:
 
     async with open_app(settings, registry=registry) as app:
         runtime = app.runtime
-        await runtime.answer_unanswered("test", lambda room, memory: sender(memory.id))
+        await runtime.answer_unanswered(
+            "test", lambda room, memory: sender(memory.id if memory is not None else "missed")
+        )
         for index, item in enumerate(script):
             if index in acked:
                 continue

@@ -654,6 +654,25 @@ def faults_section(part: dict[str, Any]) -> list[str]:
             ["chats told their message could not be kept", str(disk["told"])],
             ["time to answer all once the disk had room", f"{disk['recover_seconds']} s"],
         ]
+    loop = part.get("kill_mid_reply")
+    if loop:
+        rows += [
+            [
+                "mnemo run killed -9 mid-reply, a new message in every chat after each start",
+                f"{loop['kills']:,} times, {loop['chats']} chats, {loop['sent']:,} messages",
+            ],
+            ["replies out of their chat's order (must be 0)", str(loop["inverted"])],
+            [
+                "messages neither answered nor told they were missed (must be 0)",
+                str(loop["silent"]),
+            ],
+            ["answered", f"{loop['answered']:,}"],
+            [
+                "aged past the answer window; chats told; lines saying so",
+                f"{loop['missed']}; {loop['told']}; {loop['missed_lines']}",
+            ],
+            ["answered twice (a kill during the send)", str(loop["duplicated"])],
+        ]
     return [
         f"{part['rooms']} rooms, {part['sent']:,} messages; the worker process was killed -9 "
         f"{part['kills']} times at random points of handle() and of evaluations (seed "

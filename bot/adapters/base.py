@@ -20,7 +20,7 @@ from bot.plugin.services import Rooms
 from bot.queue.worker import EvaluationQueue
 from bot.runtime.intake.intake import AtDoor
 from bot.runtime.intake.outage import Outage
-from bot.runtime.types import HandleResult, Send, SenderFor, Typing
+from bot.runtime.types import HandleResult, InLane, Send, SenderFor, Typing
 from bot.runtime.worlds import WorldChoices
 from bot.storage.accounts import Accounts
 from bot.storage.facts import Facts
@@ -74,9 +74,10 @@ class NoteProfiles(Protocol):
     ) -> Awaitable[None]: ...
 
 
-# Answer the messages of a platform a crash left unanswered; returns how many were answered.
-# (A coroutine: adapters run it as a background task.)
-AnswerUnanswered = Callable[[str, SenderFor], Coroutine[Any, Any, int]]
+# Answer the messages of a platform a crash left unanswered, in their rooms' lanes (so a room's
+# new messages come after them); returns how many were answered. (A coroutine: adapters run
+# it as a background task, started before their first message can arrive.)
+AnswerUnanswered = Callable[[str, SenderFor, InLane | None], Coroutine[Any, Any, int]]
 
 
 @dataclass(frozen=True)

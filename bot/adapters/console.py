@@ -247,6 +247,7 @@ class ConsoleChat:
         self._commands: Commands | None = None
         self._lanes: RoomLanes[str] = RoomLanes(PLATFORM)
         self._conversation: asyncio.Task[None] | None = None
+        self._recovery: asyncio.Task[int] | None = None
         # /forgetme asked to confirm: the next line answers it.
         self._confirming_forget = False
 
@@ -277,6 +278,13 @@ class ConsoleChat:
         await services.note_profiles([self.account], self.room)
         # Plugins may speak later with nothing typed (a follow-up): printed like a reply.
         services.plugin_rooms.connect(PLATFORM, self._room_sender)
+        # What a crash left unanswered here is answered first, in this room's lane.
+        self._recovery = asyncio.create_task(
+            services.answer_unanswered(
+                PLATFORM, lambda room, message: self._room_sender(room), self._in_lane
+            ),
+            name="console-recovery",
+        )
         lines: asyncio.Queue[str | None] = asyncio.Queue()
         _start_reader(self.stdin, lines, asyncio.get_running_loop())
         self._conversation = asyncio.create_task(self._converse(lines), name="console")
@@ -295,6 +303,7 @@ class ConsoleChat:
         conversation = self._conversation
         if conversation is not None and not conversation.done():
             await cancel_and_wait(conversation)
+        await cancel_and_wait(self._recovery)
         await self._lanes.close(grace=STOP_GRACE)
 
     async def run(self, services: AdapterServices) -> None:
@@ -333,6 +342,15 @@ class ConsoleChat:
         await self.finish()
 
     # ------------------------------------------------------------------ messages
+    def _in_lane(self, room: Room, work: Callable[[], Awaitable[None]]) -> asyncio.Future[None]:
+        """This person's room only: another login's leftovers wait for their own console
+        (or are learned from once too old to answer)."""
+        if room.id == self.room.id:
+            return self._lanes.submit(room.id, work)
+        skipped: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        skipped.set_result(None)
+        return skipped
+
     def _room_sender(self, room: Room) -> Callable[[Content], Awaitable[None]]:
         async def send(content: Content) -> None:
             # Said while the person may be at the prompt: on a line of its own, then the

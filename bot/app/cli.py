@@ -329,8 +329,17 @@ def _stop_on_sigterm() -> None:
     start."""
     task = asyncio.current_task()
     if task is not None:
+        from bot.app.platforms import ExitDeadline
+
+        # Within the exit deadline, stuck or not (bot/app/platforms.py).
+        deadline = ExitDeadline()
+
+        def stop() -> None:
+            deadline.signalled(signal.SIGTERM)
+            task.cancel()
+
         with contextlib.suppress(NotImplementedError, RuntimeError):
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop)
 
 
 async def _until_stopped(runner: Callable[[Settings], Awaitable[None]], settings: Settings) -> None:

@@ -50,6 +50,7 @@ from bot.queue.worker import RetryPolicy
 from bot.runtime.agent import AgentRuntime, RuntimeOptions
 from bot.runtime.events import NO_EVENTS
 from bot.runtime.intake.journal import Journal
+from bot.runtime.intake.missed import MissedRooms
 from bot.runtime.intake.outage import Outage, wait_until_reachable
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.ratelimit import RateLimiter, ReplyLimit, SharedRateLimiter
@@ -243,10 +244,13 @@ async def open_app(
         succession = await take_over(store.leases, data_dir, bundled=bundled)
         stack.callback(succession.close)
 
+        deadline = settings.storage.store_call_seconds  # per Chroma call, per journal write
         if settings.storage.chroma_host:
-            vectors = VectorIndex.remote(settings.storage.chroma_host, settings.storage.chroma_port)
+            vectors = VectorIndex.remote(
+                settings.storage.chroma_host, settings.storage.chroma_port, deadline=deadline
+            )
         else:
-            vectors = VectorIndex.persistent(str(data_dir / "chroma"))
+            vectors = VectorIndex.persistent(str(data_dir / "chroma"), deadline=deadline)
         stack.push_async_callback(vectors.close)
         # The index connects lazily; touch it now so a bad CHROMA_HOST fails at start-up.
         await vectors.count("facts")
@@ -279,7 +283,7 @@ async def open_app(
         journal = Journal.in_folder(
             data_dir, max_bytes=int(settings.storage.journal_max_mb * 1_000_000)
         )
-        outage = Outage(journal, ping=store.ping, faults=faults)
+        outage = Outage(journal, ping=store.ping, faults=faults, disk_deadline=deadline)
         # Replies sent and not stored yet: a restart stores them instead of answering again.
         sent_replies = SentReplies.in_folder(data_dir)
         metrics = None
@@ -287,7 +291,7 @@ async def open_app(
             metrics = Metrics(
                 ledger,
                 settings.ops.model_prices,
-                dependencies_of(store, vectors, journal),
+                dependencies_of(store, vectors, journal, outage.disk),
                 models=operator_models(settings),
             )
         privacy = PrivacyPolicy(
@@ -326,6 +330,8 @@ async def open_app(
             sent_replies=sent_replies,
             worlds=worlds,
             caps=caps,
+            # Rooms owed "I missed some messages while I was restarting" (a data-folder file).
+            missed=MissedRooms.in_folder(data_dir),
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

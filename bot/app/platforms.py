@@ -11,8 +11,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
+import threading
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -28,6 +31,9 @@ __all__ = ["PlatformError", "PlatformStartupError", "build_adapters", "run_platf
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT = 30.0
+# Seconds from a stop signal (SIGINT, SIGTERM) to the end of the process, stuck or not: above
+# what a graceful stop takes (the platforms' grace for messages in flight, then closing).
+EXIT_DEADLINE = 45.0
 
 
 @runtime_checkable
@@ -169,16 +175,60 @@ async def _stop_all(adapters: Sequence[Adapter]) -> None:
             log.warning("%s did not stop cleanly (%s)", adapter.name, type(error).__name__)
 
 
+@dataclass
+class ExitDeadline:
+    """After a stop signal, the process ends within `seconds` whatever is stuck.
+
+    A graceful stop waits for what is in flight, and a call stuck for good (chromadb's compiled
+    code after a full disk, a disk that does not answer) would make it wait for ever: the audit
+    saw SIGINT ignored for 60 s, and a process that never exits is one no restart policy can
+    help. So the first signal starts the graceful stop and a timer in a daemon thread (it runs
+    whatever the event loop is doing); if the process is still there when the timer fires, it
+    ends at once (`os._exit`, exit status 128 + the signal's number). A second signal ends it
+    at once too: the operator insists."""
+
+    seconds: float = EXIT_DEADLINE
+    _timer: threading.Timer | None = None
+
+    def signalled(self, signum: int) -> None:
+        if self._timer is not None:
+            exit_now(signum, "a second stop signal")
+        self._timer = threading.Timer(
+            self.seconds,
+            exit_now,
+            args=(signum, f"still running {self.seconds:g} s after the stop signal"),
+        )
+        self._timer.daemon = True  # never what keeps the process alive
+        self._timer.start()
+
+
+def exit_now(signum: int, why: str) -> None:
+    """End the process now, without waiting for anything (what is stuck would never return).
+    What was accepted is safe: kept before it was acknowledged, resumed at the next start."""
+    log.error("stopping now: %s (something is stuck; the next start resumes what was left)", why)
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    os._exit(128 + signum)
+
+
 @contextlib.contextmanager
 def _signals(stop: asyncio.Event, *, enabled: bool) -> Iterator[None]:
-    """SIGINT and SIGTERM set `stop`, so every platform is stopped gracefully."""
+    """SIGINT and SIGTERM set `stop`, so every platform is stopped gracefully, within the exit
+    deadline (`ExitDeadline`)."""
     loop = asyncio.get_running_loop()
     installed: list[tuple[signal.Signals, Any]] = []
+    deadline = ExitDeadline()
+
+    def stop_on(signum: int) -> None:
+        deadline.signalled(signum)
+        stop.set()
+
     if enabled:
         for signum in (signal.SIGINT, signal.SIGTERM):
             previous = signal.getsignal(signum)
             try:
-                loop.add_signal_handler(signum, stop.set)
+                loop.add_signal_handler(signum, stop_on, int(signum))
             except (NotImplementedError, RuntimeError, ValueError):
                 continue  # not the main thread, or a platform without loop signal handlers
             installed.append((signum, previous))

@@ -110,6 +110,12 @@ class StorageSettings(SettingsGroup):
     # The bound of the outage journal (messages kept on disk while MongoDB is unreachable);
     # when it is full, new messages are refused with a reply saying so.
     journal_max_mb: float = Field(50.0, gt=0, validation_alias=env("MNEMO_JOURNAL_MAX_MB"))
+    # Seconds one Chroma call or one write of the local files (the journal) may take before it
+    # is given up on as stuck (a full or hung disk): the message goes on without it, and
+    # /healthz reports the stuck store until the call returns.
+    store_call_seconds: float = Field(
+        15.0, gt=0, le=600, validation_alias=env("MNEMO_STORE_CALL_SECONDS")
+    )
 
     @field_validator("mongodb_uri")
     @classmethod

@@ -6,7 +6,6 @@ function is never used (it would download a model and pad every text to 256 toke
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
@@ -17,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import numpy as np
+
+from bot.cancelling import BlockingCalls, Stuck
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -37,8 +38,20 @@ _T = TypeVar("_T")
 DEFAULT_MAX_CANDIDATES = 1000
 
 
+# Seconds one Chroma call may take before it is given up on (the audit saw calls stay blocked
+# inside chromadb's compiled code for minutes after a full disk had room again).
+CALL_DEADLINE = 15.0
+# Opening the client reads a persistent folder's index files (large ones take a while): the
+# call that opens it gets at least this long.
+OPEN_DEADLINE = 120.0
+
+
 class VectorIndexError(Exception):
     """Chroma cannot be reached or opened; the message is one line meant for the operator."""
+
+
+class VectorIndexStuck(VectorIndexError):
+    """A Chroma call did not return within its deadline (or earlier ones are still stuck)."""
 
 
 @dataclass(frozen=True)
@@ -66,20 +79,31 @@ def clean_metadata(metadata: Mapping[str, Any]) -> dict[str, MetadataValue] | No
 class VectorIndex:
     """A thin async wrapper over a Chroma client (PersistentClient or HttpClient).
 
-    Chroma's client is synchronous; calls run in a worker thread so the event loop never blocks.
+    Chroma's client is synchronous; calls run in threads of the index's own, each with a
+    deadline (bot/cancelling.py's `BlockingCalls`), so the event loop never blocks and a stuck
+    call holds up neither the loop, nor a room, nor the process's exit: it raises
+    `VectorIndexStuck`, and `stuck` says so (for /healthz). Chroma is never the truth (MongoDB
+    is): a vector write given up on is one the start-up healing writes again.
     The client is built on first use (an HttpClient contacts its server when built), and each
     collection is fetched or created once, with cosine distance and no embedding function.
     """
 
-    def __init__(self, connect: Callable[[], ClientAPI], *, describe: str = "Chroma") -> None:
+    def __init__(
+        self,
+        connect: Callable[[], ClientAPI],
+        *,
+        describe: str = "Chroma",
+        deadline: float = CALL_DEADLINE,
+    ) -> None:
         self._connect = connect
         self._describe = describe  # where the data lives, for error messages
+        self._calls = BlockingCalls("chroma", deadline=deadline)
         self._client: ClientAPI | None = None
         self._collections: dict[str, Collection] = {}
         self._lock = threading.Lock()
 
     @classmethod
-    def persistent(cls, path: str | Path) -> VectorIndex:
+    def persistent(cls, path: str | Path, *, deadline: float = CALL_DEADLINE) -> VectorIndex:
         """Chroma in a local folder. A folder Chroma cannot open (a corrupted file) is moved
         aside, never deleted, and a fresh one is started: MongoDB is the truth, and start-up
         healing (bot.knowledge.reindex) rebuilds the vectors from it."""
@@ -103,11 +127,17 @@ class VectorIndex:
                 )
                 return _open_persistent(folder)
 
-        return cls(connect, describe=f"the Chroma folder {path}")
+        return cls(connect, describe=f"the Chroma folder {path}", deadline=deadline)
 
     @classmethod
     def remote(
-        cls, host: str, port: int, *, ssl: bool = False, headers: dict[str, str] | None = None
+        cls,
+        host: str,
+        port: int,
+        *,
+        ssl: bool = False,
+        headers: dict[str, str] | None = None,
+        deadline: float = CALL_DEADLINE,
     ) -> VectorIndex:
         def connect() -> ClientAPI:
             import chromadb
@@ -122,7 +152,9 @@ class VectorIndex:
             )
 
         scheme = "https" if ssl else "http"
-        return cls(connect, describe=f"the Chroma server {scheme}://{host}:{port}")
+        return cls(
+            connect, describe=f"the Chroma server {scheme}://{host}:{port}", deadline=deadline
+        )
 
     async def upsert(
         self,
@@ -263,9 +295,18 @@ class VectorIndex:
 
         return await self._call(collection, run)
 
+    @property
+    def stuck(self) -> float:
+        """Seconds a Chroma call has been stuck past its deadline (0: none is)."""
+        return self._calls.stuck_for
+
     async def close(self) -> None:
-        """Release the client (a PersistentClient holds SQLite files open). Reusable after."""
-        await asyncio.to_thread(self._close_sync)
+        """Release the client (a PersistentClient holds SQLite files open). Reusable after.
+        A client held by a stuck call is left as it is: the process can still end."""
+        try:
+            await self._calls.run(self._close_sync)
+        except Stuck:
+            logger.error("closing %s: a call is stuck; leaving it", self._describe)
 
     # -----------------------------------------------------------------------------------------
 
@@ -273,7 +314,12 @@ class VectorIndex:
         def work() -> _T:
             return run(self._collection(collection))
 
-        return await asyncio.to_thread(work)
+        opening = self._client is None or collection not in self._collections
+        deadline = max(self._calls.deadline, OPEN_DEADLINE) if opening else None
+        try:
+            return await self._calls.run(work, deadline=deadline)
+        except Stuck as stuck:
+            raise VectorIndexStuck(f"{self._describe}: {stuck}") from None
 
     def _collection(self, name: CollectionName) -> Collection:
         with self._lock:

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from bot.cancelling import BlockingCalls
 from bot.domain.records import JobStatus
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UNNAMED_MODEL, ModelCall, Prices, UsageLedger, estimated_cost
@@ -55,6 +56,9 @@ class Dependencies:
     # Messages and bytes waiting in the outage journal (a local file: readable while the
     # database is down, which is when it matters).
     journal: Callable[[], tuple[int, int]] = lambda: (0, 0)
+    # Seconds each store has had a call stuck past its deadline (0: none); read without
+    # touching the store, which is the point: a stuck store may not answer a probe at all.
+    stuck: Callable[[], dict[str, float]] = dict
 
 
 @dataclass(frozen=True)
@@ -228,14 +232,25 @@ class Metrics:
 
     # scrape-time lookups ---------------------------------------------------------------------
     async def health(self) -> dict[str, bool]:
-        """Whether MongoDB and Chroma answer now; also updates `mnemo_dependency_up`."""
+        """Whether MongoDB and Chroma answer now, without a call stuck past its deadline, and
+        whether the journal's disk has none stuck either (`stuck()` says for how long); also
+        updates `mnemo_dependency_up`."""
         names = ("mongodb", "chroma")
+        stuck = self.stuck()
         results = await asyncio.gather(
             _answers(self._dependencies.mongodb), _answers(self._dependencies.chroma)
         )
-        for name, ok in zip(names, results, strict=True):
+        checks = dict(zip(names, results, strict=True))
+        if stuck.get("chroma"):  # a quick answer to the probe does not unstick a call
+            checks["chroma"] = False
+        for name, ok in checks.items():
             self.up.labels(name).set(1 if ok else 0)
-        return dict(zip(names, results, strict=True))
+        checks["journal"] = not stuck.get("journal")
+        return checks
+
+    def stuck(self) -> dict[str, float]:
+        """The stores with a call stuck past its deadline, and for how many seconds."""
+        return {name: seconds for name, seconds in self._dependencies.stuck().items() if seconds}
 
     async def refresh(self) -> None:
         """Bring the looked-up gauges up to date before a scrape."""
@@ -270,8 +285,13 @@ async def _answers(probe: Callable[[], Awaitable[Any]]) -> bool:
 
 
 def dependencies_of(
-    store: MongoStore, vectors: VectorIndex, journal: Journal | None = None
+    store: MongoStore,
+    vectors: VectorIndex,
+    journal: Journal | None = None,
+    disk: BlockingCalls | None = None,
 ) -> Dependencies:
+    """`disk`: the journal's file calls (bot/runtime/intake/outage.py), watched for a stuck one."""
+
     async def job_counts() -> tuple[dict[str, int], int]:
         # The queue's own count of every status it has (retrying and dead included).
         counts = await store.jobs.counts()
@@ -284,4 +304,9 @@ def dependencies_of(
     def journaled() -> tuple[int, int]:
         return (len(journal), journal.size_bytes) if journal is not None else (0, 0)
 
-    return Dependencies(mongodb=store.ping, chroma=chroma, job_counts=job_counts, journal=journaled)
+    def stuck() -> dict[str, float]:
+        return {"chroma": vectors.stuck, "journal": disk.stuck_for if disk is not None else 0.0}
+
+    return Dependencies(
+        mongodb=store.ping, chroma=chroma, job_counts=job_counts, journal=journaled, stuck=stuck
+    )

@@ -50,6 +50,8 @@ class MetricsServer:
     async def _health(self, request: web.Request) -> web.Response:
         checks = await self._metrics.health()
         healthy = all(checks.values())
-        return web.json_response(
-            {"status": "ok" if healthy else "unavailable", **checks}, status=200 if healthy else 503
-        )
+        body: dict[str, object] = {"status": "ok" if healthy else "unavailable", **checks}
+        stuck = self._metrics.stuck()
+        if stuck:  # which store, for how long: a stuck call is what an operator restarts for
+            body["stuck_seconds"] = {name: round(seconds, 1) for name, seconds in stuck.items()}
+        return web.json_response(body, status=200 if healthy else 503)

@@ -35,12 +35,13 @@ from bot.runtime.composing import StateComposer
 from bot.runtime.evaluation_runner import EvaluationRunner
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.intake import Intake
+from bot.runtime.intake.missed import MissedRooms
 from bot.runtime.intake.outage import Outage
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.ratelimit import ReplyLimit
 from bot.runtime.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Replier
-from bot.runtime.types import HandleResult, RuntimeOptions, Send, SenderFor, Typing
+from bot.runtime.types import HandleResult, InLane, RuntimeOptions, Send, SenderFor, Typing
 from bot.runtime.types import no_typing as _no_typing
 from bot.runtime.worlds import WorldChoices
 from bot.storage.mongo import MongoStore
@@ -85,6 +86,7 @@ class AgentRuntime:
         sent_replies: SentReplies | None = None,
         worlds: WorldChoices | None = None,
         caps: DailySpend | None = None,
+        missed: MissedRooms | None = None,
     ) -> None:
         """`caps`: the daily spending caps, when the operator set any; `model` is then the
         `CappedModel` that enforces them (bot/llm/caps.py)."""
@@ -188,6 +190,7 @@ class AgentRuntime:
             outage=outage,
             events=events,
             faults=self._faults,
+            missed=missed,  # rooms owed a line about messages missed while restarting
         )
 
     @property
@@ -237,10 +240,13 @@ class AgentRuntime:
         )
         return refusal is None
 
-    async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:
-        """Answer the messages of `platform` a crash left unanswered (the intake's recovery);
-        adapters call this once connected. Returns how many were answered."""
-        return await self.intake.answer_unanswered(platform, sender_for)
+    async def answer_unanswered(
+        self, platform: str, sender_for: SenderFor, in_lane: InLane | None = None
+    ) -> int:
+        """Answer the messages of `platform` a crash left unanswered (the intake's recovery),
+        in their rooms' lanes; adapters call this as they connect. Returns how many were
+        answered."""
+        return await self.intake.answer_unanswered(platform, sender_for, in_lane)
 
     async def note_profiles(
         self, accounts: Iterable[Account] = (), room: Room | None = None

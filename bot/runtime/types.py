@@ -7,6 +7,7 @@ owns them (no import cycle); `bot.runtime.agent` re-exports all of it.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -17,8 +18,12 @@ from bot.domain.records import Content, EvaluationJob, Memory, Room
 # Adapters pass how to reach the room: send a message, and show "typing…" while thinking.
 Send = Callable[[Content], Awaitable[None]]
 Typing = Callable[[], AbstractAsyncContextManager[Any]]
-# How an adapter reaches a room it did not just hear from (to answer after a crash).
-SenderFor = Callable[[Room, Memory], Send]
+# How an adapter reaches a room it did not just hear from (to answer after a crash; the
+# message answered, or None for a line that answers none).
+SenderFor = Callable[[Room, Memory | None], Send]
+# How an adapter runs work in a room's lane, behind what the room already has queued
+# (bot/adapters/lanes.py): the future resolves once the work has run.
+InLane = Callable[[Room, Callable[[], Awaitable[None]]], "asyncio.Future[None]"]
 
 
 class ReplyStream(Protocol):

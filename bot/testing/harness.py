@@ -71,6 +71,7 @@ def test_settings(
     evaluator_timeout: float = 30.0,
     mongodb_timeout_seconds: float = 5.0,
     journal_max_mb: float = 50.0,
+    store_call_seconds: float = 15.0,
     metrics_port: int | None = None,
     stream_replies: bool = True,
 ) -> Settings:
@@ -98,6 +99,7 @@ def test_settings(
             data_dir=data_dir,
             mongodb_timeout_seconds=mongodb_timeout_seconds,
             journal_max_mb=journal_max_mb,
+            store_call_seconds=store_call_seconds,
         ),
         platforms=PlatformSettings.model_construct(
             discord_token=None,

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -19,8 +20,12 @@ REPLY = '{"text": "Got it.", "action": "NONE"}'
 
 
 def start_bot(
-    folder: Path, telegram: FakeTelegramServer, model_url: str
+    folder: Path,
+    telegram: FakeTelegramServer,
+    model_url: str,
+    extra_env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
+    """`extra_env`: more settings, or ones replacing these (PYTHONPATH: keep REPO on it)."""
     folder.mkdir(parents=True, exist_ok=True)
     env_file = folder / "empty.env"  # a `.env` in the checkout must not leak in
     env_file.touch()
@@ -36,6 +41,7 @@ def start_bot(
         "OPENAI_BASE_URL": model_url,
         "TELEGRAM_TOKEN": telegram.token,
         "MNEMO_TELEGRAM_API_URL": telegram.base_url,
+        **(extra_env or {}),
     }
     with (folder / "process.log").open("ab") as log:
         return subprocess.Popen(

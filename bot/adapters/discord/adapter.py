@@ -305,11 +305,14 @@ class DiscordAdapter:
         return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
 
     async def _answer_unanswered(self, services: AdapterServices) -> None:
-        def sender(room: Room, message: Memory) -> Send:
+        def sender(room: Room, message: Memory | None) -> Send:
             # The Discord message is gone from memory after a restart: the reply quotes nothing.
             return channel_sender(self.client.get_partial_messageable(int(room.platform_id or 0)))
 
-        await services.answer_unanswered(PLATFORM, sender)
+        def in_lane(room: Room, work: Callable[[], Awaitable[None]]) -> asyncio.Future[None]:
+            return self.lanes.submit(int(room.platform_id or 0), work)
+
+        await services.answer_unanswered(PLATFORM, sender, in_lane)
 
     async def _wait_ready(self, gateway: asyncio.Task[None]) -> None:
         ready = asyncio.create_task(self.client.wait_until_ready())

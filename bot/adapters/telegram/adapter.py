@@ -156,10 +156,20 @@ class TelegramAdapter:
             # Known before the first update arrives: every message is judged against it.
             self._identity = BotIdentity(me.id, me.username or "", self._usernames)
             await app.start()
+            # Messages a crash left unanswered in Telegram chats are queued in their chats'
+            # lanes before any update is fetched, so each chat is answered in the order its
+            # people wrote (answered in the background: it takes model calls).
+            self._recovery = asyncio.create_task(
+                services.answer_unanswered(PLATFORM, self._sender_for, self._in_lane),
+                name="telegram-recovery",
+            )
+            await asyncio.sleep(0)  # the recovery queues its chats' work now
             self._webhook = await start_updates(
                 app, self.settings, poll_timeout=self.poll_timeout, kept=self._kept.acknowledged
             )
         except BaseException:
+            if self._recovery is not None:
+                self._recovery.cancel()
             await self._shutdown(app)
             self._app = None
             raise
@@ -167,11 +177,6 @@ class TelegramAdapter:
         log.info("telegram: running as @%s", me.username)
         # Plugins may speak in a chat later, with no message to answer (a follow-up).
         services.plugin_rooms.connect(PLATFORM, lambda room: self._sender_for(room, None))
-        # Messages a crash left unanswered in Telegram chats are answered now (in the
-        # background: it takes model calls).
-        self._recovery = asyncio.create_task(
-            services.answer_unanswered(PLATFORM, self._sender_for), name="telegram-recovery"
-        )
 
     async def stop(self) -> None:
         if self._services is not None:
@@ -398,6 +403,9 @@ class TelegramAdapter:
         if self._services is None:
             raise RuntimeError("the Telegram adapter is not started")
         return self._services
+
+    def _in_lane(self, room: Room, work: Callable[[], Awaitable[None]]) -> asyncio.Future[None]:
+        return self._lanes.submit(int(room.platform_id or 0), work)
 
     def _sender_for(self, room: Room, message: Memory | None) -> Send:
         """How to answer, after a restart, a message of this chat that a crash left

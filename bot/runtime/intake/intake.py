@@ -13,9 +13,12 @@ Around those steps:
   the journal is replayed in order through the same steps once the database answers;
 - `keep_first()`: a platform that must acknowledge a message (Telegram) has its job written (or
   journaled) before it is acknowledged, and `handle()` takes it on from there;
-- start-up (`start()`): the journal an earlier run left goes in first; then every job a crash
-  left in intake is learned from, or, while its message is young, waits for its platform's
-  adapter to call `answer_unanswered()`.
+- start-up (`start()`): the journal an earlier run left goes in first; then what a crash left
+  in intake waits, room by room, for its platform's adapter to call `answer_unanswered()`,
+  which runs each room's leftovers in that room's lane, oldest first, ahead of anything new
+  (a new message of such a room that comes first takes them in before itself). A message
+  still young is answered; one past the answer window is learned from, and its room hears
+  once "I missed some messages while I was restarting" (bot/runtime/intake/missed.py).
 
 Consent is checked when a kept message is taken in: while the database is away it cannot be,
 so an opted-out person's message waits in the journal and is dropped on replay.
@@ -26,15 +29,19 @@ Everything it uses is handed in (bot/runtime/agent.py builds it); it calls nothi
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Literal
 
 from cachetools import FIFOCache
 from pymongo.errors import ConnectionFailure
 
+from bot.cancelling import BlockingCalls, Stuck
 from bot.domain.records import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
 from bot.faults import FaultHook
 from bot.knowledge.prefetch import Background
@@ -44,11 +51,20 @@ from bot.queue.worker import EvaluationQueue
 from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.journal import JournalEntry
-from bot.runtime.intake.outage import Outage, unreachable
+from bot.runtime.intake.missed import MissedRooms
+from bot.runtime.intake.outage import DISK_DEADLINE, Outage, unreachable
 from bot.runtime.intake.sent_replies import SentReplies
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.replying import Replier
-from bot.runtime.types import HandleResult, RuntimeOptions, Send, SenderFor, Typing, no_typing
+from bot.runtime.types import (
+    HandleResult,
+    InLane,
+    RuntimeOptions,
+    Send,
+    SenderFor,
+    Typing,
+    no_typing,
+)
 from bot.storage.intake import IntakeWrites
 from bot.storage.mongo import MongoStore
 from bot.storage.window_reads import Read, Window
@@ -66,6 +82,22 @@ CANNOT_KEEP_REPLY = (
 )
 # Whether the bot answers a message in a room (DMs always; groups when addressed).
 ShouldRespond = Callable[[Memory, Room | None], bool]
+# Said once in a room after a restart whose messages aged past the answer window unanswered.
+MISSED_REPLY = "I missed some messages while I was restarting."
+# A new message of a room a crash left messages in waits this long for its platform to hand
+# over how to answer them (the adapter calls `answer_unanswered()` as it connects), so the
+# older ones go first; past it, they are learned from and the room is told later.
+CONNECT_WAIT = 10.0
+
+
+@dataclass
+class _LeftInRoom:
+    """What a crash left in one room: messages to answer, oldest first; `missed`: messages
+    that aged past the answer window unanswered, so the room is owed MISSED_REPLY."""
+
+    room: Room
+    messages: list[tuple[EvaluationJob, Memory]] = field(default_factory=list)
+    missed: bool = False
 
 
 class Intake:
@@ -86,6 +118,7 @@ class Intake:
         outage: Outage | None = None,
         events: RuntimeEvents = NO_EVENTS,
         faults: FaultHook | None = None,
+        missed: MissedRooms | None = None,
     ) -> None:
         self._agent_id = agent_id
         self._store = store
@@ -112,8 +145,16 @@ class Intake:
         self._opened: FIFOCache[str, EvaluationJob] = FIFOCache(maxsize=OPENED_KEPT)
         # Rooms told that their message could not be kept, until one of theirs is kept again.
         self._cannot_keep_told: set[str] = set()
-        # Jobs a crash left in intake whose message is young enough to answer, by job id.
-        self._orphans: dict[str, tuple[EvaluationJob, Memory]] = {}
+        # What a crash left in intake, by room, until its platform's adapter asks for it.
+        self._left: dict[str, _LeftInRoom] = {}
+        # Rooms whose leftovers are being taken in now (a new message there waits for it).
+        self._answering: dict[str, asyncio.Event] = {}
+        # How each connected platform reaches a room (from `answer_unanswered()`).
+        self._senders: dict[str, SenderFor] = {}
+        self._connected: dict[str, asyncio.Event] = {}
+        self._missed = missed or MissedRooms(None)
+        # The data-folder writes of recovery (missed_rooms.json), each with a deadline.
+        self._disk = BlockingCalls("data folder", deadline=DISK_DEADLINE)
         self._give_up_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------------ a new message
@@ -128,6 +169,8 @@ class Intake:
     ) -> HandleResult:
         """Take one incoming message in (the module's doc). Safe to call twice with the same
         message. While the database is away, or kept messages wait for it, it is journaled."""
+        if self._left or self._answering:
+            await self._recovered_first(memory.room_id)
         if self.outage is None:
             result = HandleResult(stored=False)
             return await self._drop_unkept_job(
@@ -363,7 +406,11 @@ class Intake:
     # ------------------------------------------------------------------ the outage journal
     async def _keep(self, entry: JournalEntry, send: Send) -> HandleResult:
         assert self.outage is not None
-        kept = await self.outage.keep(entry, send)
+        try:
+            kept = await self.outage.keep(entry, send)
+        except Exception as error:  # the journal's disk is full or stuck: the room hears once
+            await self._not_kept(entry.memory, send, error)
+            kept = False
         return HandleResult(stored=False, responded=entry.responded, journaled=kept)
 
     async def note_profiles(self, accounts: Iterable[Account], room: Room | None) -> None:
@@ -445,51 +492,167 @@ class Intake:
     async def _recover(self) -> None:
         """A message whose job is still in `intake` at start-up was taken in by a process that
         died (this process's predecessor, or another process of the deployment once its lease
-        expired), or by this start's replay of the journal. An old one is only learned from; a
-        young one waits for its platform's adapter to call `answer_unanswered()`, and is learned
-        from unanswered once too old to answer."""
-        waiting = 0
+        expired), or by this start's replay of the journal. One answered already is settled
+        now. The rest wait, by room, for their platform's adapter (`answer_unanswered()`): a
+        young one to be answered there; an old one is learned from now, its room owed one
+        line. Learned from unanswered too: what waits longer than the answer window."""
         orphans = await self._queue.orphaned_intake(self._in_intake)
         # Records of replies to messages settled since are dropped
         # (bot/runtime/intake/sent_replies.py).
         self._sent_replies.keep_only({job.message_id for job in orphans} | self._in_intake)
+        for owed in self._missed.rooms():  # owed the line by an earlier start
+            self._left_in(owed).missed = True
+        waiting = 0
+        aged: list[tuple[EvaluationJob, Memory]] = []
         for job in orphans:
             memory = job.message or await self._store.memories.get(job.message_id)
             if memory is None:
                 await self._queue.release(job, did_respond=False, position=None)
                 continue
-            if self._young(memory) and not await self._answered(memory):
-                self._orphans[job.id] = (job, memory)
+            room: Room | None = None
+            if not await self._answered(memory):
+                room = await self._store.rooms.get(memory.room_id)
+            if room is None:  # answered already (settled now), or nowhere to answer it
+                await self._take_in(job, memory, None, no_typing, None)
+            elif self._young(memory):
+                self._left_in(room).messages.append((job, memory))
                 waiting += 1
-                continue
+            else:
+                self._left_in(room).missed = True
+                aged.append((job, memory))
+        # Owed before learned from: a crash in between still leaves the room owed the line.
+        await self._owe_missed([left.room for left in self._left.values() if left.missed])
+        for job, memory in aged:
             await self._take_in(job, memory, None, no_typing, None)
         if waiting:
             log.info("%d message(s) interrupted before their reply: answering them", waiting)
             loop = asyncio.get_running_loop()
             self._give_up_timer = loop.call_later(self.options.answer_window, self._give_up_later)
 
-    async def answer_unanswered(self, platform: str, sender_for: SenderFor) -> int:
+    def _left_in(self, room: Room) -> _LeftInRoom:
+        return self._left.setdefault(room.id, _LeftInRoom(room))
+
+    async def _owe_missed(self, rooms: list[Room]) -> None:
+        if rooms:
+            try:
+                await self._disk.run(lambda: self._missed.add(rooms))
+            except (OSError, Stuck) as error:  # only the courtesy line is at stake
+                log.error("cannot note the rooms owed a line (%s)", type(error).__name__)
+
+    async def answer_unanswered(
+        self, platform: str, sender_for: SenderFor, in_lane: InLane | None = None
+    ) -> int:
         """Answer the messages of `platform` a crash left unanswered (adapters call this once
-        connected, with how to reply to a message in a room); returns how many were answered."""
+        connected, with how to reply in a room and how to run work in a room's lane); returns
+        how many were answered. Each room's leftovers are queued in its lane before this
+        yields, oldest first, so whatever the room receives from now on comes after them.
+        Without `in_lane` the rooms are taken one after another."""
+        self._senders[platform] = sender_for
+        self._connected_event(platform).set()
+        rooms = [room_id for room_id, left in self._left.items() if left.room.platform == platform]
+        answered = [0]
+
+        async def take(room_id: str) -> None:
+            answered[0] += await self._answer_left(room_id)
+
+        if in_lane is None:
+            for room_id in rooms:
+                await take(room_id)
+            return answered[0]
+        queued = [
+            in_lane(self._left[room_id].room, functools.partial(take, room_id)) for room_id in rooms
+        ]
+        if queued:
+            await asyncio.wait(queued)
+        return answered[0]
+
+    def _connected_event(self, platform: str) -> asyncio.Event:
+        return self._connected.setdefault(platform, asyncio.Event())
+
+    async def _recovered_first(self, room_id: str) -> None:
+        """Before a new message: what a crash left in its room goes first (in the room's lane,
+        where this runs), once its platform has said how to reach the room."""
+        left = self._left.get(room_id)
+        if left is None:
+            busy = self._answering.get(room_id)
+            if busy is not None:
+                await busy.wait()
+            return
+        connected = self._connected_event(left.room.platform)
+        if not connected.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(connected.wait(), CONNECT_WAIT)
+        await self._answer_left(room_id)
+
+    async def _answer_left(self, room_id: str) -> int:
+        """Take in what a crash left in one room, oldest first: a young message answered, an
+        old one learned from, the room told once that it aged unanswered. Returns how many
+        were answered."""
+        left = self._left.pop(room_id, None)
+        if left is None:  # taken already, or being taken (by a new message of the room)
+            busy = self._answering.get(room_id)
+            if busy is not None:
+                await busy.wait()
+            return 0
+        done = self._answering[room_id] = asyncio.Event()
+        sender_for = self._senders.get(left.room.platform)
         answered = 0
-        for job_id, (job, memory) in list(self._orphans.items()):
-            room = await self._store.rooms.get(memory.room_id)
-            if room is None or room.platform != platform:
-                continue
-            del self._orphans[job_id]
-            send = sender_for(room, memory)
-            result = await self._take_in(job, memory, send, no_typing, room)
-            answered += result.responded
+        owed, told = left.missed, False
+        try:
+            if owed:
+                told = await self._tell_missed(left.room, sender_for)
+            for job, memory in left.messages:
+                if sender_for is None or not self._young(memory):
+                    # Aged while waiting (behind the room's other leftovers, or for its
+                    # platform): owed before learned from, as at start-up.
+                    if not told:
+                        owed = True
+                        await self._owe_missed([left.room])
+                        told = await self._tell_missed(left.room, sender_for)
+                    await self._take_in(job, memory, None, no_typing, None)
+                    continue
+                send = sender_for(left.room, memory)
+                result = await self._take_in(job, memory, send, no_typing, left.room)
+                answered += result.responded
+        finally:
+            if owed and not told:  # said once the platform connects (or at the next start)
+                self._left_in(left.room).missed = True
+            del self._answering[room_id]
+            done.set()
         return answered
+
+    async def _tell_missed(self, room: Room, sender_for: SenderFor | None) -> bool:
+        """Say MISSED_REPLY in the room (once: it is then no longer owed); False when it could
+        not be said now (no way to reach the room yet, or its platform refused): it stays
+        owed, for the next start."""
+        if sender_for is None:
+            return False
+        try:
+            await sender_for(room, None)(Content(text=MISSED_REPLY))
+        except Exception as error:
+            log.warning("telling room %s it was missed failed (%s)", room.id, type(error).__name__)
+            return False
+        try:
+            await self._disk.run(lambda: self._missed.told(room.id))
+        except (OSError, Stuck) as error:  # told again after the next restart, at worst
+            log.error("cannot note room %s was told (%s)", room.id, type(error).__name__)
+        return True
 
     def _give_up_later(self) -> None:
         # Not waited for (bot/knowledge/prefetch.py keeps the task referenced).
         self._background.spawn(self._give_up_answering())
 
     async def _give_up_answering(self) -> None:
-        for job_id, (job, memory) in list(self._orphans.items()):
-            del self._orphans[job_id]
-            await self._take_in(job, memory, None, no_typing, None)
+        """The answer window has passed and some platform never asked for its leftovers: they
+        are learned from, and their rooms stay owed the line (said when it connects)."""
+        for left in list(self._left.values()):
+            aged, left.messages = left.messages, []
+            if not aged:
+                continue
+            left.missed = True
+            await self._owe_missed([left.room])
+            for job, memory in aged:
+                await self._take_in(job, memory, None, no_typing, None)
 
     def stop(self) -> None:
         if self._give_up_timer is not None:

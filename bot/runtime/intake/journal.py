@@ -67,7 +67,8 @@ class JournalRecord(BaseModel):
 
 class Journal:
     """The bounded, fsynced, append-only journal file. Thread-safe: the async code calls its
-    methods through `asyncio.to_thread`, so an fsync never blocks the event loop."""
+    methods in threads of its own, each call with a deadline (bot/runtime/intake/outage.py), so
+    an fsync never blocks the event loop and a stuck disk holds up no room for long."""
 
     def __init__(self, path: Path, *, max_bytes: int) -> None:
         if max_bytes <= 0:

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 
 from pymongo.errors import ConnectionFailure
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exponential
 
-from bot.cancelling import cancel_and_wait
+from bot.cancelling import BlockingCalls, cancel_and_wait
 from bot.domain.records import Content
 from bot.faults import FaultHook
 from bot.runtime.intake.journal import Journal, JournalEntry, JournalFull, JournalRecord
@@ -53,6 +54,12 @@ Resume = Callable[[], Awaitable[object]]
 # A kept message whose intake fails this often for another reason than connectivity is set
 # aside (`journal.jsonl.failed`), so one bad record cannot hold up every message behind it.
 MAX_REPLAY_FAILURES = 3
+# Seconds a write or read of the journal file may take: past it the disk is taken as stuck
+# (`Stuck` is raised: the message was not kept), so a stuck disk holds up no room for longer.
+DISK_DEADLINE = 10.0
+# The replay reads the whole file and rewrites it (50 MB at most): in the background, and
+# given this many times the deadline of one write, so a long journal is not taken for stuck.
+REPLAY_DEADLINE_FACTOR = 10
 
 
 async def wait_until_reachable(
@@ -112,8 +119,11 @@ class Outage:
         faults: FaultHook | None = None,
         first_delay: float = 0.5,
         max_delay: float = 30.0,
+        disk_deadline: float = DISK_DEADLINE,
     ) -> None:
         self.journal = journal
+        # The journal's file calls, off the event loop, each with a deadline.
+        self.disk = BlockingCalls("journal", deadline=disk_deadline)
         self._ping = ping
         self._faults = faults or FaultHook()
         self._first_delay = first_delay
@@ -159,9 +169,10 @@ class Outage:
 
     async def keep(self, entry: JournalEntry, send: Send | None, *, tell_full: bool = True) -> bool:
         """Journal one message (fsynced); tell its room once per outage, or that the journal is
-        full (unless not `tell_full`: the platform sends it again). Returns whether it was kept."""
+        full (unless not `tell_full`: the platform sends it again). Returns whether it was kept;
+        raises when the file cannot be written (OSError) or the write is stuck (Stuck)."""
         try:
-            await asyncio.to_thread(self.journal.append, entry)
+            await self.disk.run(lambda: self.journal.append(entry))
         except JournalFull as full:
             self.refused += 1
             if not self._full_logged:
@@ -187,7 +198,8 @@ class Outage:
         leaves the file only once it is in MongoDB. Returns how many were replayed."""
         assert self._replay_one is not None, "bind() the intake first"
         replayed = 0
-        while records := await asyncio.to_thread(self.journal.records):
+        deadline = self.disk.deadline * REPLAY_DEADLINE_FACTOR
+        while records := await self.disk.run(self.journal.records, deadline=deadline):
             last = 0
             try:
                 for record in records:
@@ -203,7 +215,9 @@ class Outage:
                     replayed += 1
             finally:
                 if last:
-                    await asyncio.to_thread(self.journal.drop_through, last)
+                    await self.disk.run(
+                        functools.partial(self.journal.drop_through, last), deadline=deadline
+                    )
         self.replayed += replayed
         return replayed
 

@@ -76,12 +76,19 @@ class SentReplies:
         if self.path is None:
             return
         line = (entry.model_dump_json() + "\n").encode("utf-8")
-        # Owner-only: the replies quote what people said.
-        descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
-            os.write(descriptor, line)  # in the kernel now: survives a kill, not a power cut
-        finally:
-            os.close(descriptor)
+            # Owner-only: the replies quote what people said.
+            descriptor = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(descriptor, line)  # in the kernel now: survives a kill, not a power cut
+            finally:
+                os.close(descriptor)
+        except OSError as error:
+            # A full disk: the reply went out, and this process still knows it (above); only a
+            # kill before it is settled would send it again. Failing here would fail a message
+            # that was answered, and its retry would answer it twice.
+            log.error("%s: cannot record a sent reply (%s)", self.path, error.strerror or error)
+            return
         self._bytes += len(line)
         if self._bytes > self.max_bytes:
             self._rewrite()

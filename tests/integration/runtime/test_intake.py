@@ -8,17 +8,20 @@ a restarted process would. The fault suite (test_faults.py) does the same with k
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
+from bot.adapters.lanes import RoomLanes
 from bot.app.composition import App
 from bot.domain.records import Content, EvaluationJob, Memory, Room
 from bot.llm.base import Task
 from bot.plugin.api import Context, Evaluator, Plugin
 from bot.queue.worker import job_id_for
 from bot.runtime.agent import Send
+from bot.runtime.intake.intake import MISSED_REPLY
 from bot.testing.harness import TestChat, open_test_app
 from bot.testing.scripted import ScriptedModel
 
@@ -83,24 +86,110 @@ async def test_a_crash_mid_reply_is_answered_and_learned_from_after_restart(
     assert learned == ["Hi, I'm Sarah"]
 
 
-async def test_an_old_unanswered_message_is_learned_from_but_not_answered(
+def recording_sender(sent: list[tuple[str, str]]) -> Callable[[Room, Memory | None], Send]:
+    """How the test platform reaches a room after a restart: each line is recorded with the
+    message it answers ("-" for a line that answers none)."""
+
+    def sender_for(room: Room, message: Memory | None) -> Send:
+        async def send(content: Content) -> None:
+            sent.append((message.id if message is not None else "-", content.text))
+
+        return send
+
+    return sender_for
+
+
+async def test_old_unanswered_messages_are_learned_from_and_the_room_told_once(
     tmp_path: Path, model_dir: Path
 ) -> None:
     learned: list[str] = []
     options = {"evaluator_selection": "all", "plugins": [learner(learned)], "keep_database": True}
+    hour_ago = timedelta(hours=1)
+    model = ScriptedModel(answers={Task.REPLY: [Crash(), Crash(), REPLY]})
+    async with open_test_app(tmp_path, model=model, **options) as app:
+        chat = TestChat(app.runtime)
+        first, second = chat.message("Hi, I'm Sarah"), chat.message("I live in Oslo")
+        for message in (first, second):
+            aged = message.model_copy(update={"created_at": message.created_at - hour_ago})
+            with pytest.raises(Crash):
+                await chat.send(aged)
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        statuses = [await wait_done(app, job_id_for("message", m.id)) for m in (first, second)]
+        sent: list[tuple[str, str]] = []
+        answered = await app.runtime.answer_unanswered("test", recording_sender(sent))
+        again = await app.runtime.answer_unanswered("test", recording_sender(sent))
+        stored = await app.store.memories.recent(chat.room.id, 10)
+    # A restart after the line was said does not say it again.
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        await app.runtime.answer_unanswered("test", recording_sender(sent))
+        await app.store.client.drop_database(app.settings.storage.mongodb_database)
+    assert statuses == ["done", "done"]
+    assert answered == 0 and again == 0
+    assert sent == [("-", MISSED_REPLY)]
+    assert [m.content.text for m in stored] == ["Hi, I'm Sarah", "I live in Oslo"]
+    assert sorted(learned) == ["Hi, I'm Sarah", "I live in Oslo"]
+
+
+async def test_a_room_owed_the_missed_line_is_told_even_after_a_start_that_never_connected(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """A crash loop: the start that learned from the aged message was stopped before its
+    platform connected; the room is still told, by the next start."""
+    options = {"evaluator_selection": "all", "keep_database": True}
     async with open_test_app(tmp_path, model=crashing_model(), **options) as app:
         chat = TestChat(app.runtime)
         message = chat.message("Hi, I'm Sarah")
-        message = message.model_copy(update={"created_at": message.created_at - timedelta(hours=1)})
+        aged = message.model_copy(update={"created_at": message.created_at - timedelta(hours=1)})
         with pytest.raises(Crash):
-            await chat.send(message)
+            await chat.send(aged)
     async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
-        status = await wait_done(app, job_id_for("message", message.id))
-        stored = await app.store.memories.recent(message.room_id, 10)
+        status = await wait_done(app, job_id_for("message", message.id))  # learned from
+    sent: list[tuple[str, str]] = []
+    async with open_test_app(tmp_path, model=ScriptedModel(default=REPLY), **options) as app:
+        await app.runtime.answer_unanswered("test", recording_sender(sent))
         await app.store.client.drop_database(app.settings.storage.mongodb_database)
     assert status == "done"
-    assert [m.content.text for m in stored] == ["Hi, I'm Sarah"]
-    assert learned == ["Hi, I'm Sarah"]
+    assert sent == [("-", MISSED_REPLY)]
+
+
+async def test_a_recovered_message_is_answered_before_a_new_one_in_its_room(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """A crash mid-reply, then a new message of the same room right after the restart, even
+    one that reaches the room's lane before the platform hands over the recovery: the room is
+    answered in the order its people wrote."""
+    options = {"evaluator_selection": "all", "keep_database": True}
+    async with open_test_app(tmp_path, model=crashing_model(), **options) as app:
+        chat = TestChat(app.runtime)
+        interrupted = chat.message("Hi, I'm Sarah")
+        with pytest.raises(Crash):
+            await chat.send(interrupted)
+    model = ScriptedModel(answers={Task.REPLY: [REPLY, '{"text": "Oslo!", "action": "NONE"}']})
+    async with open_test_app(tmp_path, model=model, **options) as app:
+        sent: list[tuple[str, str]] = []
+        lanes: RoomLanes[str] = RoomLanes("test")
+        sender_for = recording_sender(sent)
+        later = chat.message("I live in Oslo")
+
+        async def new_message() -> None:
+            await app.runtime.handle(
+                later, sender_for(chat.room, later), account=chat.account, room=chat.room
+            )
+
+        # The new message is in the lane first; the recovery is handed over after it.
+        lanes.submit(chat.room.id, new_message)
+        answered = await app.runtime.answer_unanswered(
+            "test", sender_for, lambda room, work: lanes.submit(room.id, work)
+        )
+        await asyncio.wait_for(lanes.join(), 30)
+        await lanes.close(grace=1)
+        stored = await app.store.memories.recent(chat.room.id, 10)
+        await app.store.client.drop_database(app.settings.storage.mongodb_database)
+    assert answered == 0  # taken in by the new message, ahead of itself
+    assert sent == [(interrupted.id, "Nice to meet you!"), (later.id, "Oslo!")]
+    assert sorted(m.content.text for m in stored) == sorted(
+        ["Hi, I'm Sarah", "Nice to meet you!", "I live in Oslo", "Oslo!"]
+    )
 
 
 async def test_a_redelivery_after_a_crash_mid_reply_is_answered_once(

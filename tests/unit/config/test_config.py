@@ -111,6 +111,7 @@ CASES = [
     ("MNEMO_DISCORD_GLOBAL_SYNC", "1", ("platforms", "discord_global_sync"), True),
     ("MNEMO_MONGODB_TIMEOUT_SECONDS", "1.5", ("storage", "mongodb_timeout_seconds"), 1.5),
     ("MNEMO_JOURNAL_MAX_MB", "0.5", ("storage", "journal_max_mb"), 0.5),
+    ("MNEMO_STORE_CALL_SECONDS", "2.5", ("storage", "store_call_seconds"), 2.5),
     ("MNEMO_DISCORD_SHARDS", "auto", ("platforms", "discord_shards"), "auto"),
     (
         "MNEMO_TELEGRAM_WEBHOOK_SECRET",
