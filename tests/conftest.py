@@ -19,6 +19,7 @@ from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.vectors import VectorIndex
 from bot.memory.store import Knowledge
 from bot.storage.mongo import MongoStore
+from bot.testing.harness import local_model
 from tests.paths import SHARED
 
 # The model's usual place beside the checkout (CI's ../shared), unless told otherwise: the
@@ -50,9 +51,10 @@ async def store(mongo_uri: str) -> AsyncIterator[MongoStore]:
 
 @pytest.fixture(scope="session")
 def onnx_embedder(model_dir: Path) -> OnnxEmbedder:
-    """One ONNX session for the whole run: loading it is the slow part, and it holds no
-    event-loop state (unlike CachedEmbedder's batcher, which is made per test)."""
-    return OnnxEmbedder(model_dir)
+    """One ONNX session for the whole run, the one every `open_test_app` shares: loading it is
+    the slow part, and it holds no event-loop state (unlike CachedEmbedder's batcher, which is
+    made per test)."""
+    return local_model(model_dir.resolve())
 
 
 @pytest.fixture
