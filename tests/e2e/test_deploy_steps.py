@@ -44,7 +44,7 @@ from tests.paths import REPO
 
 # The first test here builds the wheelhouse (a `pip wheel` of the whole lock, allowed 1,200 s
 # on its own) before its steps run: above the e2e tier's limit (tests/conftest.py).
-pytestmark = pytest.mark.timeout(1800)
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

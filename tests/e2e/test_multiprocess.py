@@ -42,6 +42,9 @@ from tests.fakes.telegram_server import FakeChat, FakeTelegramServer, FakeUser
 from tests.paths import DATA, REPO
 from tests.servers.chroma import ChromaServer, free_port
 
+# Tens of seconds on their own (docs/testing.md): `-m 'not slow'` leaves them out.
+pytestmark = pytest.mark.slow
+
 PROBE_PLUGINS = DATA / "multiprocess_plugins"
 DATABASE = "mnemo_multiprocess"
 WEBHOOK = "https://example.invalid/mnemo"
