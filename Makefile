@@ -37,23 +37,32 @@ endif
 
 .PHONY: run chat doctor test lint format bench bench-live clean lock
 
+# pip comes from the lock too (`make lock` records the one it ran), and builds Mnemo's editable
+# install with the lock's setuptools (--build-constraint, a pip 25.3 option): next month's pip or
+# setuptools changes nothing here. The new venv's own pip only installs the lock's pip.
+# setuptools' "Editable installation" notice (a warning block about folders that shadow the
+# package, which is the checkout's layout) is silenced: a newcomer need not learn to ignore it.
+PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install \
+	--quiet --constraint $(LOCK) --build-constraint $(LOCK)
+
 $(VENV)/.installed-run: pyproject.toml setup.py $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing Mnemo into $(VENV) (first run only)..."
-	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) -e .
+	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) pip
+	@$(PIP_INSTALL) -e .
 	@touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed-run
-	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) -e '.[dev,bench]'
+	@$(PIP_INSTALL) -e '.[dev,bench]'
 	@touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-run
-	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) -e '.[bench]'
+	@$(PIP_INSTALL) -e '.[bench]'
 	@touch $@
 
-# Refresh the lock: the newest versions pyproject.toml's ranges allow, resolved in a fresh venv
-# with every extra, frozen. Run `make test` with the result before committing it.
+# Refresh the lock: the newest versions pyproject.toml's ranges allow (and the newest pip, which
+# the lock then pins for every install), resolved in a fresh venv with every extra, frozen. Run
+# `make test` with the result before committing it.
 LOCK_VENV := $(VENV)-lock
 lock:
 	rm -rf $(LOCK_VENV)
@@ -62,7 +71,7 @@ lock:
 	$(LOCK_VENV)/bin/python -m pip install --quiet '.[dev,bench]'
 	{ echo "# The versions Mnemo is tested with, for pip --constraint. Made by \`make lock\`"; \
 	  echo "# (a fresh venv, pip install '.[dev,bench]', pip freeze) with $$($(LOCK_VENV)/bin/python --version)."; \
-	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude pip --exclude mnemo-bot; } > $(LOCK)
+	  $(LOCK_VENV)/bin/python -m pip freeze --all --exclude mnemo-bot; } > $(LOCK)
 	rm -rf $(LOCK_VENV) build
 
 run: $(STAMP_RUN)
@@ -74,8 +83,12 @@ chat: $(STAMP_RUN)
 doctor: $(STAMP_RUN)
 	@$(BIN)/mnemo doctor
 
+# One pytest worker per core (pytest-xdist), each test file kept on one worker so its module's
+# fixtures (a wheel, a wheelhouse) are built once; TEST_WORKERS=0 runs in this process. On the
+# shared 2-core machine two workers took two thirds of the serial time (docs/testing.md).
+TEST_WORKERS ?= auto
 test: $(STAMP_TEST)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # CI runs this before the tests. mypy reads what to check and how strictly from pyproject.toml;
 # its cache lives in the venv (reset with it) and makes a re-run take seconds.

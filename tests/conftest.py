@@ -19,7 +19,8 @@ from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.vectors import VectorIndex
 from bot.memory.store import Knowledge
 from bot.storage.mongo import MongoStore
-from tests.paths import SHARED
+from bot.testing.harness import local_model
+from tests.paths import SHARED, TESTS
 
 # The model's usual place beside the checkout (CI's ../shared), unless told otherwise: the
 # plugin's `model_dir` reads MNEMO_TEST_MODEL_DIR, as does the harness.
@@ -31,6 +32,24 @@ if (SHARED_MODEL / "model.onnx").exists():
 def pytest_addoption(parser: pytest.Parser) -> None:
     # Scale tests run small in `make test`; `--large` runs them at the issue's sizes.
     parser.addoption("--large", action="store_true", help="run scale tests at full size")
+
+
+# The tiers are the top folders (docs/testing.md): a test's place says what it needs, so its
+# marker comes from there rather than from a decorator each file must remember.
+TIERS = ("unit", "integration", "e2e")
+# pyproject's `timeout` (300 s) is per test; an end-to-end test runs several subprocesses, each
+# with its own time-out up to 300 s (a pip install, a `make run`), so its own limit is higher.
+E2E_TIMEOUT_SECONDS = 900
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts
+        if not parts or parts[0] not in TIERS:
+            continue
+        item.add_marker(parts[0])
+        if parts[0] == "e2e" and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
 
 
 @pytest.fixture
@@ -50,9 +69,10 @@ async def store(mongo_uri: str) -> AsyncIterator[MongoStore]:
 
 @pytest.fixture(scope="session")
 def onnx_embedder(model_dir: Path) -> OnnxEmbedder:
-    """One ONNX session for the whole run: loading it is the slow part, and it holds no
-    event-loop state (unlike CachedEmbedder's batcher, which is made per test)."""
-    return OnnxEmbedder(model_dir)
+    """One ONNX session for the whole run, the one every `open_test_app` shares: loading it is
+    the slow part, and it holds no event-loop state (unlike CachedEmbedder's batcher, which is
+    made per test)."""
+    return local_model(model_dir.resolve())
 
 
 @pytest.fixture

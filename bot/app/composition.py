@@ -29,6 +29,7 @@ from bot.faults import FaultHook
 from bot.knowledge.embedder_factory import make_embedder
 from bot.knowledge.embeddings import Embedder
 from bot.knowledge.messages import MessageIndex
+from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.knowledge.reindex import Missing, heal_in_background
 from bot.knowledge.vectors import VectorIndex
 from bot.llm.accounting import UsageLedger
@@ -189,6 +190,7 @@ async def open_app(
     *,
     model: LanguageModel | None = None,
     embedder: Embedder | None = None,
+    local_embedder: OnnxEmbedder | None = None,
     registry: Registry | None = None,
     faults: FaultHook | None = None,
     mongo_listeners: Sequence[monitoring.CommandListener] = (),
@@ -196,6 +198,8 @@ async def open_app(
     wait_for_database: bool = False,
 ) -> AsyncIterator[App]:
     """Start everything; `model`, `embedder` and `registry` may be passed in (tests, benches).
+    `local_embedder`: an ONNX model already loaded in this process, shared (its calls counted
+    in this app's ledger) when the settings name it: a test run boots hundreds of apps.
     `faults` defaults to the test-only hook read from MNEMO_TEST_FAULT (bot.faults).
     `mongo_listeners` watch every command the app's MongoDB client sends (round trips).
     `usage_flush_seconds`: how often per-world model usage is written (a benchmark counting
@@ -254,7 +258,9 @@ async def open_app(
         stack.push_async_callback(vectors.close)
         # The index connects lazily; touch it now so a bad CHROMA_HOST fails at start-up.
         await vectors.count("facts")
-        embedder = embedder or make_embedder(settings.embedding, settings.model, ledger)
+        embedder = embedder or make_embedder(
+            settings.embedding, settings.model, ledger, loaded=local_embedder
+        )
         model = model or make_model(settings.model, ledger, registry.offline_answers())
         # The operator's daily spending caps, when set: every model call passes their check.
         caps = spending_caps(settings, store, ledger, agent_id=agent_id_for(character))

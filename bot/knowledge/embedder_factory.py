@@ -15,14 +15,26 @@ if TYPE_CHECKING:
 
 
 def make_embedder(
-    embedding: EmbeddingSettings, model: ModelSettings, ledger: UsageLedger | None
+    embedding: EmbeddingSettings,
+    model: ModelSettings,
+    ledger: UsageLedger | None,
+    *,
+    loaded: OnnxEmbedder | None = None,
 ) -> Embedder:
-    """`local` → all-MiniLM-L6-v2 on onnxruntime; any other name → that OpenAI model. Cached."""
+    """`local` → all-MiniLM-L6-v2 on onnxruntime; any other name → that OpenAI model. Cached.
+
+    `loaded`: a local model already loaded in this process, used (counting into `ledger`)
+    when it is the one the settings name, instead of loading another."""
     inner: Embedder
     if embedding.model == "local":
-        inner = OnnxEmbedder(
-            locate_model_dir(embedding.model_dir), batch_size=embedding.batch_size, ledger=ledger
-        )
+        folder = locate_model_dir(embedding.model_dir)
+        if loaded is not None and (loaded.model_dir.resolve(), loaded.batch_size) == (
+            folder.resolve(),
+            embedding.batch_size,
+        ):
+            inner = loaded.counting_into(ledger)
+        else:
+            inner = OnnxEmbedder(folder, batch_size=embedding.batch_size, ledger=ledger)
     else:
         inner = OpenAIEmbedder(
             _openai_client(embedding.model, model),

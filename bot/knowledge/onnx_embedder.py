@@ -11,7 +11,7 @@ import asyncio
 import logging
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,13 +121,22 @@ class _LoadedModel:
     output_name: str
 
 
+@dataclass
+class _Session:
+    """The loaded model and the lock that serialises its use: one per loaded model, shared by
+    every embedder `counting_into` made from it."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    model: _LoadedModel | None = None
+
+
 class OnnxEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime: mean pooling over the attention mask, L2-normalised.
 
     Each batch is padded only to its longest text, and texts are sorted by length before
     batching so that batches hold texts of similar length. The session loads on first use in a
     worker thread and is reused; inference is serialised so concurrent calls do not fight over
-    the same cores.
+    the same cores. `counting_into` shares the loaded session with another app's ledger.
     """
 
     dimensions: int = 384
@@ -153,8 +162,7 @@ class OnnxEmbedder:
         self.max_tokens = max_tokens
         self.threads = threads or _default_threads()
         self._ledger = ledger
-        self._model: _LoadedModel | None = None
-        self._lock = threading.Lock()
+        self._session = _Session()
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -164,12 +172,26 @@ class OnnxEmbedder:
             self._ledger.record_embedding(len(texts))
         return vectors
 
+    def counting_into(self, ledger: UsageLedger | None) -> OnnxEmbedder:
+        """The same model, loaded once, counting its calls into `ledger`: the session is
+        read-only and its use serialised, so apps in one process (a test run boots hundreds)
+        need not load a copy each."""
+        twin = OnnxEmbedder(
+            self.model_dir,
+            batch_size=self.batch_size,
+            max_tokens=self.max_tokens,
+            threads=self.threads,
+            ledger=ledger,
+        )
+        twin._session = self._session
+        return twin
+
     async def load(self) -> None:
         """Load the session now (e.g. at start-up) instead of on the first `embed`."""
         await asyncio.to_thread(self._ensure_loaded)
 
     def _embed_sync(self, texts: list[str]) -> list[list[float]]:
-        with self._lock:
+        with self._session.lock:
             model = self._ensure_loaded_locked()
             # Similar lengths in a batch mean little padding; the order is restored below.
             order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -194,13 +216,13 @@ class OnnxEmbedder:
         return _mean_pool_normalise(hidden, attention_mask)
 
     def _ensure_loaded(self) -> _LoadedModel:
-        with self._lock:
+        with self._session.lock:
             return self._ensure_loaded_locked()
 
     def _ensure_loaded_locked(self) -> _LoadedModel:
-        if self._model is None:
-            self._model = self._load_model()
-        return self._model
+        if self._session.model is None:
+            self._session.model = self._load_model()
+        return self._session.model
 
     def _load_model(self) -> _LoadedModel:
         import onnxruntime

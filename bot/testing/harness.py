@@ -11,6 +11,7 @@ Plugin authors use this to test an evaluator the way it runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -44,6 +45,8 @@ from bot.domain.records import (
     utcnow,
     world_id,
 )
+from bot.knowledge.embeddings import EmbedderError
+from bot.knowledge.onnx_embedder import OnnxEmbedder
 from bot.llm.base import LanguageModel
 from bot.ops.spend import flush_usage
 from bot.plugin.api import Plugin
@@ -137,6 +140,27 @@ def _secret(value: str) -> SecretStr:
     return SecretStr(value)
 
 
+# One per test process: every app a test run boots (hundreds) shares the loaded ONNX model
+# instead of loading its own (about half a second each). The model is read-only and its use
+# serialised; each app's embedder still counts into that app's ledger (`counting_into`).
+@functools.cache
+def local_model(folder: Path, batch_size: int = 64) -> OnnxEmbedder:
+    """This process's one copy of the local model in `folder` (loaded at its first embed)."""
+    return OnnxEmbedder(folder, batch_size=batch_size)
+
+
+def shared_local_embedder(embedding: EmbeddingSettings) -> OnnxEmbedder | None:
+    """This process's loaded copy of the local model `embedding` names, or None when the
+    settings name another model or a folder without one (the app then does as `mnemo run`
+    does: looks elsewhere, or fails with the operator's message)."""
+    if embedding.model != "local" or embedding.model_dir is None:
+        return None
+    try:
+        return local_model(embedding.model_dir.resolve(), embedding.batch_size)
+    except EmbedderError:
+        return None
+
+
 @asynccontextmanager
 async def open_test_app(
     data_dir: Path,
@@ -151,7 +175,8 @@ async def open_test_app(
 ) -> AsyncIterator[App]:
     """A running app with exactly `plugins`; the database is dropped afterwards unless
     `keep_database` (a later app on the same `data_dir` then starts where this one stopped).
-    `mongo_listeners` watch every command the app's MongoDB client sends.
+    `mongo_listeners` watch every command the app's MongoDB client sends. The local embedding
+    model is loaded once per process and shared by every app opened here.
 
     `plugin_settings` maps a plugin's name to its settings, instead of reading them from the
     environment (e.g. `{"questions": QuestionSettings(min_chars=20)}`)."""
@@ -162,7 +187,11 @@ async def open_test_app(
         registry.use_settings(name, chosen)
     settings = settings or test_settings(data_dir, **setting_overrides)  # type: ignore[arg-type]
     async with open_app(
-        settings, model=model, registry=registry, mongo_listeners=mongo_listeners
+        settings,
+        model=model,
+        registry=registry,
+        mongo_listeners=mongo_listeners,
+        local_embedder=shared_local_embedder(settings.embedding),
     ) as app:
         try:
             yield app

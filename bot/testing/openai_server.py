@@ -15,7 +15,9 @@ served, to exercise client time-outs.
 
 A request with `"stream": true` is answered as OpenAI streams: server-sent events, one chunk per
 word of the reply (or the reply's own `chunks`), `chunk_delay` seconds apart, and the usage
-in a last chunk when `stream_options.include_usage` asks for it. `streaming="refuse"` answers
+in a last chunk when `stream_options.include_usage` asks for it (`finished_streams` and
+`cut_streams` count the streams written to their end and those the client stopped reading
+first). `streaming="refuse"` answers
 such a request with HTTP 400 (an endpoint that cannot stream), `"ignore"` with the whole
 completion as JSON (an endpoint that ignores the parameter); `stream_usage=False` refuses
 `stream_options` with HTTP 400.
@@ -288,6 +290,11 @@ class FakeOpenAIServer:
         self._port: int | None = None
         # Set on stop, so delayed outcomes end at once instead of holding up the shutdown.
         self._stopping = asyncio.Event()
+        # Streamed answers written to their end, and those the client stopped reading first
+        # (a reply stopped early): what a test counts instead of timing the stream.
+        self.finished_streams = 0
+        self.cut_streams = 0
+        self._stream_ended = asyncio.Event()
 
     # -- scripting -------------------------------------------------------------------------
 
@@ -462,9 +469,27 @@ class FakeOpenAIServer:
             return [{"index": 0, "delta": content, "logprobs": None, "finish_reason": finish}]
 
         # The client may stop reading (a reply stopped early, a killed process).
-        with contextlib.suppress(ConnectionResetError):
+        try:
             await self._write_stream(response, payload, outcome, usage, event, delta)
+        except ConnectionResetError:
+            self.cut_streams += 1
+        else:
+            self.finished_streams += 1
+        self._stream_ended.set()
         return response
+
+    async def streams_ended(self, count: int, timeout: float = 30.0) -> None:
+        """Until `count` streamed answers have ended, written to their end or cut by the
+        client (which the server notices at its next write, after the client has gone)."""
+
+        async def ended() -> None:
+            while True:
+                self._stream_ended.clear()
+                if self.finished_streams + self.cut_streams >= count:
+                    return
+                await self._stream_ended.wait()
+
+        await asyncio.wait_for(ended(), timeout)
 
     async def _write_stream(
         self,

@@ -318,7 +318,8 @@ async def test_vector_bench_queries_one_persons_facts(model_dir: Path, tmp_path:
         assert stage["queries"] == 5
         # Ten facts per person, eight asked for: the scope filter still leaves a full page.
         assert stage["hits_per_query"] == 8
-        assert stage["total_ms"]["p50"] >= stage["embedding_ms"]["p50"]
+        # Each query timed whole and in its parts (the times are the bench's to report).
+        assert stage["total_ms"]["n"] == stage["embedding_ms"]["n"] == stage["queries"]
     assert result["goals"][0]["met"] is False  # 120 facts is not the 100,000 of the goal
 
 

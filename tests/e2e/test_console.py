@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.processes import mnemo
 from tests.helpers.shipped_plugins import shipped_plugins
 from tests.paths import REPO
@@ -115,6 +117,7 @@ def test_name_given_up_front(tmp_path: Path, model_dir: Path) -> None:
     assert "Ana lives in Porto — about Ana" in result.stdout
 
 
+@pytest.mark.slow
 def test_sigterm_shuts_down_like_ctrl_c_and_loses_nothing(tmp_path: Path, model_dir: Path) -> None:
     env_file = tmp_path / "empty.env"
     env_file.touch()

@@ -42,6 +42,10 @@ from tests.helpers.deploy_steps import (
 from tests.helpers.shipped_plugins import shipped_plugins
 from tests.paths import REPO
 
+# The first test here builds the wheelhouse (a `pip wheel` of the whole lock, allowed 1,200 s
+# on its own) before its steps run: above the e2e tier's limit (tests/conftest.py).
+pytestmark = [pytest.mark.timeout(1800), pytest.mark.slow]
+
 
 @pytest.fixture(scope="module")
 def wheels(request: pytest.FixtureRequest) -> Path:

@@ -18,6 +18,7 @@ WITHOUT_A_TARGET = {"evaluator_runs", "recover_seconds"}
 @pytest.mark.skipif(
     bool(os.environ.get("MNEMO_TEST_MONGODB_URI")), reason="the workers use the bundled server"
 )
+@pytest.mark.slow
 def test_kill_9_at_every_step_loses_and_duplicates_nothing(tmp_path: Path, model_dir: Path) -> None:
     # With the default cap of 5 attempts. A crash is charged only to a job that was the only
     # thing its process was doing (bot/queue/blame.py): at the handle points the process was

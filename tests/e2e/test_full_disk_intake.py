@@ -36,6 +36,7 @@ def disk_full(pids: list[int], full: bool) -> None:
         )
 
 
+@pytest.mark.slow
 async def test_polling_confirms_nothing_it_could_not_keep_on_a_full_disk(
     tmp_path: Path, model_dir: Path
 ) -> None:

@@ -106,6 +106,7 @@ async def released(uri: str, timeout: float = 30.0) -> None:
 @pytest.mark.skipif(
     bool(os.environ.get("MNEMO_TEST_MONGODB_URI")), reason="kills its own MongoDB server"
 )
+@pytest.mark.slow
 async def test_a_kill_9_mid_replay_loses_and_duplicates_nothing(
     tmp_path: Path, model_dir: Path
 ) -> None:

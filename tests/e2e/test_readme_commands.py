@@ -203,12 +203,15 @@ def _planned(target: str, venv: Path) -> str:
 def test_make_run_installs_only_what_running_needs(tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     run = _planned("run", venv)
-    # At the versions of the lock, so a clone installs next month what the tests passed with.
-    assert "pip install --quiet --constraint constraints.txt -e .\n" in run
+    # At the versions of the lock, so a clone installs next month what the tests passed with:
+    # pip itself first, then Mnemo built with the lock's setuptools; never the newest pip.
+    assert "pip install --quiet --constraint constraints.txt pip\n" in run
+    assert "--constraint constraints.txt --build-constraint constraints.txt -e .\n" in run
+    assert "--upgrade" not in run
     assert "[dev" not in run and "bench]" not in run  # no pytest, ruff, matplotlib, tiktoken
-    assert "--constraint constraints.txt -e '.[dev,bench]'" in _planned("test", venv)
+    assert "--build-constraint constraints.txt -e '.[dev,bench]'" in _planned("test", venv)
     bench = _planned("bench", venv)
-    assert "--constraint constraints.txt -e '.[bench]'" in bench and "dev" not in bench
+    assert "--build-constraint constraints.txt -e '.[bench]'" in bench and "dev" not in bench
 
 
 def _readme_plugin_files() -> dict[str, str]:

@@ -23,7 +23,10 @@ from tests.helpers.mnemo_run import REPLY, polling, server_pid, start_bot
 from tests.helpers.processes import alive
 
 KILLS = 3
-pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="Linux parent-death signal")
+pytestmark = [
+    pytest.mark.skipif(sys.platform != "linux", reason="Linux parent-death signal"),
+    pytest.mark.slow,
+]
 
 
 async def test_kill_9_of_mnemo_run_in_a_loop_never_blocks_the_next_start(

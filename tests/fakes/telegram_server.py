@@ -165,6 +165,10 @@ class FakeTelegramServer:
         # sendMessage calls answered "429 Too Many Requests" before the next ones succeed.
         self.flood_waits = 0
         self.flood_wait_seconds = 1
+        # sendMessage calls that came before the "retry after" of the 429 before them was up:
+        # Telegram counts those against the bot (a longer wait); a bot should make none.
+        self.early_retries = 0
+        self._flood_until = 0.0
         self.sent: list[SentMessage] = []
         self.edits: list[EditedMessage] = []
         # (chat id, message id) of each message the bot deleted.
@@ -505,8 +509,11 @@ class FakeTelegramServer:
         chat_id = int(params["chat_id"])
         if chat_id > 0 and chat_id not in self.started:
             raise _ApiError(403, "Forbidden: bot can't initiate conversation with a user")
+        if time.monotonic() < self._flood_until:
+            self.early_retries += 1
         if self.flood_waits > 0:
             self.flood_waits -= 1
+            self._flood_until = time.monotonic() + self.flood_wait_seconds
             raise _ApiError(
                 429,
                 f"Too Many Requests: retry after {self.flood_wait_seconds}",

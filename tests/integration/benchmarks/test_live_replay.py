@@ -21,6 +21,9 @@ from benchmarks.memory import load_conversations, pick_conversations, run_memory
 from bot.testing.openai_server import FakeOpenAIServer, Reply, Status
 from tests.paths import DATA, REPO
 
+# Tens of seconds on their own (docs/testing.md): `-m 'not slow'` leaves them out.
+pytestmark = pytest.mark.slow
+
 RECORDING = DATA / "real-model" / "live"
 RUN = RECORDING / "qwen2.5-coder-0.5b-grounded.jsonl"
 CONVERSATIONS = REPO / "benchmarks" / "data"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from bot.commands.command_set import DATABASE_AWAY, FORGOTTEN, Commands, Request
 from bot.domain.state import State
 from bot.llm.base import Task
@@ -36,6 +38,7 @@ def request_of(chat: TestChat, args: str = "") -> Request:
     )
 
 
+@pytest.mark.slow
 async def test_privacy_commands_during_an_outage_change_nothing_and_say_so(
     tmp_path: Path, model_dir: Path
 ) -> None:

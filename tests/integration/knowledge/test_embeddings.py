@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from pathlib import Path
 
@@ -244,6 +245,45 @@ def test_make_embedder_local(model_dir: Path) -> None:
     assert isinstance(embedder.inner, OnnxEmbedder)
     assert embedder.inner.batch_size == 8
     assert (embedder.name, embedder.dimensions) == ("all-MiniLM-L6-v2", 384)
+
+
+def _loads(caplog: pytest.LogCaptureFixture) -> int:
+    return sum(1 for r in caplog.records if r.getMessage().startswith("loaded all-MiniLM-L6-v2"))
+
+
+async def test_a_twin_shares_the_loaded_model_and_counts_into_its_own_ledger(
+    model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    first_ledger, second_ledger = UsageLedger(), UsageLedger()
+    first = OnnxEmbedder(model_dir, ledger=first_ledger)
+    twin = first.counting_into(second_ledger)
+    with caplog.at_level(logging.INFO, logger="bot.knowledge.onnx_embedder"):
+        (alone,) = await first.embed(["hello"])
+        again, _ = await twin.embed(["hello", "there"])
+    # One model load for both; each call counted where its app counts.
+    assert _loads(caplog) == 1
+    assert (first_ledger.embedding_calls, first_ledger.embedded_texts) == (1, 1)
+    assert (second_ledger.embedding_calls, second_ledger.embedded_texts) == (1, 2)
+    np.testing.assert_allclose(alone, again, atol=1e-6)
+
+
+async def test_make_embedder_uses_a_loaded_model_only_when_the_settings_name_it(
+    model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    loaded = OnnxEmbedder(model_dir, batch_size=8)
+    await loaded.load()
+    ledger = UsageLedger()
+    same = EmbeddingSettings(_env_file=None, model="local", model_dir=model_dir, batch_size=8)  # type: ignore[call-arg]
+    other = EmbeddingSettings(_env_file=None, model="local", model_dir=model_dir, batch_size=4)  # type: ignore[call-arg]
+    with caplog.at_level(logging.INFO, logger="bot.knowledge.onnx_embedder"):
+        shared = make_embedder(same, ModelSettings(_env_file=None), ledger, loaded=loaded)  # type: ignore[call-arg]
+        await shared.embed(["a text"])
+        assert _loads(caplog) == 0
+        assert ledger.embedding_calls == 1
+        # Another batch size is another embedder: it loads its own copy.
+        separate = make_embedder(other, ModelSettings(_env_file=None), None, loaded=loaded)  # type: ignore[call-arg]
+        await separate.embed(["a text"])
+        assert _loads(caplog) == 1
 
 
 def test_make_embedder_remote_without_endpoint_fails_with_one_line(

@@ -5,6 +5,7 @@ reason in `ctx.trigger`."""
 
 from __future__ import annotations
 
+import logging
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,3 +120,23 @@ async def test_idle_jobs_reach_only_evaluators_with_an_idle_mark(
         ("PER_MESSAGE", "message", f"PER_MESSAGE {found}"),
         ("CATCHES_UP", "idle", f"CATCHES_UP {found}"),
     ]
+
+
+async def test_apps_opened_by_the_harness_share_one_loaded_model_and_count_apart(
+    tmp_path: Path, mongo_uri: str, model_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plugin's suite boots an app per test: the embedding model is loaded once for the
+    process, and each app's /stats and /metrics still count only its own embedding calls."""
+    calls = []
+    with caplog.at_level(logging.INFO, logger="bot.knowledge.onnx_embedder"):
+        for name in ("first", "second"):
+            async with open_test_app(
+                tmp_path / name, mongodb_uri=mongo_uri, model_dir=model_dir
+            ) as app:
+                await app.embedder.embed([f"a text only the {name} app embeds"])
+                calls.append(app.ledger.embedding_calls)
+    loads = [r for r in caplog.records if r.getMessage().startswith("loaded all-MiniLM-L6-v2")]
+    # Loaded at most once: by the first app, or already by an earlier test in this process.
+    assert len(loads) <= 1
+    # Each app's ledger holds its own one call, not the other's.
+    assert calls == [1, 1]

@@ -129,13 +129,16 @@ async def test_a_cancelled_wait_gives_no_slot_away_and_order_holds_within_a_prio
 
 
 @asynccontextmanager
-async def trickling_server(seconds: float) -> AsyncIterator[str]:
+async def trickling_server(seconds: float, slow: list[str]) -> AsyncIterator[str]:
     """An OpenAI-compatible endpoint that answers 200 at once, then one byte of JSON
     whitespace every 0.2 s for `seconds` before the body: every read arrives in time, the
-    answer does not. A message saying "QUICK-ANSWER" is answered at once."""
+    answer does not. A message saying "QUICK-ANSWER" is answered at once; every other request
+    is noted in `slow` as it arrives."""
 
     async def chat(request: web.Request) -> web.StreamResponse:
         payload = await request.json()
+        if "QUICK-ANSWER" not in json.dumps(payload):
+            slow.append(last_user_message(payload))
         answer = {
             "id": "chatcmpl-trickle",
             "object": "chat.completion",
@@ -181,24 +184,23 @@ async def test_a_trickling_endpoint_cannot_hold_a_reply_past_the_timeout(
     tmp_path: Path, model_dir: Path
 ) -> None:
     """MNEMO_MODEL_TIMEOUT=1 bounds the whole request (retries included), not each read: the
-    reply is the fallback soon after the second, and the room's next message is answered."""
-    timeout = 1.0
-    async with trickling_server(seconds=8.0) as base_url:
+    reply is the fallback (the body, 8 s away, never read), the two retries the client may make
+    are not sent once the time is up, and the room's next message is answered."""
+    slow: list[str] = []
+    async with trickling_server(seconds=8.0, slow=slow) as base_url:
         ledger = UsageLedger()
-        model = OpenAIModel(
-            model_settings(base_url, timeout_seconds=timeout, max_retries=2), ledger
-        )
+        model = OpenAIModel(model_settings(base_url, timeout_seconds=1.0, max_retries=2), ledger)
         async with open_test_app(tmp_path, model=model) as app:
             chat = TestChat(app.runtime)
             lanes: RoomLanes[str] = RoomLanes("test")
-            started = time.monotonic()
             first = lanes.submit(chat.room.id, lambda: chat.say("tell me something"))
             second = lanes.submit(chat.room.id, lambda: chat.say("QUICK-ANSWER hello again"))
             await asyncio.wait_for(first, 10)
-            first_took = time.monotonic() - started
             await asyncio.wait_for(second, 10)
             await lanes.close(grace=1)
         await model.close()
     assert chat.replies == [MODEL_FAILED_REPLY, "Hello!"]
-    assert first_took < timeout + 1.5  # the margin: a loaded machine, not the model
+    # One request for the first reply: a deadline per read would have read the trickle to
+    # its end (a reply, not the fallback); one per attempt would have sent the retries.
+    assert len(slow) == 1 and "tell me something" in slow[0]
     assert ledger.snapshot()["reply"].failures == 1
