@@ -62,7 +62,7 @@ class Registry:
     origins: dict[str, str] = field(default_factory=dict)
 
     def loaded_from(self) -> str:
-        """ "facts, goals (built-in); weather (my-plugins)": which plugins loaded from where,
+        """ "facts, recall (built-in); weather (my-plugins)": which plugins loaded from where,
         in registration order; "none" when no plugin did."""
         groups: dict[str, list[str]] = {}
         for plugin in self.plugins:

@@ -11,12 +11,15 @@ answered with a server error, so the test sees it.
 from __future__ import annotations
 
 import json
+import logging
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bot.testing.openai_server import Reply, Status
+
+log = logging.getLogger(__name__)
 
 
 def _key(prompt: str, params: dict[str, Any]) -> tuple[str, str]:
@@ -45,6 +48,7 @@ class RecordedModel:
         found = self.answers.get(_key(prompt, params))
         if not found:
             self.unrecorded.append(prompt)
+            log.warning("a request the recording does not hold: ...%s", prompt[-300:])
             return Status(500, message="not in the recording")
         # The same request asked again (a retry) gets the next answer given to it, or the last.
         row = found.popleft() if len(found) > 1 else found[0]

@@ -2,6 +2,12 @@
 a goal someone stated for themselves ("My goal this year is to run a marathon"), it is
 tracked here too, not only when the reply model happens to pick CREATE_GOAL.
 
+Only an aim stated as one: the reading's "goal" label is a small model's guess (Qwen2.5-0.5B
+filed "Wren needs help organizing his garage", a request to the bot, as a goal in 12 of 28
+LongMemEval conversations), so a goal is tracked only when the words it rests on state a goal
+as CREATE_GOAL reads them ("my goal is", "I want to", "I'd like to", outside a question:
+`states_a_goal`, English for now); the fact stays a fact either way.
+
 One goal per aim: a stated goal that names the same thing as one the person already tracks
 (most of its words) is that goal, not a second one; "I want to run a marathon next year"
 after `/goal Run a marathon: ...` is the marathon goal. Idempotent: the goal's id is derived
@@ -34,7 +40,15 @@ def same_aim(a: str, b: str) -> bool:
 async def track_stated_goals(ctx: Context, facts: Sequence[Fact]) -> list[Goal]:
     """Track each goal a person stated for themselves (a fact of type "goal", in their own
     word); returns the goals started."""
-    stated = [f for f in facts if f.type == "goal" and f.said_by is None]
+    from .action import states_a_goal  # action.py reads this module's same_aim
+
+    stated = [
+        f
+        for f in facts
+        if f.type == "goal"
+        and f.said_by is None
+        and states_a_goal(f.evidence.quote if f.evidence is not None else f.text)
+    ]
     if not stated:
         return []
     goals = GoalStore.of(ctx.collections)

@@ -113,4 +113,5 @@ async def test_the_app_learns_and_recalls_through_the_server_and_health_sees_it_
                     "status": "unavailable",
                     "mongodb": True,
                     "chroma": False,
+                    "journal": True,
                 }

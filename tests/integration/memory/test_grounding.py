@@ -348,7 +348,7 @@ async def test_stats_show_what_was_not_stored_and_why(
         chat = TestChat(app.runtime, name="Sam")
         await say_and_learn(chat, "I live in Leeds")
         shown = await stats(app.commands, scope(chat))
-        checked = await Doctor(app.settings)._evaluation_queue(mongo_uri)
+        checked = await Doctor(app.settings)._evaluation_queue(mongo_uri, bundled=False)
 
     reasons = "2 (1 not about the person, 1 quote not in the message)"
     assert f"Claims not stored: {reasons}" in shown
