@@ -156,7 +156,8 @@ def _claim(
             value=value,
             ends=note.ends,
         )
-    fact = _clean(note.fact or "")
+    # "User's name is Ana" (a model shown the console's placeholder name) is their name.
+    fact = named_naturally(_clean(note.fact or ""))
     if not _names_them(fact, names):
         # "We'll have 5 people at the outing", "I'm flying from DC": a model's copy of the
         # person's words, or a sentence about something else; whose fact it is is unclear.

@@ -134,13 +134,13 @@ async def test_cost_run_counts_exactly_what_the_fake_server_received(
     assert result["prompt_tokens"] == dict(tokens)
     assert result["prompt_tokens_per_message"]["total"] == round(sum(tokens.values()) / 3)
     # Three extractions, each offering one new claim and repeating the previous one: three
-    # facts stored, the repeats recognised; and one more that the offline rules read beside
-    # the model (MNEMO_FACTS_MERGE_RULES; a claim both made is stored once).
+    # facts stored, the repeats recognised (the offline rules stay off beside a model:
+    # MNEMO_FACTS_MERGE_RULES).
     assert result["facts"] == {
         "extractions": 3,
         "new_claims_offered": 3,
-        "stored": 4,
-        "distinct": 4,
+        "stored": 3,
+        "distinct": 3,
         "duplicates": 0,
     }
     assert result["replied"] == 3 and result["undrained"] == 0

@@ -27,7 +27,7 @@ def test_the_console_shows_the_told_name_as_a_name_in_me_facts_and_export(
     )
     assert done.returncode == 0, done.stderr
     me = done.stdout.split("What I know about you here", 1)[1].split("Facts (", 1)[0]
-    assert "• Their name is Ana" in me
+    assert re.search(r"• `[0-9a-f]{8}` Their name is Ana", me), me
     assert "`" in done.stdout and "Their name is Ana — about Ana" in done.stdout
     assert "User's name" not in done.stdout
     written = re.search(r"Written to (\S+\.json)", done.stdout)
@@ -41,7 +41,7 @@ async def test_a_models_name_claim_about_the_placeholder_is_stored_as_a_name(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     # What a model shown the console's "User" answers to "Hi, my name is Ana".
-    said = '{"claims": [{"claim": "User\'s name is Ana", "subject": "User", "type": "fact"}]}'
+    said = '{"m1": [{"fact": "User\'s name is Ana", "quote": "my name is Ana", "about": "name"}]}'
     model = ScriptedModel(
         answers={
             Task.REPLY: ['{"text": "Hi Ana!", "action": "NONE"}'],

@@ -36,6 +36,7 @@ PLUGIN_AUTHOR_TOOLS = {
     "__init__.py",
     "harness.py",
     "scripted.py",
+    "recorded_model.py",  # a recorded live run's answers, for the fake model server
     "openai_server.py",
     "pytest_plugin.py",
 }
