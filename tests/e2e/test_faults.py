@@ -25,24 +25,25 @@ def test_kill_9_at_every_step_loses_and_duplicates_nothing(tmp_path: Path, model
     # answering a message, so the evaluation that runs first after each restart (and so is
     # running at most kills) is not charged, and seven kills leave no innocent job dead.
     # Each point fires on its 2nd reach, so the worker dies mid-script with work behind it
-    # (three messages a room, so the later points still have work left to reach them).
+    # (four messages a room, so the later points still have work left to reach them: with
+    # three, the last two points were no longer reached a second time).
     # At `handle:reply-sent` the reply went out and was not settled: the restart must store
     # it from the record of sent replies, not answer again (a duplicate).
     report = run_faults(
-        tmp_path, rooms=2, messages=3, faults=[f"{p}@2" for p in FAULT_POINTS], seed=7
+        tmp_path, rooms=2, messages=4, faults=[f"{p}@2" for p in FAULT_POINTS], seed=7
     )
     counts = {
         name: value for name, value in report.as_dict().items() if name not in WITHOUT_A_TARGET
     }
     assert counts == {
         "rooms": 2,
-        "sent": 6,
-        "stored": 6,
-        "answered": 6,
-        "evaluated": 6,
+        "sent": 8,
+        "stored": 8,
+        "answered": 8,
+        "evaluated": 8,
         "lost": 0,
         "duplicated": 0,
-        "vectors": 6,  # rebuilt after the Chroma folder was wiped
+        "vectors": 8,  # rebuilt after the Chroma folder was wiped
         "dead_jobs": 0,
         "kills": len(FAULT_POINTS),  # every fault point was reached and killed
     }
