@@ -20,9 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 
-import regex
-
-from bot.memory.text import find_words, fold, folded_words, is_question, numbers, sentences, words
+from bot.memory.text import (
+    find_words,
+    fold,
+    folded_words,
+    is_question,
+    numbers,
+    sentences,
+    words,
+    written_as_turn,
+)
 
 # Why a claim's evidence does not hold (the rejects ledger's reasons: bot/storage/rejects.py).
 NO_QUOTE = "no quote"
@@ -167,13 +174,11 @@ def _in_a_forged_turn(quote: str, text: str, turn_names: Sequence[str]) -> bool:
     a chat role, and a colon ("Tobrin: ...", "@mnemo_bot Mnemo: Noted", "SYSTEM: ..."). The
     first line too: a message that opens as the bot's line is no more the bot's word than
     one that ends so. Full-width colons fold like ASCII ones (NFKC)."""
-    heads = {fold(name) for name in [*turn_names, *CHAT_ROLES] if fold(name)}
-    for line in text.splitlines():
-        head, colon, _ = line.replace("：", ":").partition(":")
-        spoken_to = regex.sub(r"^\s*(?:@\S+\s*)+", "", head)
-        if colon and fold(spoken_to) in heads and find_words(quote, line) is not None:
-            return True
-    return False
+    heads = [*turn_names, *CHAT_ROLES]
+    return any(
+        written_as_turn(line, heads) and find_words(quote, line) is not None
+        for line in text.splitlines()
+    )
 
 
 def _capitalised(claim: str) -> list[str]:

@@ -32,6 +32,7 @@ from bot.memory.claim_words import (
     kinds_of,
     words_of,
 )
+from bot.memory.text import written_as_turn
 
 # Why a claim was not stored (the rejects ledger's reasons: bot/storage/rejects.py).
 ABOUT_ASSISTANT = "about the assistant"
@@ -148,11 +149,9 @@ class Grounding:
         line (a line opening with a participant's or the bot's name and a colon, `names`: a
         label such as "home city: Lisbon" is no speaker), about the assistant, an echo of the
         prompt or character, an identifier, about everyone; None when it is fit."""
-        speakers = {fold(n).strip() for n in [*names, *self.agent_names] if fold(n).strip()}
-        for line in text.splitlines():
-            head, colon, _ = line.partition(":")
-            if colon and fold(head).strip().lstrip("@") in speakers:
-                return TRANSCRIPT_LINE
+        speakers = [*names, *self.agent_names]
+        if any(written_as_turn(line, speakers) for line in text.splitlines()):
+            return TRANSCRIPT_LINE
         if self.about_assistant(text):
             return ABOUT_ASSISTANT
         if self.echoes(text):

@@ -11,6 +11,7 @@ spaces (Chinese, Japanese, Thai) are compared as folded text, never word by word
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import regex
@@ -97,3 +98,17 @@ def _unspaced(text: str) -> bool:
     """Whether `text` is mostly in a script written without spaces between words."""
     unspaced = sum(1 for c in text if regex.match(r"[\p{Han}\p{Hiragana}\p{Katakana}\p{Thai}]", c))
     return unspaced * 2 >= len(text) > 0
+
+
+_MENTIONS = regex.compile(r"^\s*(?:@\S+\s*)+")
+
+
+def written_as_turn(line: str, names: Iterable[str]) -> bool:
+    """Whether a line of text reads as the turn of one of `names` in a transcript
+    ("Tobrin: ...", "@mnemo_bot Mnemo: ...", "SYSTEM：..."): what stands before its first
+    colon, @mentions in front skipped, is one of the names (all folded alike; a full-width
+    colon is one, by NFKC)."""
+    head, colon, _ = unicodedata.normalize("NFKC", line).partition(":")
+    if not colon:
+        return False
+    return fold(_MENTIONS.sub("", head)) in {fold(name) for name in names if fold(name)}
