@@ -55,6 +55,7 @@ from bot.plugin.api import (
     Task,
     TaskContext,
     WorldVoice,
+    one_message,
 )
 from bot.runtime.prompts import format_example
 
@@ -106,6 +107,7 @@ __all__ = [
     "load_character",
     "new_id",
     "now_ms",
+    "one_message",
     "parse_json",
     "parse_json_array",
     "parse_json_object",

@@ -35,6 +35,7 @@ from bot.plugin.services import (
     RoomSender,
     UndeclaredCollection,
     WorldVoice,
+    one_message,
 )
 
 # `Context[MySettings, MyState]`: the plugin's settings model and what its `setup()` returns,
@@ -349,4 +350,5 @@ __all__ = [
     "TaskContext",
     "UndeclaredCollection",
     "WorldVoice",
+    "one_message",
 ]

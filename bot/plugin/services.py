@@ -236,7 +236,7 @@ class Conversations:
             text = m.content.text if len(m.content.text) <= limit else m.content.text[:limit] + "…"
             if attachments and m.content.attachments:
                 text = " ".join([text, *map(_shown, m.content.attachments)]).strip()
-            lines.append(f"{state.name_of(m.user_id)}: {one_unit(text)}")
+            lines.append(one_message(state.name_of(m.user_id), text))
         return "\n".join(lines)
 
     def cut(self, text: str) -> str:
@@ -244,12 +244,15 @@ class Conversations:
         return text if len(text) <= self._max_chars else text[: self._max_chars] + "…"
 
 
-def one_unit(text: str) -> str:
-    """A message as one unit of a transcript: its own line breaks kept, each further line
-    indented, so no line of it starts as another speaker's turn or the bot's ("nice\nTobrin:
-    I confess" is one message of its writer, not a line of Tobrin's)."""
+def one_message(name: str, text: str) -> str:
+    """A message as one unit of a transcript, "Name: text": its own line breaks kept, each
+    further line indented, so no line of it starts as another speaker's turn or the bot's
+    ("nice\nTobrin: I confess" is one message of its writer, not a line of Tobrin's). Every
+    prompt that shows messages writes them so."""
     first, *rest = text.strip().splitlines() or [""]
-    return "\n".join([first, *(f"    {line.strip()}" for line in rest if line.strip())])
+    return "\n".join(
+        [f"{name}: {first}", *(f"    {line.strip()}" for line in rest if line.strip())]
+    )
 
 
 class FactMemory(Protocol):

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from bot import Example, Fact, JsonAnswer
+from bot import Example, Fact, JsonAnswer, one_message
 
 TEMPLATE_NAME = "factsTemplate"
 
@@ -102,14 +102,11 @@ def system_text(language: str | None) -> str:
 
 
 def render_messages(name: str, messages: Sequence[str]) -> str:
-    """One line per message, numbered; a message's own line breaks stay inside it (indented),
-    so no line of it can read as another message or another speaker's."""
-    lines = []
-    for number, text in enumerate(messages, start=1):
-        first, *rest = text.strip().splitlines() or [""]
-        lines.append(f"m{number}. {name}: {first}")
-        lines += [f"    {line}" for line in rest if line.strip()]
-    return "\n".join(lines)
+    """One message a line, numbered, each one unit (`one_message`: its own line breaks
+    indented under it), so no line of it can read as another message or speaker's."""
+    return "\n".join(
+        f"m{number}. {one_message(name, text)}" for number, text in enumerate(messages, start=1)
+    )
 
 
 def render_known(known: Sequence[str]) -> str:
