@@ -86,6 +86,18 @@ def _completion_of(body: bytes) -> object:
     return ChatCompletion.construct(**data)
 
 
+def openai_client(settings: ModelSettings) -> openai.AsyncOpenAI:
+    """The `openai` client of the configured endpoint: its key (or the placeholder a local
+    server takes), base URL, time-out and retries. Chat and transcription use the same."""
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return openai.AsyncOpenAI(
+        api_key=key or _NO_KEY,
+        base_url=settings.openai_base_url or None,
+        timeout=settings.timeout_seconds,
+        max_retries=settings.max_retries,
+    )
+
+
 class OpenAIModel:
     """Chat completions with the SMALL or LARGE model from settings.
 
@@ -121,12 +133,7 @@ class OpenAIModel:
         self._secret = key or None
         # A client passed in belongs to the caller, who configured and will close it.
         self._owns_client = client is None
-        self._client = client or openai.AsyncOpenAI(
-            api_key=key or _NO_KEY,
-            base_url=settings.openai_base_url or None,
-            timeout=settings.timeout_seconds,
-            max_retries=settings.max_retries,
-        )
+        self._client = client or openai_client(settings)
         self.name = f"openai ({settings.small_model} / {settings.large_model})"
         self._format_index = 0 if settings.structured_output == "auto" else len(_FORMATS) - 1
         self.queue = ModelQueue(settings.concurrency)

@@ -20,12 +20,11 @@ import openai
 
 from bot.config.services import ModelSettings
 from bot.llm.accounting import UsageLedger
+from bot.llm.openai_model import openai_client
 
 log = logging.getLogger(__name__)
 
 TASK = "transcription"
-# The key a local endpoint gets when none is set (the client insists on one).
-_NO_KEY = "not-needed"
 
 
 class TranscriptionError(Exception):
@@ -58,12 +57,7 @@ class Transcriber:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         self._secret = key or None
         self._owns_client = client is None
-        self._client = client or openai.AsyncOpenAI(
-            api_key=key or _NO_KEY,
-            base_url=settings.openai_base_url or None,
-            timeout=settings.timeout_seconds,
-            max_retries=settings.max_retries,
-        )
+        self._client = client or openai_client(settings)
 
     @classmethod
     def of(cls, settings: ModelSettings, ledger: UsageLedger) -> Transcriber | None:
