@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import logging
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -519,21 +518,10 @@ async def _memory_runs(
 
     if replay is None:
         return await runs()
-    from bot.testing.openai_server import FakeOpenAIServer
-    from bot.testing.recorded_model import RecordedModel
+    from benchmarks.live_model import replaying
 
-    recorded = RecordedModel.load(replay)
-    async with FakeOpenAIServer(responder=recorded) as server:
-        # As the live run was configured (benchmarks/live_model.py), at the local server.
-        with _environment(
-            OPENAI_BASE_URL=server.base_url,
-            OPENAI_API_KEY="sk-replay",
-            MNEMO_SMALL_MODEL="local-model",
-            MNEMO_LARGE_MODEL="local-model",
-            MNEMO_MODEL_RETRIES="0",
-            MNEMO_MODEL_CONCURRENCY="1",
-        ):
-            results = await runs()
+    async with replaying(replay) as recorded:
+        results = await runs()
     for result in results:
         result["replayed"] = {
             "recording": _display(replay),
@@ -541,21 +529,6 @@ async def _memory_runs(
             "not_recorded": len(recorded.unrecorded),
         }
     return results
-
-
-@contextlib.contextmanager
-def _environment(**values: str) -> Iterator[None]:
-    """These environment variables set for the block, then as they were."""
-    before = {name: os.environ.get(name) for name in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
@@ -567,7 +540,6 @@ def run_startup_part(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run_faults_part(args: argparse.Namespace) -> dict[str, Any]:
-    import os
 
     from benchmarks.faults import (
         fault_plan,

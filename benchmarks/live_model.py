@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,8 @@ import aiohttp
 from aiohttp import web
 
 from benchmarks.live import read_event
+from bot.testing.openai_server import FakeOpenAIServer
+from bot.testing.recorded_model import RecordedModel
 
 SERVE = Path(__file__).with_name("llama_serve.py")
 ALIAS = "local-model"
@@ -190,15 +193,42 @@ def bench_environment(proxy_url: str, timeout: int) -> dict[str, str]:
     """docs/models.md's settings for llama.cpp: one model, one call at a time, long waits."""
     return {
         **os.environ,
-        "OPENAI_BASE_URL": f"{proxy_url}/v1",
+        **endpoint_settings(f"{proxy_url}/v1"),
+        "MNEMO_MODEL_TIMEOUT": str(timeout),
+        "MNEMO_EVALUATOR_TIMEOUT": str(3 * timeout),
+    }
+
+
+def endpoint_settings(base_url: str) -> dict[str, str]:
+    """The model settings of a live run, at `base_url`: the same for the run and its replay."""
+    return {
+        "OPENAI_BASE_URL": base_url,
         "OPENAI_API_KEY": "sk-local",  # the server checks none; the client needs one
         "MNEMO_SMALL_MODEL": ALIAS,
         "MNEMO_LARGE_MODEL": ALIAS,
-        "MNEMO_MODEL_TIMEOUT": str(timeout),
         "MNEMO_MODEL_RETRIES": "0",
         "MNEMO_MODEL_CONCURRENCY": "1",
-        "MNEMO_EVALUATOR_TIMEOUT": str(3 * timeout),
     }
+
+
+@contextlib.asynccontextmanager
+async def replaying(recording: Path) -> AsyncIterator[RecordedModel]:
+    """A recorded live run's answers served by a local OpenAI-compatible server, and the
+    environment pointed at it as the live run was configured, for the block: a run inside
+    it (`mnemo bench memory --replay`, a test) gets every answer the live model gave."""
+    recorded = RecordedModel.load(recording)
+    async with FakeOpenAIServer(responder=recorded) as server:
+        settings = endpoint_settings(server.base_url)
+        before = {name: os.environ.get(name) for name in settings}
+        os.environ.update(settings)
+        try:
+            yield recorded
+        finally:
+            for name, value in before.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 def start_server(args: argparse.Namespace, log: Path) -> subprocess.Popen[bytes]:

@@ -13,10 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from benchmarks.live_model import replaying
 from benchmarks.memory import load_conversations, run_memory
-from bot.testing.openai_server import FakeOpenAIServer
 from bot.testing.recorded_model import RecordedModel
 from tests.paths import DATA, REPO
 
@@ -25,20 +23,9 @@ HELD_OUT = REPO / "benchmarks" / "data" / "memory_multilingual_heldout.json"
 
 
 async def replay(
-    data: Path, *, mongo_uri: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    data: Path, *, mongo_uri: str, model_dir: Path
 ) -> tuple[dict[str, Any], RecordedModel]:
-    recorded = RecordedModel.load(RECORDING)
-    async with FakeOpenAIServer(responder=recorded) as server:
-        # As the live run was configured (benchmarks/live_model.py), at the local server.
-        for name, value in {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "sk-local",
-            "MNEMO_SMALL_MODEL": "local-model",
-            "MNEMO_LARGE_MODEL": "local-model",
-            "MNEMO_MODEL_RETRIES": "0",
-            "MNEMO_MODEL_CONCURRENCY": "1",
-        }.items():
-            monkeypatch.setenv(name, value)
+    async with replaying(RECORDING) as recorded:
         result = await run_memory(
             load_conversations(data),
             model_dir=model_dir,
@@ -50,11 +37,9 @@ async def replay(
 
 
 async def test_the_live_models_reading_of_the_held_out_conversations(
-    mongo_uri: str, model_dir: Path, monkeypatch: pytest.MonkeyPatch
+    mongo_uri: str, model_dir: Path
 ) -> None:
-    result, recorded = await replay(
-        HELD_OUT, mongo_uri=mongo_uri, model_dir=model_dir, monkeypatch=monkeypatch
-    )
+    result, recorded = await replay(HELD_OUT, mongo_uri=mongo_uri, model_dir=model_dir)
 
     # The run took the recorded path: every request was one the live run made.
     assert recorded.unrecorded == [] and recorded.served > 0
