@@ -164,7 +164,9 @@ class Facts:
         total = await self._collection.count_documents(query)
         if limit <= 0 or skip >= total:
             return [], total
-        cursor = self._collection.find(query).sort("created_at", DESCENDING)
+        # Facts learned in one reading share their time: the id breaks the tie, so a page
+        # lists them in the same order every time and two pages never overlap.
+        cursor = self._collection.find(query).sort([("created_at", DESCENDING), ("_id", ASCENDING)])
         cursor = cursor.skip(max(skip, 0)).limit(limit)
         return load_all(Fact, await cursor.to_list()), total
 

@@ -584,3 +584,15 @@ async def test_options_in_the_uri_win_over_the_built_in_defaults() -> None:
         assert plain.client.options.server_selection_timeout == 5.0
     finally:
         await plain.close()
+
+
+async def test_facts_learned_at_once_page_in_one_order_with_no_overlap(store: MongoStore) -> None:
+    # One reading stores several facts with the same time: /facts must list them the same
+    # way every time, and its pages must neither repeat nor skip one.
+    for n in range(5):
+        await store.facts.insert(fact(f"Alice fact {n}", minute=1))
+    pages = [[f.id for f in (await store.facts.page(WORLD, skip=s, limit=2))[0]] for s in (0, 2, 4)]
+    again = [[f.id for f in (await store.facts.page(WORLD, skip=s, limit=2))[0]] for s in (0, 2, 4)]
+    listed = [i for page in pages for i in page]
+    assert pages == again
+    assert len(listed) == len(set(listed)) == 5
