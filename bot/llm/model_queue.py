@@ -8,6 +8,10 @@ one priority, requests go in the order they came. Without a limit nothing waits.
 
 asyncio has no priority semaphore, so this is one: a heap of waiting futures, and a slot
 handed straight to the first waiter when a request ends (never released to be raced for).
+
+A reply asked again (a reply check refused the first answer) keeps its slot between the two
+requests (`one_turn`): released in between, it went to the fact extraction waiting for it,
+and the second request of the reply waited 182 s behind it.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import asyncio
 import contextlib
 import heapq
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -46,6 +51,34 @@ class _Waiter:
     granted: asyncio.Future[None] = field(compare=False)
 
 
+@dataclass
+class _Turn:
+    """The queues whose slot a turn holds, and how each is given back when it ends."""
+
+    held: dict[int, Callable[[], None]] = field(default_factory=dict)
+
+
+# The turn the running task is in, if any. A context variable, not an argument: the calls of
+# a turn pass through the model's wrappers (the deadline, the world's model, a recorder),
+# which need not know of it, and it is the task's own (another task's calls never share it).
+_current_turn: ContextVar[_Turn | None] = ContextVar("mnemo_model_turn", default=None)
+
+
+@contextlib.contextmanager
+def one_turn() -> Iterator[None]:
+    """The model calls made inside are one turn: the first takes a slot as usual, the next
+    ones reuse it, and it is given back when the block ends. For calls made one after the
+    other by one task (a reply and its second try), never for concurrent ones."""
+    turn = _Turn()
+    token = _current_turn.set(turn)
+    try:
+        yield
+    finally:
+        _current_turn.reset(token)
+        for release in turn.held.values():
+            release()
+
+
 class ModelQueue:
     """At most `limit` requests in flight (0: no limit); waiting ones go replies first."""
 
@@ -69,7 +102,15 @@ class ModelQueue:
         if not self.limit:
             yield
             return
+        turn = _current_turn.get()
+        if turn is not None and id(self) in turn.held:
+            yield  # the turn's slot, taken by its first call
+            return
         await self._acquire(priority)
+        if turn is not None:
+            turn.held[id(self)] = self._release  # given back when the turn ends
+            yield
+            return
         try:
             yield
         finally:
