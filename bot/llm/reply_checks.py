@@ -22,6 +22,8 @@ ACTION_NAME = "action name"
 PROMPT_TEXT = "prompt text"
 PARROTING = "parroting"
 REPEATED = "its own earlier reply"
+REFUSAL = "refusal"
+AS_THE_PERSON = "the person's voice"
 
 # What the model is told when it is asked again: short, and no text of its own answer (a
 # small model would copy that too).
@@ -30,6 +32,8 @@ NOTES = {
     PROMPT_TEXT: "Your text copied the instructions or the character description. "
     "Write new words of your own.",
     PARROTING: "Your text repeated what the person said. Answer them instead.",
+    REFUSAL: "Your text refused to answer. This is an ordinary chat: reply to what they said.",
+    AS_THE_PERSON: "Your text spoke as the person, about their own life. Talk to them.",
 }
 
 # A run of this many words shared with the prompt's standing text is a copy, not a reply.
@@ -63,6 +67,23 @@ REPEAT_SHARE = 0.8
 # ..."). Set phrases and the names of things people track are shorter. No more words take
 # it away, so a reply read as it is written is stopped there.
 REPEAT_COPY_RUN = 12
+
+# A refusal of an ordinary message ("I'm sorry, I can't help with that.", "I cannot assist
+# with that request"): a small model's answer to a greeting 10 times in 19. Only as the
+# reply's opening: further on, "I can't help noticing ..." is a reply.
+_REFUSAL = re.compile(
+    r"""^\W*(?:(?:i'?m|i\s+am)\s+(?:so\s+|really\s+)?sorry|sorry|i\s+apologi[sz]e|unfortunately)?
+    [\s,.!]*(?:but\s+)?(?:as\s+an?\s+(?:ai|language\s+model|assistant)[^,.]*,\s*)?
+    i(?:\s+am|'m|\s*)\s*(?:can(?:no|')?t|cannot|not\s+able\s+to|unable\s+to|won'?t\s+be\s+able\s+to)
+    \s+(?:(?:help|assist|support)(?:\s+you)?(?:\s+(?:with|on|there|here)\b|\s+(?:that|this|it)\b|\s*[.!]|\s*$)
+    |provide|do\s+that|comply|fulfil|answer\s+that|respond\s+to\s+that|continue)""",
+    re.I | re.X,
+)
+# The person's life in the bot's mouth: a run of their words led by "I"/"my" ("I live in
+# Leeds and work as a nurse" to the nurse from Leeds who said it; "I'm a nurse at the
+# LGI"). This many words, the lead included.
+AS_THE_PERSON_RUN = 3
+_FIRST_PERSON_LEADS = frozenset({"i", "im", "my", "ive", "id", "ill", "me", "mine"})
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)
 
@@ -126,8 +147,12 @@ class ReplyCheck:
             found.append(PROMPT_TEXT)
         if any(_parrots(reply, line) for line in self.person_lines):
             found.append(PARROTING)
+        elif _speaks_as_them(reply, self._person_words):
+            found.append(AS_THE_PERSON)
         if _repeats(reply, self._own_words):
             found.append(REPEATED)
+        if refuses(reply):
+            found.append(REFUSAL)
         return found
 
     def settled_problems(self, partial: str) -> list[str]:
@@ -151,8 +176,12 @@ class ReplyCheck:
             found.append(PROMPT_TEXT)
         if any(_copies_a_line(partial, line) for line in self.person_lines):
             found.append(PARROTING)
+        elif _speaks_as_them(partial, self._person_words):
+            found.append(AS_THE_PERSON)
         if any(longest_shared_run(said, line) >= REPEAT_COPY_RUN for line in self._own_words):
             found.append(REPEATED)
+        if refuses(partial):
+            found.append(REFUSAL)
         return found
 
     # The standing text and the bot's lines as words, and the markup case-folded, made once:
@@ -162,12 +191,58 @@ class ReplyCheck:
         return [words(text) for text in self.standing_text]
 
     @cached_property
+    def _person_words(self) -> list[list[str]]:
+        return [_unapostrophed(line) for line in self.person_lines]
+
+    @cached_property
     def _own_words(self) -> list[list[str]]:
         return [words(line) for line in self.own_lines]
 
     @cached_property
     def _markup_folded(self) -> list[str]:
         return [folded for mark in self.markup if (folded := mark.strip().casefold())]
+
+
+def refuses(reply: str) -> bool:
+    """Whether a reply opens by refusing to answer (an ordinary message, in a chat)."""
+    return _REFUSAL.search(reply) is not None
+
+
+def _unapostrophed(text: str) -> list[str]:
+    """Words with their apostrophes dropped: "I'm" and "im" are one word to this check."""
+    return [w.replace("'", "") for w in words(text)]
+
+
+def _speaks_as_them(reply: str, person_words: Sequence[Sequence[str]]) -> bool:
+    """Whether the reply says, as its own ("I ...", "my ..."), a run of the person's words:
+    the lead and the words after it, or the words right after the lead."""
+    said = _unapostrophed(reply)
+    for index, word in enumerate(said):
+        if word not in _FIRST_PERSON_LEADS:
+            continue
+        for theirs in person_words:
+            with_lead = _prefix_found(said[index:], theirs)
+            after_lead = _prefix_found(said[index + 1 :], theirs)
+            if max(with_lead, after_lead + 1 if after_lead else 0) >= AS_THE_PERSON_RUN:
+                return True
+    return False
+
+
+def _prefix_found(said: Sequence[str], theirs: Sequence[str]) -> int:
+    """How many of `said`'s first words appear, in a row, somewhere in `theirs`."""
+    best = 0
+    for start, word in enumerate(theirs):
+        if not said or word != said[0]:
+            continue
+        length = 0
+        while (
+            length < len(said)
+            and start + length < len(theirs)
+            and theirs[start + length] == said[length]
+        ):
+            length += 1
+        best = max(best, length)
+    return best
 
 
 def note_for(problems: Iterable[str]) -> str:

@@ -22,7 +22,7 @@ import pytest
 
 from benchmarks.memory_judge import WRONG_UNSAID, FactJudge
 from bot.llm.parsing import parse_json_object, parse_reply, partial_reply_text
-from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
+from bot.llm.reply_checks import AS_THE_PERSON, ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
 from tests.paths import DATA
 
 LIVE = DATA / "real-model" / "live"
@@ -128,8 +128,9 @@ def test_the_live_replies_were_stopped_for_good_or_judged_whole() -> None:
             stopped.update(check.problems(text))
         else:
             whole[tuple(check.problems(parse_reply(row["content"]).text))] += 1
-    # The model's own earlier reply came back in 18 answers, each cut a dozen words in.
-    assert stopped == {REPEATED: 18, PARROTING: 6, PROMPT_TEXT: 3}
+    # The model's own earlier reply came back in 18 answers, each cut a dozen words in; the
+    # one that spoke as Sarah ("Sarah: I have a") also speaks in her voice.
+    assert stopped == {REPEATED: 18, PARROTING: 6, PROMPT_TEXT: 3, AS_THE_PERSON: 1}
     # 8 shown; one repeat whose dozen words were complete only as the answer ended.
     assert whole == {(): 8, (REPEATED,): 1}
 
