@@ -88,6 +88,11 @@ class ModelRequest:
     # answer was). A small model learns an answer's shape from a turn it "gave" far better
     # than from a description of it.
     examples: tuple[Example, ...] = ()
+    # The conversation before the prompt, as the chat turns it was (after the examples): a
+    # reply is asked for as the next turn of a chat, the shape every chat model is trained
+    # on. Shown as one transcript in one message, a 0.5B model went on writing the
+    # transcript, as the person ("Dan: hey! im Dan ...").
+    history: tuple[Turn, ...] = ()
 
     @property
     def world(self) -> str | None:
@@ -108,6 +113,14 @@ class Example:
 
     prompt: str
     answer: str
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One earlier turn of a chat: the model's own (`by_model`), or the people's."""
+
+    text: str
+    by_model: bool = False
 
 
 # The offline model's name (bot/plugin/offline_model.py), by which a plugin's model handle

@@ -242,14 +242,19 @@ class OpenAIModel:
 
     @staticmethod
     def _messages(request: ModelRequest) -> list[ChatCompletionMessageParam]:
-        """The character's text as a system message, the worked examples as earlier turns,
-        then the prompt."""
+        """The character's text as a system message, the worked examples and the
+        conversation's history as earlier turns, then the prompt."""
         messages: list[ChatCompletionMessageParam] = []
         if request.system:
             messages.append({"role": "system", "content": request.system})
         for example in request.examples:
             messages.append({"role": "user", "content": example.prompt})
             messages.append({"role": "assistant", "content": example.answer})
+        for turn in request.history:
+            if turn.by_model:
+                messages.append({"role": "assistant", "content": turn.text})
+            else:
+                messages.append({"role": "user", "content": turn.text})
         messages.append({"role": "user", "content": user_content(request.prompt, request.images)})
         return messages
 

@@ -230,14 +230,18 @@ class Conversations:
     def format(self, state: State, messages: Sequence[Memory], *, attachments: bool = False) -> str:
         """Messages as prompts show them ("Name: text"), long ones cut; with `attachments`,
         each followed by what it carried, by title ("[image: cat.png]", "[file: a.pdf]")."""
-        limit = self._max_chars
-        lines = []
-        for m in messages:
-            text = m.content.text if len(m.content.text) <= limit else m.content.text[:limit] + "…"
-            if attachments and m.content.attachments:
-                text = " ".join([text, *map(_shown, m.content.attachments)]).strip()
-            lines.append(one_message(state.name_of(m.user_id), text))
-        return "\n".join(lines)
+        return "\n".join(
+            one_message(state.name_of(m.user_id), self.words(m, attachments=attachments))
+            for m in messages
+        )
+
+    def words(self, message: Memory, *, attachments: bool = False) -> str:
+        """One message's words as prompts show them, without its speaker: cut when long,
+        with `attachments`, followed by what it carried, by title."""
+        text = self.cut(message.content.text)
+        if attachments and message.content.attachments:
+            text = " ".join([text, *map(_shown, message.content.attachments)]).strip()
+        return text
 
     def cut(self, text: str) -> str:
         """One message's text cut as prompts cut it."""

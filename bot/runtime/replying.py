@@ -23,6 +23,7 @@ from bot.faults import FaultHook
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.caps import DailySpend, OverCap
+from bot.llm.model_queue import one_turn
 from bot.llm.parsing import ReplyDraft, cap_reply, parse_reply, partial_reply_text
 from bot.llm.reply_checks import REPEATED, ReplyCheck, note_for
 from bot.llm.streaming import stream_text
@@ -33,8 +34,9 @@ from bot.plugin.offline_model import acknowledgement, asks
 from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
-from bot.runtime.prompts import action_choice, format_actions, render, reply_answer
+from bot.runtime.prompts import action_choice, format_actions
 from bot.runtime.ratelimit import Admission, ReplyLimit
+from bot.runtime.reply_prompt import ReplyPrompt, reply_prompt
 from bot.runtime.types import (
     HandleResult,
     ReplyStream,
@@ -161,21 +163,21 @@ class Replier:
         may quote the message) and no action runs (actions may keep what they were given)."""
         state = await self.composer.compose_state(memory, room=room, window=window, for_reply=True)
         offered = await self._offer_actions(memory, state) if keep else []
-        system = render(self.composer.template("systemTemplate", state=state), state.values)
-        template = self.composer.template("messageHandlerTemplate", state=state)
-        prompt = render(template, state.values)
+        character = self.composer.character_of(state)
+        asked = reply_prompt(
+            state,
+            system_template=self.composer.template("systemTemplate", state=state),
+            own_template=character.templates.get("messageHandlerTemplate") or None,
+            offered=offered,
+            message_text=lambda m: self.plugins.conversations.words(m, attachments=True),
+        )
         check = ReplyCheck(
             action_names=self._action_names(),
             # What the prompt holds besides what people said and what is known about them:
-            # the character and the instructions, which a reply must never repeat. The
-            # person's name is theirs, not the prompt's: a reply may greet them by it.
-            standing_text=[
-                system,
-                render(
-                    template,
-                    {**state.values, "providers": "", "recentMessages": "", "senderName": ""},
-                ),
-            ],
+            # the character, the instructions and the worked exchange, which a reply must
+            # never repeat. The person's name is theirs, not the prompt's: a reply may greet
+            # them by it.
+            standing_text=asked.standing_text,
             person_lines=[
                 m.content.text for m in state.recent_messages if m.user_id == memory.user_id
             ]
@@ -195,22 +197,20 @@ class Replier:
             else None
         )
         try:
-            draft, problems = await self._draft(
-                prompt, system, state, memory, check, screen, offered
-            )
-            if problems and REPEATED not in problems:
-                self._reject_reply(problems, draft.text, memory, again=True)
-                if screen is not None and screen.shown:
-                    # Not left on screen while the model is asked again.
-                    await screen.stream.update(RETHINKING)
-                    screen.shown = RETHINKING
-                # Asked once more, told briefly what was wrong (the same prompt, which a
-                # local server finds cached); the action is the one the structured field
-                # names, never one spelled out in the text.
-                retry_prompt = f"{prompt}\n\nNote: {note_for(problems)}"
-                draft, problems = await self._draft(
-                    retry_prompt, system, state, memory, check, screen, offered
-                )
+            # Asked again at once if need be: the model's slot is the reply's until then.
+            with one_turn():
+                draft, problems = await self._draft(asked, state, memory, check, screen)
+                if problems and REPEATED not in problems:
+                    self._reject_reply(problems, draft.text, memory, again=True)
+                    if screen is not None and screen.shown:
+                        # Not left on screen while the model is asked again.
+                        await screen.stream.update(RETHINKING)
+                        screen.shown = RETHINKING
+                    # Asked once more, told briefly what was wrong (the same prompt, which a
+                    # local server finds cached); the action is the one the structured field
+                    # names, never one spelled out in the text.
+                    again = asked.noted(note_for(problems))
+                    draft, problems = await self._draft(again, state, memory, check, screen)
             if problems:
                 # Wrong twice, or a repeat of its own earlier reply, which is not asked again:
                 # a 0.5B model asked again wrote the same reply 18 times in 19, and with its
@@ -319,13 +319,11 @@ class Replier:
 
     async def _draft(
         self,
-        prompt: str,
-        system: str,
+        asked: ReplyPrompt,
         state: State,
         memory: Memory,
         check: ReplyCheck,
         screen: _Screen | None,
-        offered: Sequence[Action],
     ) -> tuple[ReplyDraft, list[str]]:
         """The model's reply and what is wrong with it (empty: it may be shown).
 
@@ -337,13 +335,15 @@ class Replier:
         back. Reading stops once the text is past the reply's cap (`_past_cap`): a model
         that ignores `max_tokens` is not read to its end."""
         request = ModelRequest(
-            prompt,
+            asked.prompt,
             model_class=ModelClass.LARGE,
             task=Task.REPLY,
             state=state,
-            system=system,
+            system=asked.system,
+            history=asked.history,
+            examples=asked.examples,
             max_tokens=int(self.options.max_reply_chars * REPLY_TOKENS_PER_CHAR),
-            json_answer=reply_answer([a.name for a in offered]),
+            json_answer=asked.json_answer,
             # Only the reply to the message that carried them (the adapter's loader; the same
             # bytes when asked again): evaluations read the stored message, which has none.
             images=() if memory.images is None else await memory.images(),
