@@ -103,6 +103,50 @@ async def test_a_reply_waits_only_for_the_evaluation_request_in_flight(
     assert len(started) == 4
 
 
+async def test_a_reply_asked_again_keeps_its_slot_before_a_waiting_evaluation(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """Issue 31's 182 s: the reply's first answer was refused, and its second request waited
+    behind a fact extraction that had come in between. Now the reply keeps its slot."""
+    gate = asyncio.Event()
+    replies_asked = 0
+
+    async def respond(request: dict) -> str:
+        nonlocal replies_asked
+        if last_user_message(request).startswith("learn:"):
+            return "[]"
+        replies_asked += 1
+        if replies_asked == 1:
+            await gate.wait()  # the first answer takes long, and is a refusal
+            return "I'm sorry, but I can't assist with that."
+        return "Hello Dee, good to see you!"
+
+    started: list[str] = []
+    async with FakeOpenAIServer(responder=respond) as server:
+        model = OpenAIModel(model_settings(server.base_url, concurrency=1), UsageLedger())
+        async with open_test_app(tmp_path, plugins=[learner(started)], model=model) as app:
+            dm = TestChat(app.runtime, name="Dee", chat="dm")
+            replying = asyncio.create_task(dm.say("hello there"))
+            await until(lambda: model.queue.in_flight == 1)
+            group = TestChat(app.runtime, name="Pat", chat="group", kind="group")
+            assert (await group.say("overheard while the bot thinks")).replies == []
+            await until(lambda: model.queue.waiting == 1)  # the evaluation, waiting
+            gate.set()
+            await asyncio.wait_for(replying, 20)
+            for chat in (dm, group):
+                await chat.settle()
+            stored = [m.content.text for m in await app.store.memories.recent(dm.room.id, 10)]
+        await model.close()
+    kinds = [
+        "learn" if last_user_message(r.json).startswith("learn:") else "reply"
+        for r in server.chat_requests
+    ]
+    assert kinds[:3] == ["reply", "reply", "learn"]
+    # The refusal was never shown nor kept as the bot's line.
+    assert dm.replies == ["Hello Dee, good to see you!"]
+    assert stored == ["hello there", "Hello Dee, good to see you!"]
+
+
 async def test_a_cancelled_wait_gives_no_slot_away_and_order_holds_within_a_priority() -> None:
     queue = ModelQueue(1)
     order: list[str] = []
