@@ -215,8 +215,10 @@ def _unapostrophed(text: str) -> list[str]:
 
 def _speaks_as_them(reply: str, person_words: Sequence[Sequence[str]]) -> bool:
     """Whether the reply says, as its own ("I ...", "my ..."), a run of the person's words:
-    the lead and the words after it, or the words right after the lead."""
-    said = _unapostrophed(reply)
+    the lead and the words after it, or the words right after the lead. What follows "you
+    said" is their words given back as theirs, not the bot speaking as them."""
+    quoted = _QUOTED.search(reply)
+    said = _unapostrophed(reply if quoted is None else reply[: quoted.start()])
     for index, word in enumerate(said):
         if word not in _FIRST_PERSON_LEADS:
             continue

@@ -20,7 +20,14 @@ from pydantic import SecretStr
 from bot.config.settings import ModelSettings, OpsSettings
 from bot.llm.accounting import UsageLedger
 from bot.llm.openai_model import OpenAIModel
-from bot.llm.reply_checks import ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
+from bot.llm.reply_checks import (
+    ACTION_NAME,
+    AS_THE_PERSON,
+    PARROTING,
+    PROMPT_TEXT,
+    REPEATED,
+    ReplyCheck,
+)
 from bot.plugin.offline_model import ACKNOWLEDGEMENTS, acknowledgement
 from bot.runtime.replying import FALLBACK_REPLY
 from bot.testing.harness import TestChat, open_test_app, test_settings
@@ -51,6 +58,7 @@ INTRO = "Hi! I'm Priya, I live in Leeds and I teach chemistry at a secondary sch
 # From the issue's console run: the CREATE_GOAL description's example, labelled with its name.
 ACTION_ECHO = '{"text": "Create_goal: I want to improve my communication skills", "action": "NONE"}'
 GOOD = '{"text": "Noted: no coriander near you, ever. Any dish you miss?", "action": "NONE"}'
+GOOD_TEXT = "Noted: no coriander near you, ever. Any dish you miss?"
 
 
 def model_settings(server: FakeOpenAIServer) -> ModelSettings:
@@ -83,10 +91,11 @@ async def test_a_reply_echoing_the_character_is_asked_again_with_a_note_and_coun
 ) -> None:
     def answer(request: dict[str, Any]) -> str:
         # The issue's console run: the whole system text came back as the reply, the first
-        # time; a reply of its own the second.
-        if "Note:" in request["messages"][-1]["content"]:
-            return GOOD
-        return json.dumps({"text": request["messages"][0]["content"], "action": "NONE"})
+        # time; a reply of its own the second. No action applies: the answer is plain text.
+        assert "response_format" not in request
+        if "Note:" in request["messages"][0]["content"]:
+            return GOOD_TEXT
+        return request["messages"][0]["content"]
 
     async with FakeOpenAIServer(responder=answer) as server:
         settings = test_settings(tmp_path)
@@ -105,7 +114,9 @@ async def test_a_reply_echoing_the_character_is_asked_again_with_a_note_and_coun
         await model.close()
     assert chat.replies == ["Noted: no coriander near you, ever. Any dish you miss?"]
     first, again = reply_requests(server)
-    note = again["messages"][-1]["content"].removeprefix(first["messages"][-1]["content"])
+    # The note is the system text's last line; the person's turn stays theirs.
+    note = again["messages"][0]["content"].removeprefix(first["messages"][0]["content"])
+    assert again["messages"][-1] == first["messages"][-1]
     assert "copied the instructions or the character description" in note
     assert "warm and curious" not in note  # the note never quotes the bad answer
     assert stored[-1] == chat.replies[0]
@@ -136,7 +147,10 @@ async def test_twice_bad_is_replaced_by_the_fallback_which_is_never_stored(
         "replaced by the fallback": 1,
     }
     first, again = model.calls_for("reply")
-    assert again.prompt.startswith(first.prompt) and "action" in again.prompt[len(first.prompt) :]
+    # Asked again with a note after the task, her turn as it was.
+    assert again.prompt == first.prompt
+    assert again.system is not None and first.system is not None
+    assert again.system.startswith(first.system) and "action" in again.system[len(first.system) :]
 
 
 async def test_fallbacks_in_a_row_are_not_the_same_words(tmp_path: Path, model_dir: Path) -> None:
@@ -193,7 +207,8 @@ async def test_a_reply_showing_a_providers_format_is_asked_again(
     assert chat.replies == [json.loads(GOOD)["text"]]
     assert rejects == {"reply with prompt text": 1}
     first, _ = model.calls_for("reply")
-    assert "0/3 objectives done" in first.prompt  # what it copied was in its prompt
+    assert first.system is not None
+    assert "0/3 objectives done" in first.system  # what it copied was in its prompt
 
 
 async def test_the_action_is_taken_from_the_field_and_a_clean_reply_is_sent_once(
@@ -226,24 +241,35 @@ async def test_the_reply_prompt_is_short_and_has_nothing_to_copy(
         await chat.say("My goal is to run a marathon this year")
         character = app.character
     greeting, goal = model.calls_for("reply")
-    assert greeting.system is not None
-    everything = f"{greeting.system}\n{greeting.prompt}"
+    assert greeting.system is not None and goal.system is not None
+    everything = "\n".join(
+        [greeting.system, greeting.prompt, *(t.text for t in goal.history)]
+        + [part for e in greeting.examples for part in (e.prompt, e.answer)]
+    )
     # The lore and the example conversations are what a small model gave back as replies.
     assert all(line not in everything for line in character.lore)
     assert all(m.content.text not in everything for c in character.message_examples for m in c)
     # An action is offered only for a message it validates on (as elizaOS composes the
-    # state): a greeting is offered none, and its answer's schema allows none.
-    task = greeting.prompt.split("# Task", 1)[1]
-    assert "CREATE_GOAL" not in task and '"action" is "NONE".' in task
-    assert greeting.json_answer is not None and greeting.json_answer.schema is not None
-    assert greeting.json_answer.schema["properties"]["action"]["enum"] == ["NONE"]
-    # A goal is offered CREATE_GOAL, described without an example to copy.
-    offered = goal.prompt.split("# Task", 1)[1]
-    assert "CREATE_GOAL" in offered and '"' not in offered.split("CREATE_GOAL", 1)[1].split("\n")[0]
-    # 419 words of standing text before this change (system, lore, traits, two example
-    # conversations, the task); the conversation and what is known are not counted.
-    standing = f"{goal.system}\n{offered}"
-    assert len(standing.split()) <= 150
+    # state): a greeting is offered none, and is asked for plain text, no JSON at all.
+    assert "CREATE_GOAL" not in greeting.system and "JSON" not in greeting.system
+    assert greeting.json_answer is None
+    # The conversation is sent as the turns it was; the message answered is the last.
+    assert greeting.prompt == "Sarah: Hi, I'm Sarah"
+    assert [(t.text, t.by_model) for t in goal.history] == [
+        ("Sarah: Hi, I'm Sarah", False),
+        ("Hi Sarah!", True),
+    ]
+    assert goal.prompt == "Sarah: My goal is to run a marathon this year"
+    # A goal is offered CREATE_GOAL, described without an example to copy, and the answer's
+    # schema names it beside NONE.
+    offered = goal.system.split("CREATE_GOAL", 1)[1].split("\n")[0]
+    assert '"' not in offered
+    assert goal.json_answer is not None and goal.json_answer.schema is not None
+    assert goal.json_answer.schema["properties"]["action"]["enum"] == ["NONE", "CREATE_GOAL"]
+    # 419 words of standing text before the rework (system, lore, traits, two example
+    # conversations, the task); 155 now, with an action offered and the answer's format, and
+    # nothing known of Sarah yet, so all of it standing text.
+    assert len(goal.system.split()) <= 160
 
 
 # (raw answer, the person's lines, the bot's earlier lines, what is wrong) from the recordings.
@@ -310,5 +336,60 @@ def test_ordinary_replies_pass() -> None:
         "None of that sounds boring. Want to create a goal for it?",
         # A goal's name again, in a new sentence: nine words of an earlier message.
         "How is the plan to run the Lisbon half marathon in under two hours going?",
+    ]:
+        assert check.problems(reply) == [], reply
+
+
+async def test_a_refusal_of_an_ordinary_message_is_never_shown_stored_or_shown_again(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """Issue 31's live run: 10 of 19 replies were "I'm sorry, I can't help with that.", the
+    first to a greeting; each was stored as the bot's line and copied by the next prompts."""
+    greeting = "hey! im Dan, nurse in Leeds, just got off a night shift"
+    model = ScriptedModel(
+        answers={
+            "reply": [
+                "I'm sorry, I can't help with that.",
+                "I'm sorry, but I can't assist with that.",
+                "Night shifts are rough! Are you off to sleep now?",
+            ]
+        }
+    )
+    async with open_test_app(tmp_path, model=model) as app:
+        chat = TestChat(app.runtime, name="Dan")
+        await chat.say(greeting)
+        await chat.say("yeah in a bit lol")
+        stored = [m.content.text for m in await app.store.memories.recent(chat.room.id, 10)]
+        rejects = app.ledger.rejects("reply")
+    assert chat.replies == [
+        acknowledgement(greeting),
+        "Night shifts are rough! Are you off to sleep now?",
+    ]
+    assert not any("sorry" in text.casefold() for text in stored)
+    assert rejects == {"reply with refusal": 2, "replaced by the fallback": 1}
+    # The next reply's request shows his two messages as one turn of his: neither a refusal
+    # nor the fallback said in its place is shown to the model as something the bot says.
+    *_, last = model.calls_for("reply")
+    assert [t.by_model for t in last.history] == []
+    assert last.prompt == f"Dan: {greeting}\nDan: yeah in a bit lol"
+
+
+def test_replies_in_the_person_s_voice_are_refused_and_quoting_them_is_not() -> None:
+    """From the live runs: the model wrote his life as its own."""
+    check = ReplyCheck(
+        [],
+        ["You are Mnemo."],
+        ["hey! im Tom, I drive the number 12 bus in Leeds, love my job"],
+        [],
+    )
+    for reply in [
+        "I love my job as a bus driver in Leeds!",
+        "I drive the number 12 bus, it is great",
+    ]:
+        assert check.problems(reply) == [AS_THE_PERSON], reply
+    for reply in [
+        "You drive the 12? Nice, how long have you done it?",
+        "You said: I drive the number 12 bus in Leeds.",
+        "I love that you love your job!",
     ]:
         assert check.problems(reply) == [], reply
