@@ -45,6 +45,9 @@ SERVE = Path(__file__).with_name("llama_serve.py")
 ALIAS = "local-model"
 # The first words of the facts reading's system text (plugins/facts/prompts.py: SYSTEM).
 READING_STARTS = "You write down facts a person tells"
+# The reply's task, in its system text (bot/runtime/reply_prompt.py), and the heading of a
+# character's own one-message template.
+REPLY_MARKS = ("Reply to their last message", "# Task")
 
 
 def task_of(roles: Sequence[str], prompt: str) -> str:
@@ -63,7 +66,7 @@ def task_of(roles: Sequence[str], prompt: str) -> str:
             return task
     if "stated a goal for themselves" in head[:200]:
         return "create_goal"
-    if roles and roles[0] == "system" and "# Task" in prompt:
+    if roles and roles[0] == "system" and any(mark in prompt for mark in REPLY_MARKS):
         return "reply"
     return "other"
 

@@ -14,7 +14,7 @@ from bot.llm.base import Task
 from bot.llm.openai_model import OpenAIModel
 from bot.runtime.agent import EMPTY_REPLY
 from bot.testing.harness import TestChat, open_test_app
-from bot.testing.openai_server import FakeOpenAIServer, last_user_message, status
+from bot.testing.openai_server import FakeOpenAIServer, Outcome, last_user_message, status
 from bot.testing.scripted import ScriptedModel
 
 # Two answers a real model gave (tests/data/real-model): the action as a bare word.
@@ -82,8 +82,8 @@ async def test_the_character_goes_in_the_system_message(tmp_path: Path, model_di
         bio = app.character.bio[0]
     [call] = model.calls_for(Task.REPLY)
     assert call.system is not None and bio in call.system
-    assert bio not in call.prompt and "Sarah: Hi, I'm Sarah" in call.prompt
-    assert call.json_answer is not None and call.json_answer.temperature is None
+    assert bio not in call.prompt and call.prompt == "Sarah: Hi, I'm Sarah"
+    assert call.json_answer is None  # no action applies to a greeting: plain text
     assert call.max_tokens is not None
 
 
@@ -128,9 +128,10 @@ async def test_selection_naming_nothing_known_is_counted(tmp_path: Path, model_d
 async def test_request_shape_against_an_openai_compatible_server(
     tmp_path: Path, model_dir: Path
 ) -> None:
-    """The real client through the whole app: the reply has a system message; the JSON
-    task has a low temperature, max_tokens and response_format until the endpoint refuses it
-    with a 400 naming it, and then goes on without failing."""
+    """The real client through the whole app: the reply has a system message and no JSON
+    at all when no action applies; the JSON task has a low temperature, max_tokens and
+    response_format until the endpoint refuses it with a 400 naming it, and then goes on
+    without failing."""
     ran: list[str] = []
 
     async def note(ctx: object, found: object) -> None:
@@ -148,10 +149,16 @@ async def test_request_shape_against_an_openai_compatible_server(
         ],
     )
 
-    def respond(request: dict) -> str:
+    selections_seen = 0
+
+    def respond(request: dict) -> str | Outcome:
+        nonlocal selections_seen
         if "evaluation functions" in last_user_message(request):
+            selections_seen += 1
+            if selections_seen == 2:  # the second message's, the first time it is asked
+                return status(400, message="response_format json_schema is not supported")
             return '{"evaluators": ["NOTE"]}'
-        return '{"text": "Hello!", "action": "NONE"}'
+        return "Hello!"
 
     async with FakeOpenAIServer(responder=respond) as server:
         settings = ModelSettings(
@@ -168,9 +175,6 @@ async def test_request_shape_against_an_openai_compatible_server(
             chat = TestChat(app.runtime)
             await chat.say("first")
             await chat.settle()
-            server.enqueue(
-                status(400, message="reply: response_format json_schema is not supported"),
-            )
             await chat.say("second")
             await chat.settle()
             await chat.say("third")
@@ -179,18 +183,20 @@ async def test_request_shape_against_an_openai_compatible_server(
     requests = [r.json for r in server.chat_requests]
     replies = [r for r in requests if r["messages"][0]["role"] == "system"]
     selections = [r for r in requests if "evaluation functions" in r["messages"][-1]["content"]]
-    assert len(selections) == 3 and ran == ["NOTE"] * 3
+    assert len(selections) == 4 and ran == ["NOTE"] * 3
     assert chat.replies == ["Hello!"] * 3
-    assert [m["role"] for m in replies[0]["messages"]] == ["system", "user"]
+    # The system text, the worked exchange, the message.
+    assert [m["role"] for m in replies[0]["messages"]] == ["system", "user", "assistant", "user"]
     assert app.character.bio[0] in replies[0]["messages"][0]["content"]
     first = selections[0]
     assert first["temperature"] <= 0.2 and first["max_tokens"] <= 200
     assert first["response_format"]["type"] == "json_schema"
     assert first["response_format"]["json_schema"]["schema"]["properties"]["evaluators"]
-    # The second message's reply was refused once (json_schema), then repeated in JSON mode;
-    # nothing asks for json_schema again.
+    # Replies ask for no format; the second message's selection was refused once
+    # (json_schema), then repeated in JSON mode; nothing asks for json_schema again.
     formats = [r.get("response_format", {}).get("type") for r in requests]
-    assert formats == ["json_schema"] * 3 + ["json_object"] * 4
+    assert formats == [None, "json_schema", None, "json_schema", "json_object", None, "json_object"]
+    assert all("response_format" not in r for r in replies)
     assert all(r.get("temperature") is not None for r in selections)
 
 

@@ -104,8 +104,11 @@ async def test_an_action_named_by_the_reply_runs_and_can_suppress_the_text(
     assert result.action == "SET_REMINDER"
     assert chat.replies == ["Reminder set for 5pm."]
     assert [m.content.text for m in stored] == ["remind me at 5pm", "Reminder set for 5pm."]
-    # The reply prompt offered the action to the model.
-    assert "SET_REMINDER" in model.calls[0].prompt
+    # The reply's request offered the action to the model, and asked for its name beside the
+    # text in the answer.
+    request = model.calls[0]
+    assert request.system is not None and "SET_REMINDER" in request.system
+    assert request.json_answer is not None
 
 
 async def test_a_malformed_reply_is_still_sent_and_a_dead_model_gets_an_apology(

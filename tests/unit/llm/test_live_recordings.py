@@ -22,7 +22,14 @@ import pytest
 
 from benchmarks.memory_judge import WRONG_UNSAID, FactJudge
 from bot.llm.parsing import parse_json_object, parse_reply, partial_reply_text
-from bot.llm.reply_checks import AS_THE_PERSON, ACTION_NAME, PARROTING, PROMPT_TEXT, REPEATED, ReplyCheck
+from bot.llm.reply_checks import (
+    ACTION_NAME,
+    AS_THE_PERSON,
+    PARROTING,
+    PROMPT_TEXT,
+    REPEATED,
+    ReplyCheck,
+)
 from tests.paths import DATA
 
 LIVE = DATA / "real-model" / "live"
