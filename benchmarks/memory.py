@@ -323,6 +323,7 @@ def summary(score: Score, conversations: Sequence[Conversation]) -> dict[str, An
         "replies_fallback": replies.fallbacks,
         "reply_problems": dict(sorted(replies.problems.items())),
         "reply_examples": replies.examples,
+        "reply_exchanges": replies.exchanges,
         "user_messages": score.user_messages,
         "model_calls_per_message": _ratio(score.model_calls, score.user_messages),
         "prompt_tokens_per_message": round(score.prompt_tokens / max(score.user_messages, 1)),
@@ -419,7 +420,7 @@ async def run_conversation(
                     names, standing, said[turn.speaker], list(shown), speakers, markup=markup
                 )
                 instead = (reply,) if replaced and index == 0 else ()
-                replies.add(check, reply, (*FALLBACKS, *instead))
+                replies.add(check, reply, (*FALLBACKS, *instead), answering=turn.text)
             shown.append(reply)
         await chat.settle(learn_wait)
         if extract_every and number % extract_every == 0:

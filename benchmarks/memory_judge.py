@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bot.llm.reply_checks import ReplyCheck, words
 
@@ -145,13 +146,21 @@ class ReplyTally:
     fallbacks: int = 0
     problems: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
+    # Every message answered and what was shown, for a person to judge which replies answer
+    # what was said (docs/performance.md says how they were read): no check can tell.
+    exchanges: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, check: ReplyCheck, reply: str, fallbacks: Sequence[str]) -> None:
+    def add(
+        self, check: ReplyCheck, reply: str, fallbacks: Sequence[str], *, answering: str = ""
+    ) -> None:
         self.shown += 1
+        exchange = {"message": answering, "reply": reply, "fallback": reply in fallbacks}
+        self.exchanges.append(exchange)
         if reply in fallbacks:
             self.fallbacks += 1
             return
         found = check.problems(reply)
+        exchange["problems"] = found
         for problem in found:
             self.problems[problem] = self.problems.get(problem, 0) + 1
         if found and len(self.examples) < 10:

@@ -227,3 +227,42 @@ async def test_history_survives_a_restart_and_forgetme_leaves_none_behind(
     assert kept == [("Sam is 34", False), ("Sam is 35", True)]
     assert forgotten.facts == 2
     assert left == [] and documents == 0 and vectors == 0
+
+
+async def test_a_person_corrects_a_fact_by_saying_so_with_a_model_and_offline(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """Issue 31: "that's wrong, I live in Porto" corrects the fact it names, with history,
+    in /facts, /me and what the reply is shown; the same without a model (the rules)."""
+    correction = "sorry, that's wrong, I live in Porto, not Lisbon"
+    model = scripted(
+        answer(claim("Sarah lives in Lisbon", "home city")),
+        answer(claim("Sarah lives in Porto", "home city")),
+    )
+    for name, chosen, settings in [
+        ("model", model, never_settings()),
+        ("offline", None, never_settings().model_copy(update={"merge_rules": True})),
+    ]:
+        async with open_test_app(
+            tmp_path / name,
+            plugins=[plugin],
+            model=chosen,
+            mongodb_uri=mongo_uri,
+            model_dir=model_dir,
+            plugin_settings={"facts": settings},
+        ) as app:
+            chat = TestChat(app.runtime, name="Sarah")
+            await say_and_learn(chat, "I live in Lisbon")
+            corrected = await say_and_learn(chat, correction)
+            scope = commands.Scope(
+                world_id=corrected.world_id, room_id=corrected.room_id, user_id=corrected.user_id
+            )
+            listed = await commands.list_facts(app.commands, scope)
+            me = await commands.describe_me(app.commands, scope)
+            probe = await app.runtime.compose_state(chat.message("Where do I live?"))
+            chain = await history(chat)
+        for shown in (listed, me, probe.values["facts"]):
+            assert "Porto" in shown and "lives in Lisbon" not in shown, (name, shown)
+        lisbon, porto = chain
+        assert "Lisbon" in lisbon.text and "Porto" in porto.text, name
+        assert lisbon.superseded_by == porto.id and porto.is_current, name
