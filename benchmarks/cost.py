@@ -562,18 +562,12 @@ def _tokens_by_task(run: _Run, calls: Sequence[TimedCall], requests: Sequence[An
     texts = (
         [_request_text(r) for r in requests]
         if len(requests) == len(calls) and run.pace is None
-        else [_call_text(c.request) for c in calls]
+        else [c.request.shown_text for c in calls]
     )
     tokens: Counter[str] = Counter()
     for call, text in zip(calls, texts, strict=True):
         tokens[call.task] += run.counter.count(text)
     return tokens
-
-
-def _call_text(request: ModelRequest) -> str:
-    """What a request carries: the system message, the worked examples, then the prompt."""
-    shots = [t for example in request.examples for t in (example.prompt, example.answer)]
-    return "\n".join(t for t in (request.system, *shots, request.prompt) if t)
 
 
 async def _facts(app: App, world_id: str) -> tuple[int, int]:

@@ -38,6 +38,7 @@ import aiohttp
 from aiohttp import web
 
 from benchmarks.live import read_event
+from bot.runtime.reply_prompt import REPLY_TASK_MARK
 from bot.testing.openai_server import FakeOpenAIServer
 from bot.testing.recorded_model import RecordedModel
 
@@ -47,7 +48,7 @@ ALIAS = "local-model"
 READING_STARTS = "You write down facts a person tells"
 # The reply's task, in its system text (bot/runtime/reply_prompt.py), and the heading of a
 # character's own one-message template.
-REPLY_MARKS = ("Reply to their last message", "# Task")
+REPLY_MARKS = (REPLY_TASK_MARK, "# Task")
 
 
 def task_of(roles: Sequence[str], prompt: str) -> str:

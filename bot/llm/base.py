@@ -95,6 +95,13 @@ class ModelRequest:
     history: tuple[Turn, ...] = ()
 
     @property
+    def shown_text(self) -> str:
+        """Everything the model is shown, in the order it is sent, as one text."""
+        shots = [text for example in self.examples for text in (example.prompt, example.answer)]
+        turns = [turn.text for turn in self.history]
+        return "\n".join(t for t in (self.system, *shots, *turns, self.prompt) if t)
+
+    @property
     def world(self) -> str | None:
         """The world the call is made for: named, or the world of the state's message."""
         if self.world_id is not None:

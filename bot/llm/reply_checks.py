@@ -81,8 +81,10 @@ _REFUSAL = re.compile(
 )
 # The person's life in the bot's mouth: a run of their words led by "I"/"my" ("I live in
 # Leeds and work as a nurse" to the nurse from Leeds who said it; "I'm a nurse at the
-# LGI"). This many words, the lead included.
-AS_THE_PERSON_RUN = 3
+# LGI"). This many words, the lead included: at three, "I have a feeling Miso rules you
+# all" to "I have a cat called Miso" was refused, and a streamed reply stopped at its third
+# word.
+AS_THE_PERSON_RUN = 4
 _FIRST_PERSON_LEADS = frozenset({"i", "im", "my", "ive", "id", "ill", "me", "mine"})
 
 _WORD = re.compile(r"[\w']+", re.UNICODE)

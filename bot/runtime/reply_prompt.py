@@ -29,6 +29,10 @@ from bot.plugin.api import Action
 from bot.plugin.services import one_message
 from bot.runtime.prompts import render, reply_answer
 
+# Words of the task that say a request is a reply's (the live recorder and tests find the
+# reply requests among the others by them).
+REPLY_TASK_MARK = "Reply to their last message"
+
 # The task, after the character's standing text in the system message. Short: every word here
 # is one a small model may copy into its reply (the checks refuse a reply that does).
 CHAT_REPLY_TEMPLATE = """{{providers}}

@@ -52,6 +52,8 @@ from typing import Any, Literal
 
 from aiohttp import web
 
+from bot.runtime.reply_prompt import REPLY_TASK_MARK
+
 Endpoint = Literal["chat", "embeddings", "transcriptions"]
 
 DEFAULT_REPLY = "Hello from the fake OpenAI server."
@@ -160,6 +162,16 @@ def raw(
     delay: float = 0.0,
 ) -> Raw:
     return Raw(body.encode() if isinstance(body, str) else body, content_type, code, delay)
+
+
+def is_reply_request(body: dict[str, Any]) -> bool:
+    """Whether a chat request is one for the bot's reply (its system text holds the task)."""
+    messages = body.get("messages") or []
+    return bool(
+        messages
+        and messages[0].get("role") == "system"
+        and REPLY_TASK_MARK in str(messages[0].get("content", ""))
+    )
 
 
 def last_user_message(request: dict[str, Any]) -> str:

@@ -37,10 +37,10 @@ async def test_telegram_reset_leaves_the_earlier_conversation_out_of_replies_not
     async with open_bot(plugins=[RECALL], model=model) as bot:
         await bot.said(dm, sarah, "My cat is called Pixel and she is grey")
         await bot.said(dm, sarah, "What colour is my cat Pixel?")
-        before = model.calls_for(Task.REPLY)[-1].prompt
+        before = model.calls_for(Task.REPLY)[-1].shown_text
         answer = await bot.said(dm, sarah, "/reset")
         await bot.said(dm, sarah, "Tell me about my cat Pixel")
-        after = model.calls_for(Task.REPLY)[-1].prompt
+        after = model.calls_for(Task.REPLY)[-1].shown_text
         shown = conversation(model)
         again = await bot.said(dm, sarah, "/new")
         stored = await bot.app.store.memories.recent(room_id("telegram", dm.id), 20)
@@ -71,7 +71,7 @@ async def test_discord_reset_keeps_the_facts_and_drops_the_conversation(
         answered = await bot.run("reset", fake.interaction(sarah, guild=guild))
         await bot.hear(fake.message(sarah, f"{mention} what should I read next?", guild=guild))
         shown = conversation(bot.model)
-        prompt = bot.model.calls_for(Task.REPLY)[-1].prompt
+        prompt = bot.model.calls_for(Task.REPLY)[-1].shown_text
         renewed = await bot.run("new", fake.interaction(sarah, guild=guild))
     assert answered == FRESH_START_DONE and renewed == FRESH_START_DONE
     assert shown == ["@Mnemo what should I read next?"]
@@ -93,4 +93,4 @@ async def test_console_new_starts_the_conversation_afresh(
         )
     assert FRESH_START_DONE in out.getvalue()
     assert conversation(model) == ["What should I cook tonight?"]
-    assert "bees" not in model.calls_for(Task.REPLY)[-1].prompt
+    assert "bees" not in model.calls_for(Task.REPLY)[-1].shown_text

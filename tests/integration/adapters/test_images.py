@@ -38,7 +38,12 @@ from bot.llm.base import ModelClass
 from bot.llm.openai_model import OpenAIModel
 from bot.memory import evidence, grounding
 from bot.testing.harness import open_test_app
-from bot.testing.openai_server import FakeOpenAIServer, image_parts, last_user_message
+from bot.testing.openai_server import (
+    FakeOpenAIServer,
+    image_parts,
+    is_reply_request,
+    last_user_message,
+)
 from plugins.facts import FactsSettings
 from plugins.facts import plugin as FACTS
 from tests.fakes.discord_fakes import FakeCDN, FakeDiscord
@@ -127,12 +132,8 @@ class Mnemo:
     openai: FakeOpenAIServer
 
     def reply_requests(self) -> list[dict[str, Any]]:
-        """The reply requests sent so far (the reply is the one JSON task named "reply")."""
-        return [
-            r.json
-            for r in self.openai.chat_requests
-            if (r.json.get("response_format") or {}).get("json_schema", {}).get("name") == "reply"
-        ]
+        """The reply requests sent so far."""
+        return [r.json for r in self.openai.chat_requests if is_reply_request(r.json)]
 
 
 @asynccontextmanager
@@ -291,9 +292,10 @@ async def test_only_the_reply_to_the_message_that_carried_images_gets_them(
     first, second = bot.reply_requests()
     assert image_parts(first) == [("image/jpeg", PHOTO)]
     assert image_parts(second) == []
-    # The earlier photos stay in the conversation by what they were.
-    assert "Tom: holiday pics [a photo]" in last_user_message(second)
-    assert "Sarah: @mnemo_bot whose cat? [a photo]" in last_user_message(second)
+    # The earlier photos stay in the conversation (the earlier turns) by what they were.
+    earlier = "\n".join(str(m["content"]) for m in second["messages"][1:-1])
+    assert "Tom: holiday pics [a photo]" in earlier
+    assert "Sarah: @mnemo_bot whose cat? [a photo]" in earlier
     summaries = [
         r.json for r in bot.openai.chat_requests if "Summarise" in last_user_message(r.json)
     ]

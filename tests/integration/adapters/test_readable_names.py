@@ -69,7 +69,7 @@ async def mnemo_on_telegram(
 
         async def recording(request: ModelRequest) -> str:
             if request.task == "reply":
-                prompts.append(request.prompt)
+                prompts.append(request.shown_text)
             return await generate(request)
 
         model.generate = recording  # type: ignore[method-assign]

@@ -34,7 +34,7 @@ from bot.llm.streaming import stream_text
 from bot.plugin.offline_model import acknowledgement
 from bot.runtime.replying import FALLBACK_REPLY, MODEL_FAILED_REPLY, REPLACED_BY_FALLBACK
 from bot.testing.harness import open_test_app
-from bot.testing.openai_server import FakeOpenAIServer, Relay, raw, reply, status
+from bot.testing.openai_server import FakeOpenAIServer, Relay, is_reply_request, raw, reply, status
 from bot.testing.scripted import ScriptedModel
 from tests.fakes.discord_fakes import FakeDiscord
 from tests.fakes.telegram_server import FakeTelegramServer
@@ -453,7 +453,9 @@ async def test_a_reply_nobody_watches_grow_is_still_stopped_where_it_fails_for_g
     assert replies == [f"{name}: {RETRY}"] and "grumpy old tabby" not in out.getvalue()
     # The copy's request was closed a few words in, long before the model's last word.
     assert len(copy.closed_after) == 1 and copy.closed_after[0] < len(copy.pieces) // 3
-    assert rejects == {"reply with parroting": 1}
+    # Stopped as a copy of her line or, a few words in, as her life in the bot's mouth
+    # (which comes first depends on when the check ran): once either way.
+    assert rejects in ({"reply with parroting": 1}, {"reply with the person's voice": 1})
     first, second = openai_server.chat_requests[:2]
     assert first.json["stream"] is True and "Note:" in json.dumps(second.json)
 
@@ -483,7 +485,7 @@ async def test_a_reply_going_round_in_circles_is_stopped_a_dozen_words_in(
                 app, "I work as a nurse at a children's hospital, mostly on night shifts.", said
             )
             rejects = app.ledger.rejects(Task.REPLY)
-        replies_asked = [r for r in openai_server.chat_requests if "# Task" in json.dumps(r.json)]
+        replies_asked = [r for r in openai_server.chat_requests if is_reply_request(r.json)]
 
     name = app.runtime.character.name
     replies = [text for _, text in out.writes if text.startswith(f"{name}: ")]

@@ -523,7 +523,7 @@ async def test_facts_learned_in_one_world_never_reach_another(
         await say(work, "Any tips for my job search?")
         await say(home, "Mnemo, any tips for my job search?")
 
-    work_prompt, home_prompt = (c.prompt for c in model.calls_for(Task.REPLY)[-2:])
+    work_prompt, home_prompt = (c.shown_text for c in model.calls_for(Task.REPLY)[-2:])
     assert "Facts about Sarah:\n- Sarah is looking for a new job" in work_prompt
     assert "looking for a new job" not in home_prompt
 
@@ -556,8 +556,8 @@ async def test_the_provider_shows_the_facts_most_relevant_to_the_message(
 
     [reply] = model.calls_for(Task.REPLY)
     # The oldest fact, because it is the relevant one (elizaOS shows the most recent).
-    assert "Facts about Sarah:\n- Sarah has a cat named Miso" in reply.prompt
-    assert "padel" not in reply.prompt and "nurse" not in reply.prompt
+    assert "Facts about Sarah:\n- Sarah has a cat named Miso" in reply.shown_text
+    assert "padel" not in reply.shown_text and "nurse" not in reply.shown_text
     assert [f.text for f in state.provided["facts"]] == ["Sarah works as a nurse"]
 
 

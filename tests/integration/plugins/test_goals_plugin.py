@@ -177,7 +177,7 @@ async def test_a_goal_whose_objectives_are_all_done_is_done_and_leaves_the_promp
         await say(chat, "Feeling great today")
 
     assert done.status == "DONE"
-    first_reply, second_reply = (c.prompt for c in model.calls_for(Task.REPLY))
+    first_reply, second_reply = (c.shown_text for c in model.calls_for(Task.REPLY))
     assert "Complete a marathon" in first_reply and "[ ] Run 30 miles a week" in first_reply
     assert "Complete a marathon" not in second_reply
     # No goal in progress: validate is false, the model is not asked again.
@@ -291,7 +291,7 @@ async def test_a_goal_the_user_states_is_created_through_the_reply_action(
     assert "Run a marathon" in chat.replies[1] and "Run a half-marathon" in chat.replies[1]
     [create_call] = model.calls_for(CREATE)
     assert "my goal is to run a marathon next spring" in create_call.prompt
-    assert "Run a marathon (Sarah's)" in model.calls_for(Task.REPLY)[1].prompt
+    assert "Run a marathon (Sarah's)" in model.calls_for(Task.REPLY)[1].shown_text
 
 
 async def test_without_a_usable_model_answer_the_goal_is_read_from_the_message(

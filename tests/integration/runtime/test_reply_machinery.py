@@ -391,5 +391,6 @@ def test_replies_in_the_person_s_voice_are_refused_and_quoting_them_is_not() -> 
         "You drive the 12? Nice, how long have you done it?",
         "You said: I drive the number 12 bus in Leeds.",
         "I love that you love your job!",
+        "I drive past Leeds most days, is it busy?",  # three of his words, not his life
     ]:
         assert check.problems(reply) == [], reply
