@@ -79,6 +79,27 @@ _REFUSAL = re.compile(
     |provide|do\s+that|comply|fulfil|answer\s+that|respond\s+to\s+that|continue)""",
     re.I | re.X,
 )
+# The same refusal in the languages of the development sets: the model refuses in the
+# person's language too ("Desculpe pela confusão, mas não posso ajudar com isso." to a
+# Brazilian's goal, live). An apology, then "cannot" and "help" within the sentence; or the
+# reply opening with "cannot help". Models refuse in a handful of stock phrasings, so a
+# short table per language holds; a language missing here is a refusal let through.
+_SORRY = (
+    r"lo\s+siento|disculpa|perd[oó]n|desculpe?|sinto\s+muito|lamento|"
+    r"(?:je\s+suis\s+)?d[ée]sol[ée]e?|es\s+tut\s+mir\s+leid|entschuldigung|leider|"
+    r"mi\s+dispiace|purtroppo|scusa"
+)
+_CANNOT = (
+    r"no\s+puedo|n[ãa]o\s+(?:posso|consigo)|je\s+ne\s+(?:peux|suis\s+pas\s+en\s+mesure)|"
+    r"non\s+posso"
+)
+_HELP = r"ayudar|asistir|ajudar|auxiliar|aider|helfen|aiutar|assister"
+_REFUSAL_ELSEWHERE = re.compile(
+    rf"^\W*(?:(?:{_SORRY})[^.!?]{{0,40}}?)?"
+    rf"(?:(?:{_CANNOT})\b[^.!?]{{0,30}}?(?:{_HELP})"
+    r"|ich\s+kann\b[^.!?]{0,30}?nicht\s+(?:\w+\s+)?helfen)",
+    re.I,
+)
 # The person's life in the bot's mouth: a run of their words led by "I"/"my" ("I live in
 # Leeds and work as a nurse" to the nurse from Leeds who said it; "I'm a nurse at the
 # LGI"). This many words, the lead included: at three, "I have a feeling Miso rules you
@@ -207,7 +228,7 @@ class ReplyCheck:
 
 def refuses(reply: str) -> bool:
     """Whether a reply opens by refusing to answer (an ordinary message, in a chat)."""
-    return _REFUSAL.search(reply) is not None
+    return _REFUSAL.search(reply) is not None or _REFUSAL_ELSEWHERE.search(reply) is not None
 
 
 def _unapostrophed(text: str) -> list[str]:
