@@ -93,7 +93,9 @@ class Mnemo:
 
 
 @asynccontextmanager
-async def mnemo(tmp_path: Path, model_dir: Path, mongo_uri: str) -> AsyncIterator[Mnemo]:
+async def mnemo(
+    tmp_path: Path, model_dir: Path, mongo_uri: str, **overrides: object
+) -> AsyncIterator[Mnemo]:
     settings = ModelSettings(
         _env_file=None,  # type: ignore[call-arg]
         openai_api_key="sk-test",
@@ -114,6 +116,7 @@ async def mnemo(tmp_path: Path, model_dir: Path, mongo_uri: str) -> AsyncIterato
                 mongodb_uri=mongo_uri,
                 model_dir=model_dir,
                 evaluator_selection="all",
+                **overrides,
             ) as app:
                 yield Mnemo(app, openai)
         finally:
@@ -266,6 +269,29 @@ async def test_a_discord_reply_the_gateway_left_out_is_fetched_if_the_bot_may_re
     # Not readable: answered all the same, without it.
     assert second.endswith(f"Sarah: @Mnemo {ASKED}") and "4321" not in second
     assert fake.http.fetched == [unheard.id]
+
+
+async def test_a_character_with_its_own_prompt_is_shown_the_quote_the_same_way(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    """elizaOS's one prompt (`messageHandlerTemplate`): the transcript holds the same mark."""
+    eliza = Path(__file__).parents[2] / "data" / "eliza_character.json"
+    async with (
+        mnemo(tmp_path, model_dir, mongo_uri, character=eliza) as bot,
+        on_discord(bot) as (adapter, fake),
+    ):
+        sarah, bob = fake.person("Sarah"), fake.person("Bob")
+        guild = fake.guild("Book Club")
+        secret = fake.message(bob, SECRET, guild=guild)
+        await adapter.on_message(secret)
+        await adapter.on_message(
+            fake.message(sarah, f"{fake.mention(fake.bot)} {ASKED}", guild=guild, reply_to=secret)
+        )
+        assert await bot.app.runtime.evaluations.join(None, 30)
+
+    [asked] = bot.replies_asked()
+    assert "# Task: Generate dialog" in asked  # the character's own prompt, one user message
+    assert f'Bob: {SECRET}\nSarah: (replying to Bob: "{SECRET}") @Mnemo {ASKED}' in asked
 
 
 # --------------------------------------------------------------------------- edits
