@@ -215,6 +215,27 @@ async def test_a_telegram_reply_to_a_message_never_stored_shows_it_from_the_upda
     assert stored is None  # shown, not kept
 
 
+async def test_a_reply_to_someone_who_opted_out_is_answered_without_their_words(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    async with (
+        FakeTelegramServer() as telegram,
+        mnemo(tmp_path, model_dir, mongo_uri) as bot,
+        on_telegram(bot, telegram) as adapter,
+    ):
+        sarah, bob = telegram.user("Sarah"), telegram.user("Bob")
+        group = telegram.group("Book club")
+        telegram.push_message(group, bob, "/optout")
+        await telegram.wait_for_sent(1, chat_id=group.id)
+        secret = telegram.push_message(group, bob, SECRET)
+        telegram.push_message(group, sarah, f"@mnemo_bot {ASKED}", reply_to=secret)
+        await telegram.wait_for_sent(2, chat_id=group.id)
+        await settled(bot, adapter, telegram)
+
+    [asked] = bot.replies_asked()
+    assert asked == f"Sarah: @mnemo_bot {ASKED}"
+
+
 async def test_a_discord_reply_to_a_message_past_the_window_is_shown_from_the_store(
     tmp_path: Path, model_dir: Path, mongo_uri: str
 ) -> None:
