@@ -18,6 +18,7 @@ from bot.domain.records import Account, Memory, Room
 from bot.llm.transcription import Transcriber
 from bot.plugin.services import Rooms
 from bot.queue.worker import EvaluationQueue
+from bot.runtime.editing import EditOutcome
 from bot.runtime.intake.intake import AtDoor
 from bot.runtime.intake.outage import Outage
 from bot.runtime.types import HandleResult, InLane, Send, SenderFor, Typing
@@ -74,6 +75,13 @@ class NoteProfiles(Protocol):
     ) -> Awaitable[None]: ...
 
 
+class HandleEdit(Protocol):
+    """A person edited a message: `memory` is it as it reads now (bot/runtime/editing.py).
+    Stored with its new words and learned from again; never answered again."""
+
+    def __call__(self, memory: Memory) -> Awaitable[EditOutcome]: ...
+
+
 # Answer the messages of a platform a crash left unanswered, in their rooms' lanes (so a room's
 # new messages come after them); returns how many were answered. (A coroutine: adapters run
 # it as a background task, started before their first message can arrive.)
@@ -86,6 +94,7 @@ class AdapterServices:
 
     agent_id: str  # whose messages are the bot's own (to_memory)
     handle: HandleMessage
+    edited: HandleEdit  # a message edited after it was sent
     note_profiles: NoteProfiles
     answer_unanswered: AnswerUnanswered  # once connected, in the background
     keep_first: KeepFirst  # Telegram: kept before acknowledged (telegram/keeping.py)

@@ -139,6 +139,7 @@ def services_for_adapters(
     return AdapterServices(
         agent_id=runtime.agent_id,
         handle=runtime.handle,
+        edited=runtime.edits.edited,
         note_profiles=runtime.note_profiles,
         answer_unanswered=runtime.answer_unanswered,
         keep_first=runtime.intake.keep_first,

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from bot.domain.images import ImageLoader
+from bot.domain.quotes import Quoted, QuoteLoader
 from bot.domain.text import capped, readable, valid_text, visible
 
 # Fixed namespace for every uuid5 Mnemo derives; changing it would orphan every stored id.
@@ -27,8 +28,9 @@ FactType = Literal["fact", "opinion", "status", "goal"]
 # intake: the message is being answered (the job holds a copy of it until then); pending and
 # retrying: waiting for a worker; dead: out of attempts, left for the operator.
 JobStatus = Literal["intake", "pending", "running", "retrying", "done", "failed", "dead"]
-# Why evaluators run: after a message, or because the room went quiet with unlearned messages.
-Trigger = Literal["message", "idle"]
+# Why evaluators run: after a message, because the room went quiet with unlearned messages,
+# or because a person edited a message (what was learned from its old words is withdrawn).
+Trigger = Literal["message", "idle", "edit"]
 
 
 def stable_id(*parts: str) -> str:
@@ -147,6 +149,10 @@ class Memory(Document):
     # (bot/domain/images.py): private, so no dump (MongoDB, the job's copy, the outage
     # journal) ever holds it or what it downloaded.
     _images: ImageLoader | None = PrivateAttr(default=None)
+    # The message it replies to: how its platform delivers it (an adapter's loader), and
+    # what the reply's prompt shows of it (bot/domain/quotes.py). Private for the same reason.
+    _quote_loader: QuoteLoader | None = PrivateAttr(default=None)
+    _quoted: Quoted | None = PrivateAttr(default=None)
 
     def carry_images(self, loader: ImageLoader | None) -> Memory:
         """Attach how to download this message's images (an adapter's loader); returns self."""
@@ -156,6 +162,24 @@ class Memory(Document):
     @property
     def images(self) -> ImageLoader | None:
         return self._images
+
+    def carry_quote(self, loader: QuoteLoader | None) -> Memory:
+        """Attach how to fetch the message this one replies to from its platform (an
+        adapter's loader); returns self."""
+        self._quote_loader = loader
+        return self
+
+    @property
+    def quote_loader(self) -> QuoteLoader | None:
+        return self._quote_loader
+
+    def show_quoted(self, quoted: Quoted | None) -> None:
+        """What prompts show of the message this one replies to (the composer sets it)."""
+        self._quoted = quoted
+
+    @property
+    def quoted(self) -> Quoted | None:
+        return self._quoted
 
 
 class Account(Document):

@@ -17,6 +17,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from pymongo.errors import DuplicateKeyError
@@ -429,6 +430,34 @@ class Knowledge:
         if deleted:
             await self._delete_vectors("facts", ids=[fact_id])
         return deleted
+
+    async def withdraw_message(
+        self, message_id: str, *, world_id: str, learned_before: datetime
+    ) -> list[str]:
+        """Withdraw what was learned from a message its author changed (an edit): every fact
+        of the world resting on it and learned before `learned_before` (what a reading of
+        the new words learned stays), deleted from MongoDB and Chroma as `/forget` deletes
+        one. A fact one of them had replaced is current again, with its vector: its own
+        words were never taken back. Returns the ids deleted."""
+        found = await self.store.facts.from_message(message_id, world_id=world_id)
+        gone = [f for f in found if f.created_at < learned_before]
+        for fact in gone:
+            await self.delete_fact(fact.id, world_id=world_id)
+        ids = {f.id for f in gone}
+        current = [f.id for f in gone if f.is_current]
+        reopened = [
+            old.model_copy(update={"valid_until": None, "superseded_by": None})
+            for old in await self.store.facts.closed_by(current, world_id=world_id)
+            if old.id not in ids
+            and old.superseded_by is not None
+            and await self.store.facts.reopen(
+                old.id, world_id=world_id, successor=old.superseded_by
+            )
+        ]
+        if reopened:
+            vectors = await self.embedder.embed([f.text for f in reopened])
+            await self._index_facts(list(zip(reopened, vectors, strict=True)))
+        return sorted(ids)
 
     async def forget_vectors(self, *, fact_ids: Sequence[str], user_id: str, world_id: str) -> None:
         """Delete the vectors of these facts, and every fact vector about the person in the

@@ -207,6 +207,10 @@ class Evaluator:
     # when its newest message is newer than this mark. Evaluators without one get no idle
     # jobs: they judge each message as it arrives.
     idle_mark: str | None = None
+    # Read a message again when its author edits it (`ctx.trigger == "edit"`, the message
+    # with its new words as `ctx.message`): the facts it was the evidence of are withdrawn
+    # first, so what it says now is learned instead. Others never see an edit.
+    reads_edits: bool = False
     # False for a handler that makes no model call (a lexicon, a count): the selection call
     # is not asked about it, since asking would cost more than running it (issue 22).
     uses_model: bool = True

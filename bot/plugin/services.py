@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from pymongo.errors import DuplicateKeyError
 
+from bot.domain.quotes import Quoted
 from bot.domain.records import Account, Attachment, Content, Fact, Memory, Room, new_id, utcnow
 from bot.domain.state import State
 from bot.knowledge.retrieval import MessageRetriever, RetrieverOptions
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from bot.storage.mongo import MongoStore
 
 _COLLECTION_NAME = re.compile(r"^[a-z0-9_]{1,48}$")
+# How much of a message replied to a prompt shows: enough to say which one it is.
+QUOTE_CHARS = 120
 
 log = logging.getLogger(__name__)
 
@@ -237,15 +240,29 @@ class Conversations:
 
     def words(self, message: Memory, *, attachments: bool = False) -> str:
         """One message's words as prompts show them, without its speaker: cut when long,
-        with `attachments`, followed by what it carried, by title."""
+        with `attachments`, followed by what it carried, by title; after the message it
+        replies to, when the reply's state shows one (`Memory.quoted`):
+        `(replying to Bob: "The secret word is…") what did he mean?`."""
         text = self.cut(message.content.text)
         if attachments and message.content.attachments:
             text = " ".join([text, *map(_shown, message.content.attachments)]).strip()
+        if message.quoted is not None:
+            text = f"{replying_to(message.quoted)} {text}"
         return text
 
     def cut(self, text: str) -> str:
         """One message's text cut as prompts cut it."""
         return text if len(text) <= self._max_chars else text[: self._max_chars] + "…"
+
+
+def replying_to(quoted: Quoted) -> str:
+    """The message replied to, as one unit before the person's words: on one line, short,
+    its double quotes made single, so nothing of it reads as a turn of its own or ends the
+    quote early ("(replying to Bob: \"...\")")."""
+    words = " ".join(quoted.text.split()).replace('"', "'")
+    if len(words) > QUOTE_CHARS:
+        words = words[:QUOTE_CHARS].rstrip() + "…"
+    return f'(replying to {quoted.name or "someone"}: "{words}")'
 
 
 def one_message(name: str, text: str) -> str:

@@ -65,7 +65,9 @@ def describe_queue(counts: Mapping[str, int]) -> str:
     return text + (f", {waiting} awaiting their reply" if waiting else "")
 
 
-def job_id_for(trigger: Trigger, message_id: str) -> str:
+def job_id_for(trigger: Trigger, message_id: str, key: str = "") -> str:
+    if key:
+        return stable_id("evaluation", trigger, message_id, key)
     return stable_id("evaluation", trigger, message_id)
 
 
@@ -130,9 +132,12 @@ class EvaluationQueue:
         did_respond: bool,
         trigger: Trigger = "message",
         position: int | None = None,
+        key: str = "",
     ) -> EvaluationJob:
+        """Queue a job for the message (once: a second call with the same trigger and `key`
+        changes nothing). `key` tells apart jobs of one message and trigger (each edit's)."""
         job = EvaluationJob(
-            id=job_id_for(trigger, message.id),
+            id=job_id_for(trigger, message.id, key),
             room_id=message.room_id,
             message_id=message.id,
             did_respond=did_respond,

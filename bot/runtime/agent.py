@@ -32,6 +32,7 @@ from bot.privacy.consent import ConsentStore
 from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue, RetryPolicy
 from bot.runtime.composing import StateComposer
+from bot.runtime.editing import MessageEdits
 from bot.runtime.evaluation_runner import EvaluationRunner
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.intake import Intake
@@ -173,6 +174,8 @@ class AgentRuntime:
             lease_seconds=lease_seconds,
             owner=owner,
         )
+        # A person's edit of a message they sent: stored, and learned from again.
+        self.edits = MessageEdits(store, self.evaluations, self._may_learn_about)
         self.profiles = KnownProfiles(store)
         # The one way in for a message, with the outage journal and start-up recovery.
         self.intake = Intake(

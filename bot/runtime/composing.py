@@ -15,11 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from bot.domain.characters import Character, CharacterCatalog, WorldChoice
 from bot.domain.names import distinct
+from bot.domain.quotes import Quoted
 from bot.domain.records import Fact, Memory, Room, utcnow
 from bot.domain.state import State
 from bot.memory.at_hand import PREFETCHED_FACTS, KnownFacts
@@ -39,6 +41,9 @@ log = logging.getLogger(__name__)
 
 # Under this name a reply's window holds the current facts about its people (at_hand.py).
 FACTS_AT_HAND = "facts_at_hand"
+# Seconds a platform may take to hand over the message a reply quotes, before the reply
+# goes without it.
+QUOTE_WAIT = 5.0
 # The room mark of a fresh start (`/reset`, `/new`): replies use nothing said before it.
 FRESH_START = "fresh_start"
 
@@ -140,6 +145,8 @@ class StateComposer:
             world=world,
             conversation_since=since,
         )
+        if for_reply:
+            await self._show_quotes(state)
         state.data.setdefault("actions", [a.name for a in self.registry.actions])
         state.values.update(character_values(character))
         state.values.update(
@@ -159,6 +166,77 @@ class StateComposer:
             )
             state.values["providers"] = "\n\n".join(s for s in [facts, *sections] if s)
         return state
+
+    async def _show_quotes(self, state: State) -> None:
+        """Mark each person's message that replies to another with the message it replies
+        to (`Memory.show_quoted`, shown by `Conversations.words` in both shapes of the reply's
+        prompt): from the conversation, else the stored messages of this world, else, for
+        the message answered, its platform (the adapter's loader), if its author may be
+        spoken of here. Not marked: a reply to the bot's line just before it (the turns say
+        that already), and after a fresh start (`/reset`), a message from before it. Only
+        the reply's prompt shows quotes; learning reads a person's own words only."""
+        conversation = [m for m in state.recent_messages if m.id != state.message.id]
+        conversation.append(state.message)
+        replying = [m for m in conversation if m.user_id != self.agent_id and m.content.in_reply_to]
+        if not replying:
+            return
+        found = {m.id: m for m in conversation}
+        wanted = sorted({m.content.in_reply_to or "" for m in replying} - set(found))
+        if wanted:
+            since = state.conversation_since
+            found.update(
+                {
+                    m.id: m
+                    for m in await self.store.memories.get_many(wanted)
+                    if m.world_id == state.message.world_id
+                    and (since is None or m.created_at >= since)
+                }
+            )
+        quotes = {i: Quoted(m.user_id, m.content.text) for i, m in found.items()}
+        answered = state.message.content.in_reply_to
+        if (
+            answered
+            and answered not in quotes
+            and state.message.user_id != self.agent_id
+            and state.conversation_since is None  # nothing from before a fresh start
+        ):
+            fetched = await self._platform_quote(state.message)
+            if fetched is not None:
+                quotes[answered] = fetched
+        names = await self.display_names(
+            state, {q.author_id for q in quotes.values() if q.text.strip()}
+        )
+        before = {m.id: conversation[i - 1].id for i, m in enumerate(conversation) if i}
+        for message in replying:
+            quoted = quotes.get(message.content.in_reply_to or "")
+            if quoted is None or not quoted.text.strip():
+                continue
+            if quoted.author_id == self.agent_id and before.get(message.id) == (
+                message.content.in_reply_to
+            ):
+                continue
+            name = names.get(quoted.author_id) or quoted.name
+            for same in (m for m in [*state.recent_messages, state.message] if m.id == message.id):
+                same.show_quoted(replace(quoted, name=name))
+
+    async def _platform_quote(self, memory: Memory) -> Quoted | None:
+        """The message `memory` replies to, from its platform (not stored here: said before
+        the bot came, or by someone whose words are not kept); None when the platform has it
+        not, or its author may not be spoken of here (opted out, learning off)."""
+        loader = memory.quote_loader
+        if loader is None:
+            return None
+        try:
+            quoted = await asyncio.wait_for(loader(), QUOTE_WAIT)
+        except Exception as error:  # a slow or failing platform costs the quote, not the reply
+            log.info("the message %s replies to could not be fetched: %r", memory.id, error)
+            return None
+        if quoted is None or quoted.author_id == self.agent_id:
+            return quoted
+        allowed = await self.plugins.rooms.allowed(
+            quoted.author_id, memory.room_id, memory.world_id
+        )
+        return quoted if allowed else None
 
     async def _fresh_start(self, room_id: str, window: Window) -> datetime | None:
         """When the room's conversation was last started afresh (`/reset`), if ever: from

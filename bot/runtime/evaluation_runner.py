@@ -4,7 +4,9 @@ An evaluator's handler runs only if (1) it has a handler, (2) the bot responded 
 `always_run`, (3) its `validate()` is true, and (4) the selection step names it; an idle
 job (the idle flush, /learn) goes only to evaluators that declare an `idle_mark`. `run_job`
 is one attempt at a durable job from the evaluation queue: what an earlier attempt finished
-(the selection, completed handlers) is recorded on the job and not done again.
+(the selection, completed handlers) is recorded on the job and not done again. An edit job
+(a person changed a message's words: bot/runtime/editing.py) first withdraws the facts the
+old words were the evidence of, then goes only to evaluators that declare `reads_edits`.
 
 The selection step asks the model (`llm`) only when its answer can change what runs: when
 validation left at least two candidates whose handlers call the model. A lone such candidate
@@ -98,8 +100,16 @@ class EvaluationRunner:
             return await self._run(job, message, window)
 
     async def _run(self, job: EvaluationJob, message: Memory, window: Window | None) -> list[str]:
-        if message.user_id != self.agent_id and job.trigger == "message":
-            await self.messages.index_message(message)
+        if message.user_id != self.agent_id and job.trigger in ("message", "edit"):
+            await self.messages.index_message(message)  # an edit's new words replace the old
+        if job.trigger == "edit":
+            # In the room's order, so whatever an earlier job learned from the old words goes
+            # too; only what was learned before this job: a retry keeps what it relearned.
+            withdrawn = await self.composer.knowledge.withdraw_message(
+                message.id, world_id=message.world_id, learned_before=job.created_at
+            )
+            if withdrawn:
+                log.info("evaluation %s: withdrew %d facts of an edit", job.id, len(withdrawn))
         # Evaluators build their own prompts (elizaOS's compose their own state too), so the
         # providers' retrieval, paid once for the reply, is not paid again here.
         state = await self.composer.compose_state(
@@ -198,6 +208,8 @@ class EvaluationRunner:
             # An idle flush re-reads a quiet room: only evaluators keeping a mark of what
             # they have read there have anything to catch up on.
             if job.trigger == "idle" and evaluator.idle_mark is None:
+                return None
+            if job.trigger == "edit" and not evaluator.reads_edits:
                 return None
             context = self._context(evaluator, job, message, state)
             try:  # condition 3

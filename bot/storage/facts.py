@@ -193,6 +193,32 @@ class Facts:
         )
         return result.modified_count == 1
 
+    async def from_message(self, message_id: str, *, world_id: str) -> list[Fact]:
+        """Every fact of a world (current or closed) resting on this message: its evidence's
+        message, or its only source when it kept no evidence."""
+        cursor = self._collection.find({"world_id": world_id, "source_message_ids": message_id})
+        return [
+            fact
+            for fact in load_all(Fact, await cursor.to_list())
+            if (fact.evidence.message_id if fact.evidence else message_id) == message_id
+        ]
+
+    async def closed_by(self, fact_ids: list[str], *, world_id: str) -> list[Fact]:
+        """The facts of a world that these facts replaced (their successor is one of them)."""
+        if not fact_ids:
+            return []
+        cursor = self._collection.find({"world_id": world_id, "superseded_by": {"$in": fact_ids}})
+        return load_all(Fact, await cursor.to_list())
+
+    async def reopen(self, fact_id: str, *, world_id: str, successor: str) -> bool:
+        """Make a fact current again that `successor` had replaced (the successor is being
+        withdrawn: its words were taken back); its vector is to be written again."""
+        result = await self._collection.update_one(
+            {"_id": fact_id, "world_id": world_id, "superseded_by": successor},
+            {"$set": {"valid_until": None, "superseded_by": None, "indexed_at": None}},
+        )
+        return result.modified_count == 1
+
     async def with_id_prefix(self, world_id: str, prefix: str, *, limit: int = 5) -> list[Fact]:
         """Facts of a world whose id starts with `prefix` (the short ids listings show)."""
         if not re.fullmatch(r"[0-9a-fA-F-]{1,36}", prefix):

@@ -87,6 +87,13 @@ class Memories:
         )
         return count
 
+    async def set_text(self, memory_id: str, text: str) -> bool:
+        """A message's words as its author edited them; False when it is not stored."""
+        result = await self._collection.update_one(
+            {"_id": memory_id}, {"$set": {"content.text": text}}
+        )
+        return result.matched_count == 1
+
     async def get(self, memory_id: str) -> Memory | None:
         return load_one(Memory, await self._collection.find_one({"_id": memory_id}))
 

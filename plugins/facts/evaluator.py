@@ -11,7 +11,8 @@ Differences from elizaOS's fact evaluator (seeds/000), each a defect there:
   the older one with history, even when the two share no words ("17 postcards", "25 postcards");
 - every fact has a subject, the person who said it (elizaOS files every fact under the agent);
 - reading goes from the room's mark, not a fixed window, and the mark moves only once the facts
-  are stored, so a failure is retried rather than lost.
+  are stored, so a failure is retried rather than lost; an edited message is read again alone
+  (`ctx.trigger == "edit"`), after the memory withdrew what its old words taught.
 """
 
 from __future__ import annotations
@@ -92,6 +93,9 @@ async def validate(ctx: Context) -> list[Memory] | None:
     """The messages to extract from (handed to `handle`, which need not read them again),
     or None when it is not time to extract."""
     settings = settings_of(ctx)
+    if ctx.trigger == "edit":
+        # Its new words, read again alone (what its old words taught is withdrawn already).
+        return _people_said(ctx, [ctx.message]) or None
     if ctx.trigger != "idle":
         every = reflection_interval(settings.conversation_length)
         # The message's own position in the room, recorded when it was stored: exact even
@@ -151,8 +155,10 @@ async def handle(ctx: Context, window: list[Memory] | None = None) -> list[Fact]
                 # Nothing could be read: leave the mark so the next extraction reads these again.
                 return stored
             stored += read
-    # Only now: had storing failed, the same messages would be read again next time.
-    await ctx.conversations.set_mark(message.room_id, MARK, window[-1].created_at)
+    # Only now: had storing failed, the same messages would be read again next time. An
+    # edited message was read past already: the mark stays where it is.
+    if ctx.trigger != "edit":
+        await ctx.conversations.set_mark(message.room_id, MARK, window[-1].created_at)
     log.info(
         "room %s: read %d messages of %d people, stored %d facts",
         message.room_id,
@@ -298,4 +304,6 @@ fact_evaluator = Evaluator(
     offline=offline.extract,
     # The idle flush learns from quiet rooms whose newest message is past this mark.
     idle_mark=MARK,
+    # An edited message is read again: its new words replace what the old ones taught.
+    reads_edits=True,
 )

@@ -246,7 +246,8 @@ def message_payload(
         payload["webhook_id"] = str(webhook_id)
     if reference is not None:
         payload["message_reference"] = reference["message_reference"]
-        payload["referenced_message"] = reference["referenced_message"]
+        if "referenced_message" in reference:
+            payload["referenced_message"] = reference["referenced_message"]
     return payload
 
 
@@ -290,6 +291,9 @@ class RecordingHTTP:
         self.edits: list[EditedMessage] = []
         self.deleted: list[int] = []
         self.fail_sends_with: int | None = None
+        # Messages fetched by id (`fetch_message`), and those the bot may not read.
+        self.fetched: list[int] = []
+        self.hidden: set[int] = set()
 
     async def send_message(self, channel_id: int, *, params: Any) -> dict[str, Any]:
         payload = dict(params.payload or {})
@@ -324,6 +328,16 @@ class RecordingHTTP:
         if self.payloads.pop(int(message_id), None) is None:
             raise _http_error(404)
         self.deleted.append(int(message_id))
+
+    async def get_message(self, channel_id: int, message_id: int) -> dict[str, Any]:
+        """GET a message (`channel.fetch_message`): any this fake made, in its channel."""
+        if int(message_id) in self.hidden:
+            raise _http_error(403)  # no Read Message History there
+        message = self.payloads.get(int(message_id))
+        if message is None or int(message["channel_id"]) != int(channel_id):
+            raise _http_error(404)
+        self.fetched.append(int(message_id))
+        return message
 
     def text_of(self, message_id: int) -> str | None:
         """What a message reads now (after its edits); None once deleted."""
@@ -546,6 +560,7 @@ class FakeDiscord:
         channel: str = "general",
         reply_to: discord.Message | None = None,
         reply_ping: bool = False,
+        reply_delivered: bool = True,
         attachments: Sequence[tuple[str, str, int]] = (),
         files: Mapping[str, bytes] | None = None,
         kind: int = 0,
@@ -556,7 +571,9 @@ class FakeDiscord:
         """A message as the gateway delivers it. Mentions are read from `text` (<@id>,
         <@&id>) like Discord does; `attachments` are (filename, content type, size), and
         `files` the bytes the CDN (`cdn`) serves for them, by filename. `voice`: a voice message
-        with these bytes (Discord's IS_VOICE_MESSAGE flag, one `voice-message.ogg`)."""
+        with these bytes (Discord's IS_VOICE_MESSAGE flag, one `voice-message.ogg`).
+        `reply_delivered`: False for a reply whose message replied to the gateway left out
+        (Discord sends only its reference then: the bot fetches it)."""
         if voice is not None:
             attachments = [*attachments, (VOICE_FILE, "audio/ogg", len(voice))]
             files = {**(files or {}), VOICE_FILE: voice}
@@ -574,6 +591,8 @@ class FakeDiscord:
                 },
                 "referenced_message": replied,
             }
+            if not reply_delivered:
+                del reference["referenced_message"]
             if reply_ping:
                 people.append(Person(reply_to.author.id, reply_to.author.name, reply_to.author.bot))
         message_id = self.snowflakes()
@@ -608,6 +627,17 @@ class FakeDiscord:
             if data is not None and self.cdn is not None:
                 self.cdn.files[yarl.URL(attachment["url"]).path] = data
         return self.parse(payload)
+
+    def edit(self, message: discord.Message, text: str) -> discord.RawMessageUpdateEvent:
+        """Its author edits `message` to `text`: the MESSAGE_UPDATE event as discord.py's
+        gateway handling builds it (`on_raw_message_edit`'s argument)."""
+        payload = {
+            **self._payload_of(message),
+            "content": text,
+            "edited_timestamp": datetime.now(UTC).isoformat(),
+        }
+        self.http.payloads[message.id] = payload
+        return discord.RawMessageUpdateEvent(data=payload, message=self.parse(payload))  # type: ignore[arg-type]
 
     def parse(self, payload: dict[str, Any]) -> discord.Message:
         """discord.py's MESSAGE_CREATE handling, minus the dispatch."""

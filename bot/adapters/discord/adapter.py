@@ -23,7 +23,14 @@ from discord import app_commands
 
 from bot.adapters.base import AdapterServices, Incoming
 from bot.adapters.discord.commands import DiscordCommands, answer
-from bot.adapters.discord.convert import PLATFORM, images_of, intents, to_memory, voice_of
+from bot.adapters.discord.convert import (
+    PLATFORM,
+    images_of,
+    intents,
+    quote_of,
+    to_memory,
+    voice_of,
+)
 from bot.adapters.discord.registration import CommandSync, Registrations
 from bot.adapters.errors import PlatformError, PlatformStartupError
 from bot.adapters.images import ImageLimits, image_loader
@@ -33,6 +40,7 @@ from bot.adapters.streaming import EDIT_INTERVAL, EditedReply, StreamingSender
 from bot.adapters.voice import Hearing
 from bot.commands.command_set import Commands
 from bot.config.settings import PlatformSettings
+from bot.domain.quotes import Quoted, QuoteLoader
 from bot.domain.records import Content, Memory, Room
 from bot.runtime.types import Send
 
@@ -236,6 +244,7 @@ class DiscordAdapter:
         self._stopping = False
         for handler in (
             self.on_message,
+            self.on_raw_message_edit,
             self.on_ready,
             self.on_guild_join,
             self.on_disconnect,
@@ -390,6 +399,8 @@ class DiscordAdapter:
         incoming = to_memory(message, me, agent_id=services.agent_id)
         if incoming is None:
             return
+        if incoming.memory.quote_loader is None:
+            incoming.memory.carry_quote(_quote_fetcher(message, me, services.agent_id))
         if self._image_limits is not None and message.attachments:
             # Downloaded only if Mnemo answers it (bot/adapters/images.py).
             where = f"discord message {message.channel.id}/{message.id}"
@@ -401,6 +412,27 @@ class DiscordAdapter:
             message.channel.id, lambda: self._handle(services, message, incoming)
         )
         await asyncio.wait([handled])
+
+    async def on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        """A message edited (raw: whether or not discord.py still caches it). In its
+        channel's lane, after the message itself: the stored words follow the edit and are
+        learned from again; nothing is answered. An update without `content` (a link
+        preview added) is not new words."""
+        services, me = self._services, self.client.user
+        if services is None or me is None or self._stopping or "content" not in payload.data:
+            return
+        incoming = to_memory(payload.message, me, agent_id=services.agent_id)
+        if incoming is None:
+            return
+        memory = incoming.memory
+
+        async def apply() -> None:
+            try:
+                await services.edited(memory)
+            except Exception:
+                log.exception("discord: the edit of message %s was not applied", memory.id)
+
+        await asyncio.wait([self.lanes.submit(payload.channel_id, apply)])
 
     async def _handle(
         self, services: AdapterServices, message: discord.Message, incoming: Incoming
@@ -443,6 +475,32 @@ class DiscordAdapter:
         log.error("discord: slash command failed", exc_info=error)
         with contextlib.suppress(discord.HTTPException):
             await answer(interaction, "Sorry, that failed on my side. Please try again later.")
+
+
+def _quote_fetcher(
+    message: discord.Message, me: discord.abc.User, agent_id: str
+) -> QuoteLoader | None:
+    """How to fetch the message `message` replies to when the gateway did not deliver it:
+    from its channel, as far as the bot may read it there (Read Message History); called only
+    if it is not stored and Mnemo answers. None for no reply, or a deleted message."""
+    reference = message.reference
+    if reference is None or reference.message_id is None:
+        return None
+    if isinstance(reference.resolved, discord.DeletedReferencedMessage):
+        return None
+    if reference.channel_id not in (None, message.channel.id):
+        return None  # a message of another channel: not what the conversation here saw
+    wanted = reference.message_id
+
+    async def fetch() -> Quoted | None:
+        try:
+            replied = await message.channel.fetch_message(wanted)
+        except (discord.HTTPException, *_NETWORK_ERRORS) as error:  # gone, or not readable
+            log.info("discord: message %s replied to is not readable (%s)", wanted, error)
+            return None
+        return quote_of(replied, me, agent_id)
+
+    return fetch
 
 
 def _gateway_problem(error: BaseException | None) -> str:

@@ -14,6 +14,7 @@ import discord
 from bot.adapters.base import Incoming
 from bot.adapters.images import ImageFile, http_chunks, media_type_of
 from bot.adapters.voice import VoiceFile
+from bot.domain.quotes import Quoted, at_hand
 from bot.domain.records import (
     Account,
     Attachment,
@@ -116,7 +117,23 @@ def to_memory(
         mentions_agent=_mentions_bot(message, bot_user),
         replies_to_agent=_replies_to(message, bot_user),
     )
+    if reference is not None:
+        # The gateway usually delivers the message replied to; when not, the adapter fetches it.
+        replied = reference.resolved or reference.cached_message
+        if isinstance(replied, discord.Message):
+            memory.carry_quote(at_hand(quote_of(replied, bot_user, agent_id)))
     return Incoming(memory, account_of(author), room, tuple(account_of(u) for u in others))
+
+
+def quote_of(replied: discord.Message, me: discord.abc.User, agent_id: str) -> Quoted | None:
+    """A message replied to, as prompts show it beside the reply; None without words."""
+    text = replied.clean_content.strip()
+    if not text:
+        return None
+    if replied.author.id == me.id:
+        return Quoted(agent_id, text)
+    author = replied.author
+    return Quoted(account_id(PLATFORM, author.id), text, name=author.global_name or author.name)
 
 
 def _guild_id(message: discord.Message) -> int | None:

@@ -292,7 +292,9 @@ class TelegramAdapter:
     async def _on_message(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         message = update.message
         if message is None:
-            return  # edits, channel posts and the like: nothing to say or learn
+            if update.edited_message is not None:
+                self._on_edit(update.edited_message)
+            return  # channel posts and the like: nothing to say or learn
         self._learn_usernames(message)
         incoming = to_memory(
             message,
@@ -314,6 +316,28 @@ class TelegramAdapter:
         kept = self._kept.start(services.keep_first, message, incoming)
         self._lanes.submit(message.chat.id, lambda: self._handle(message, incoming, kept))
         await self._kept.settle(update.update_id, kept)
+
+    def _on_edit(self, message: Message) -> None:
+        """A message edited: in its chat's lane (after the message itself is handled), the
+        stored words follow the edit and are learned from again; nothing is answered."""
+        services = self._require_services()
+        incoming = to_memory(message, self.identity, agent_id=services.agent_id, edited=True)
+        if incoming is None:
+            return
+        memory = incoming.memory
+
+        async def apply() -> None:
+            try:
+                await services.edited(memory)
+            except Exception as error:  # the database away: the edit is not applied
+                log.warning(
+                    "telegram: the edit of message %s/%s was not applied (%s)",
+                    message.chat.id,
+                    message.message_id,
+                    _describe(error),
+                )
+
+        self._lanes.submit(message.chat.id, apply)
 
     def _carry_images(self, message: Message, incoming: Incoming) -> None:
         """With a model that sees images: how to download the message's photo or image file,

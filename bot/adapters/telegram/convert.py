@@ -15,6 +15,7 @@ from telegram.constants import ChatType
 
 from bot.adapters.base import Incoming
 from bot.adapters.images import media_type_of
+from bot.domain.quotes import Quoted, at_hand
 from bot.domain.records import (
     Account,
     Attachment,
@@ -72,15 +73,17 @@ def to_memory(
     *,
     agent_id: str,
     received_at: datetime | None = None,
+    edited: bool = False,
 ) -> Incoming | None:
     """The message as Mnemo sees it, or None for what Mnemo ignores: its own and other bots'
-    messages, edits, channel posts, service messages (joins, pins, title changes, ...) and
-    messages with neither text nor an attachment.
+    messages, edits (unless `edited`: the message as it reads after one), channel posts,
+    service messages (joins, pins, title changes, ...) and messages with neither text nor an
+    attachment.
 
     `received_at` orders messages sent within the same second (Telegram dates have
     one-second resolution).
     """
-    if message.edit_date is not None:
+    if message.edit_date is not None and not edited:
         return None
     if message.chat.type == ChatType.CHANNEL or message.is_automatic_forward:
         return None
@@ -119,7 +122,26 @@ def to_memory(
         and reply.from_user is not None
         and reply.from_user.id == me.user_id,
     )
+    # The update carries the message replied to: shown beside this one when it is not stored.
+    memory.carry_quote(at_hand(_quote_of(message, reply, me, agent_id)))
     return Incoming(memory, account_of(user), room_of(message.chat), profiles)
+
+
+def _quote_of(
+    message: Message, reply: Message | None, me: BotIdentity, agent_id: str
+) -> Quoted | None:
+    """The message replied to as the update delivers it: the part the person picked to quote
+    (Telegram's `quote`), else its whole text or caption."""
+    if reply is None or reply.from_user is None:
+        return None
+    picked = message.quote.text if message.quote is not None else None
+    text = picked or reply.text or reply.caption or ""
+    if not text.strip():
+        return None
+    author = reply.from_user
+    if author.id == me.user_id:
+        return Quoted(agent_id, text)
+    return Quoted(account_id(PLATFORM, author.id), text, name=author.full_name)
 
 
 def _replied_to(message: Message) -> Message | None:

@@ -125,7 +125,7 @@ async def test_mention_reply_to_the_bot_and_its_name_are_answered(
         assert stored is not None and not stored.replies_to_agent
 
 
-async def test_bots_edits_channel_posts_and_service_messages_are_ignored(
+async def test_bots_channel_posts_and_service_messages_are_ignored_and_edits_not_answered(
     open_bot: OpenBot, server: FakeTelegramServer
 ) -> None:
     sarah = server.user("Sarah")
@@ -144,10 +144,11 @@ async def test_bots_edits_channel_posts_and_service_messages_are_ignored(
         await bot.said(group, sarah, "@mnemo_bot only this")
         await bot.settle(group)
 
+        # An edit that names the bot is not answered: its words replace the stored ones.
         assert [m.text for m in server.sent] == ["You said: @mnemo_bot only this"]
         stored = await bot.app.store.memories.recent(room_id("telegram", group.id), 20)
         assert [m.content.text for m in stored] == [
-            "first version",
+            "@mnemo_bot second version",
             "@mnemo_bot only this",
             "You said: @mnemo_bot only this",
         ]
