@@ -57,3 +57,38 @@ async def test_the_live_models_reading_of_the_held_out_conversations(
     # What the model got wrong was refused and counted, not stored.
     refused = result["rejects"]["evaluator:GET_FACTS"]
     assert sum(refused.values()) > 0
+
+
+REPLIES_RECORDING = DATA / "real-model" / "live" / "qwen2.5-coder-0.5b-replies.jsonl"
+
+
+async def test_the_live_models_replies_to_the_held_out_conversations(
+    mongo_uri: str, model_dir: Path
+) -> None:
+    """Issue 31's replies, live: the same held-out conversations answered by the model itself
+    (`--extract-every 0`: learning at the production cadence), replayed. What the person saw
+    is what docs/performance.md ("Replies") judges, message by message."""
+    async with replaying(REPLIES_RECORDING) as recorded:
+        result = await run_memory(
+            load_conversations(HELD_OUT),
+            model_dir=model_dir,
+            data_source="replay",
+            mongodb_uri=mongo_uri,
+            extract_every=0,
+        )
+
+    # Every request was one the live run made, but the goal check, whose prompt names the
+    # goal by its id, new in every run (it fails, and is counted, as a model that is down).
+    assert recorded.served > 0
+    assert all(p.startswith("TASK: Update Goals") for p in recorded.unrecorded)
+    # 27 messages answered, none with a fallback; the three refusals the model wrote ("I'm
+    # sorry, but I can't assist with that.") were asked again, and none was shown.
+    assert result["replies_shown"] == 27 and result["replies_fallback"] == 0
+    assert result["rejects"]["reply"] == {"reply with refusal": 3}
+    shown = [exchange["reply"] for exchange in result["reply_exchanges"]]
+    assert not any("can't assist" in reply or "não posso" in reply for reply in shown)
+    # The one reply the bench's stricter check flags is the goal action's own confirmation
+    # ("Goal saved: ..."), which repeats the goal in her words by design.
+    assert result["reply_problems"] == {"parroting": 1}
+    [flagged] = [e for e in result["reply_exchanges"] if e.get("problems")]
+    assert flagged["reply"].startswith("Goal saved:")
