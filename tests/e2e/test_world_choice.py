@@ -62,7 +62,8 @@ async def test_a_character_chosen_in_one_server_speaks_there_and_not_in_another(
     assert MNEMO.name in mnemo_system and ARCHIVIST.system not in mnemo_system
     first, second = model.calls_for(Task.REPLY)
     assert first.state is not None and first.state.agent_name == "Archivist"
-    assert "Write Archivist's reply" in first.prompt and "Write Mnemo's reply" in second.prompt
+    assert first.system is not None and second.system is not None
+    assert "last message as Archivist," in first.system and "as Mnemo," in second.system
 
 
 async def test_only_admins_choose_and_unknown_names_get_the_list(
