@@ -100,6 +100,12 @@ _REFUSAL_ELSEWHERE = re.compile(
     r"|ich\s+kann\b[^.!?]{0,30}?nicht\s+(?:\w+\s+)?helfen)",
     re.I,
 )
+# A sentence of a reply the bot has said before here, word for word, is dropped from the
+# reply when it is at least this long: "Got it!" and "Thanks!" may well come twice.
+SAID_SENTENCE_MIN_WORDS = 4
+# Where one sentence ends and the next begins: after its end mark(s) and the space.
+_SENTENCE_END = re.compile(r"(?<=[.!?…])\s+")
+
 # The person's life in the bot's mouth: a run of their words led by "I"/"my" ("I live in
 # Leeds and work as a nurse" to the nurse from Leeds who said it; "I'm a nurse at the
 # LGI"). This many words, the lead included: at three, "I have a feeling Miso rules you
@@ -177,6 +183,29 @@ class ReplyCheck:
         if refuses(reply):
             found.append(REFUSAL)
         return found
+
+    def without_said_sentences(self, reply: str) -> str:
+        """The reply without its sentences the bot has already said here, word for word
+        (the rest kept as written); the reply as it was if nothing else is left. Live, a
+        0.5B model closed 20 of 30 replies with the same "What do you like to do in
+        Lisbon?", too short a run to be refused as a repeat, and a bot asking the same
+        question every time is one people stop talking to."""
+        said = {
+            key
+            for line in self.own_lines
+            for sentence in _SENTENCE_END.split(line)
+            if len(key := tuple(words(sentence))) >= SAID_SENTENCE_MIN_WORDS
+        }
+        if not said:
+            return reply
+        kept = [
+            sentence
+            for sentence in _SENTENCE_END.split(reply.strip())
+            if tuple(words(sentence)) not in said
+        ]
+        if not any(words(sentence) for sentence in kept):
+            return reply
+        return " ".join(sentence for sentence in kept if sentence)
 
     def settled_problems(self, partial: str) -> list[str]:
         """The problems of a reply still being written that no more words can take away:

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Sequence
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 
 from cachetools import LRUCache
@@ -61,6 +61,8 @@ EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 # never feeds a later prompt.
 FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
 REPLACED_BY_FALLBACK = "replaced by the fallback"
+# A sentence the bot had already said here, dropped from a reply that was sent without it.
+SAID_BEFORE = "sentence said before dropped"
 # Rooms whose last fallback is remembered (a few bytes each; past it, the oldest is dropped).
 FALLBACK_ROOMS_KEPT = 10_000
 # Shown in place of a streamed reply that was stopped, while the model is asked again.
@@ -220,6 +222,10 @@ class Replier:
                 # Neither its words nor its choice of action are the model's to act on:
                 # a small model named an action with nearly every such reply.
                 draft = ReplyDraft(self._fallback(memory), None, readable=False)
+            elif (trimmed := check.without_said_sentences(draft.text)) != draft.text:
+                # Counted with the rejects: what the model wrote is not all what was sent.
+                self.ledger.record_reject(Task.REPLY, SAID_BEFORE, draft.text)
+                draft = replace(draft, text=trimmed)
         except OverCap as over:
             # No request was sent: the room hears it once a day, then nothing until tomorrow.
             log.info("no reply to message %s: %s", memory.id, over)

@@ -394,3 +394,38 @@ def test_replies_in_the_person_s_voice_are_refused_and_quoting_them_is_not() -> 
         "I drive past Leeds most days, is it busy?",  # three of his words, not his life
     ]:
         assert check.problems(reply) == [], reply
+
+
+async def test_a_question_the_bot_already_asked_here_is_not_asked_again(
+    tmp_path: Path, model_dir: Path
+) -> None:
+    """The live cost run: "What do you like to do in Lisbon?" closed 20 of 30 replies."""
+    model = ScriptedModel(
+        answers={
+            "reply": [
+                "Lisbon is lovely! What do you like to do in Lisbon?",
+                "The cello is a lovely instrument. What do you like to do in Lisbon?",
+                "What do you like to do in Lisbon?",
+            ]
+        }
+    )
+    async with open_test_app(tmp_path, model=model) as app:
+        chat = TestChat(app.runtime, name="Sarah")
+        await chat.say("I just moved to Lisbon from Toronto")
+        await chat.say("I also play the cello")
+        await chat.say("and I run a lot")
+        stored = [m.content.text for m in await app.store.memories.recent(chat.room.id, 10)]
+        rejects = app.ledger.rejects("reply")
+    # Dropped where something else is left; a reply that is nothing but the repeat is its
+    # own earlier reply, and gets the fallback (not stored).
+    assert chat.replies == [
+        "Lisbon is lovely! What do you like to do in Lisbon?",
+        "The cello is a lovely instrument.",
+        acknowledgement("and I run a lot"),
+    ]
+    assert stored[1:4:2] == chat.replies[:2]
+    assert rejects == {
+        "sentence said before dropped": 1,
+        "reply with its own earlier reply": 1,
+        "replaced by the fallback": 1,
+    }
