@@ -81,10 +81,16 @@ async def test_the_live_models_replies_to_the_held_out_conversations(
     # goal by its id, new in every run (it fails, and is counted, as a model that is down).
     assert recorded.served > 0
     assert all(p.startswith("TASK: Update Goals") for p in recorded.unrecorded)
-    # 27 messages answered, none with a fallback; the three refusals the model wrote ("I'm
-    # sorry, but I can't assist with that.") were asked again, and none was shown.
-    assert result["replies_shown"] == 27 and result["replies_fallback"] == 0
-    assert result["rejects"]["reply"] == {"reply with refusal": 3}
+    # 27 messages answered, one with a fallback (its own earlier reply again); the three
+    # refusals the model wrote ("I'm sorry, but I can't assist with that.") were asked
+    # again, and none was shown; three sentences it had said before were left out.
+    assert result["replies_shown"] == 27 and result["replies_fallback"] == 1
+    assert result["rejects"]["reply"] == {
+        "reply with refusal": 3,
+        "sentence said before dropped": 3,
+        "reply with its own earlier reply": 1,
+        "replaced by the fallback": 1,
+    }
     shown = [exchange["reply"] for exchange in result["reply_exchanges"]]
     assert not any("can't assist" in reply or "não posso" in reply for reply in shown)
     # The one reply the bench's stricter check flags is the goal action's own confirmation

@@ -399,7 +399,7 @@ def test_replies_in_the_person_s_voice_are_refused_and_quoting_them_is_not() -> 
 async def test_a_question_the_bot_already_asked_here_is_not_asked_again(
     tmp_path: Path, model_dir: Path
 ) -> None:
-    """The live cost run: "What do you like to do in Lisbon?" closed 20 of 30 replies."""
+    """The live cost run: "What do you like to do in Lisbon?" closed 24 of its 36 answers."""
     model = ScriptedModel(
         answers={
             "reply": [
