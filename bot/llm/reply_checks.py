@@ -187,9 +187,9 @@ class ReplyCheck:
     def without_said_sentences(self, reply: str) -> str:
         """The reply without its sentences the bot has already said here, word for word
         (the rest kept as written); the reply as it was if nothing else is left. Live, a
-        0.5B model closed 24 of its 36 answers on the 30-message script with "What do you like to do in
-        Lisbon?", too short a run to be refused as a repeat, and a bot asking the same
-        question every time is one people stop talking to."""
+        0.5B model closed 24 of its 36 answers to a 30-message script with "What do you
+        like to do in Lisbon?", too short a run to be refused as a repeat, and a bot asking
+        the same question every time is one people stop talking to."""
         said = {
             key
             for line in self.own_lines
