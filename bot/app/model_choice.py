@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from bot.config.base import BUILTIN_CHARACTERS
 from bot.domain.characters import Character, character_catalog
-from bot.llm.openai_model import OpenAIModel
 from bot.plugin.offline_model import OfflineModel
 from bot.runtime.worlds import WorldChoices
 
@@ -38,6 +37,10 @@ def make_model(
     if settings.offline:
         log.debug("no OPENAI_API_KEY and no OPENAI_BASE_URL: using the offline model")
         return OfflineModel(ledger, offline_answers)
+    # Imported here: the `openai` package takes about a second of CPU to import, which every
+    # start without a model (the console's first run, each test process) would pay for nothing.
+    from bot.llm.openai_model import OpenAIModel
+
     return OpenAIModel(settings, ledger)
 
 

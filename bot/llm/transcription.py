@@ -15,12 +15,13 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-
-import openai
+from typing import TYPE_CHECKING
 
 from bot.config.services import ModelSettings
 from bot.llm.accounting import UsageLedger
-from bot.llm.openai_model import openai_client
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +58,13 @@ class Transcriber:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
         self._secret = key or None
         self._owns_client = client is None
-        self._client = client or openai_client(settings)
+        if client is None:
+            # Imported once a transcriber is made: the `openai` package takes about a second
+            # of CPU to import, which a start without a model would pay for nothing.
+            from bot.llm.openai_model import openai_client
+
+            client = openai_client(settings)
+        self._client = client
 
     @classmethod
     def of(cls, settings: ModelSettings, ledger: UsageLedger) -> Transcriber | None:
@@ -74,6 +81,8 @@ class Transcriber:
 
     async def transcribe(self, audio: Audio) -> str:
         """The words spoken in `audio` (stripped; "" when nothing was heard)."""
+        import openai  # already loaded: the client is an openai one
+
         started = time.perf_counter()
         try:
             result = await self._client.audio.transcriptions.create(
