@@ -85,10 +85,11 @@ doctor: $(STAMP_RUN)
 
 # One pytest worker per core (pytest-xdist), each test file kept on one worker so its module's
 # fixtures (a wheel, a wheelhouse) are built once; TEST_WORKERS=0 runs in this process. On the
-# shared 2-core machine two workers took two thirds of the serial time (docs/testing.md).
+# shared 2-core machine two workers took two thirds of the serial time (docs/testing.md). Files
+# go out in collection order, which tests/conftest.py sorts longest first.
 TEST_WORKERS ?= auto
 test: $(STAMP_TEST)
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # CI runs this before the tests. mypy reads what to check and how strictly from pyproject.toml;
 # its cache lives in the venv (reset with it) and makes a re-run take seconds.

@@ -50,6 +50,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(parts[0])
         if parts[0] == "e2e" and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(E2E_TIMEOUT_SECONDS))
+    # Longest first: `make test` hands whole files to its workers in collection order
+    # (`--dist loadfile --no-loadscope-reorder`), so the files of long tests start at once and
+    # the many short ones fill the workers' ends; in folder order the Dockerfile's steps
+    # (minutes) could start last while the other worker sat idle. A file keeps its tests
+    # together and in their order (the sort is stable), so its module fixtures are made once.
+    file_rank: dict[Path, int] = {}
+    for item in items:
+        file_rank[item.path] = min(file_rank.get(item.path, _LAST), _start_rank(item))
+    items.sort(key=lambda item: file_rank[item.path])
+
+
+_LAST = len(TIERS) + 1
+
+
+def _start_rank(item: pytest.Item) -> int:
+    """0 for a slow test, then the end-to-end, integration and unit tiers."""
+    if item.get_closest_marker("slow") is not None:
+        return 0
+    for rank, tier in enumerate(TIERS[::-1], start=1):
+        if item.get_closest_marker(tier) is not None:
+            return rank
+    return _LAST
 
 
 @pytest.fixture
