@@ -45,16 +45,24 @@ endif
 PIP_INSTALL := PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install \
 	--quiet --constraint $(LOCK) --build-constraint $(LOCK)
 
-$(VENV)/.installed-run: pyproject.toml setup.py $(LOCK)
+# The venv with the lock's pip in it.
+define NEW_VENV
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing Mnemo into $(VENV) (first run only)..."
 	@$(BIN)/python -m pip install --quiet --constraint $(LOCK) pip
+endef
+
+$(VENV)/.installed-run: pyproject.toml setup.py $(LOCK)
+	$(NEW_VENV)
 	@$(PIP_INSTALL) -e .
 	@touch $@
 
-$(VENV)/.installed-test: $(VENV)/.installed-run
+# Everything `run` has and the tools, in one pip run (a fresh clone's `make test` and CI):
+# so it stands for the run stamp too.
+$(VENV)/.installed-test: pyproject.toml setup.py $(LOCK)
+	$(NEW_VENV)
 	@$(PIP_INSTALL) -e '.[dev,bench]'
-	@touch $@
+	@touch $(VENV)/.installed-run $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-run
 	@$(PIP_INSTALL) -e '.[bench]'
