@@ -3,28 +3,14 @@ few seconds), so the build's `build/` and `*.egg-info` never land in the working
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.checkout_copy import copy_checkout
 from tests.paths import REPO
-
-_NOT_SOURCES = shutil.ignore_patterns(
-    ".git", ".venv", "__pycache__", "build", "dist", "*.egg-info", ".pytest_cache", ".ruff_cache"
-)
-# Run-time folders at the top of a checkout (MNEMO_DATA_DIR's default, bench results).
-_RUNTIME_FOLDERS = {"data", "bench-results", ".env"}
-
-
-def _ignore(folder: str, names: list[str]) -> set[str]:
-    ignored = set(_NOT_SOURCES(folder, names))
-    if Path(folder) == REPO:
-        ignored |= _RUNTIME_FOLDERS & set(names)
-    return ignored
-
 
 # Published as `mnemo-bot` (`mnemo` and a hundred `mnemo*` names are taken on PyPI); the
 # command stays `mnemo`.
@@ -35,7 +21,7 @@ DIST_INFO = "mnemo_bot-0.1.0.dist-info"
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("wheel")
     source = folder / "source"
-    shutil.copytree(REPO, source, ignore=_ignore)
+    copy_checkout(REPO, source)
     built = subprocess.run(
         [
             sys.executable,
