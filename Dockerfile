@@ -13,11 +13,14 @@
 # beside it.
 FROM python:3.11-slim AS wheel
 WORKDIR /src
-COPY pyproject.toml setup.py README.md LICENSE ./
+COPY pyproject.toml setup.py README.md LICENSE constraints.txt ./
 COPY bot ./bot
 COPY characters ./characters
 COPY plugins ./plugins
-RUN pip wheel --no-deps --wheel-dir /wheels .
+# The lock's pip, and the lock's setuptools for the build (--build-constraint, a pip 25.3
+# option): the base image's pip and next month's setuptools change nothing.
+RUN pip install --constraint constraints.txt pip \
+    && pip wheel --no-deps --build-constraint constraints.txt --wheel-dir /wheels .
 
 # Stage 2: the image.
 FROM python:3.11-slim
@@ -34,7 +37,8 @@ RUN useradd --create-home --uid 10001 mnemo \
 
 # The dependencies first, at the versions of the lock, so editing Mnemo's code reuses this layer.
 COPY constraints.txt pyproject.toml /wheels/
-RUN python -c "import tomllib; print(*tomllib.load(open('/wheels/pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
+RUN pip install --constraint /wheels/constraints.txt pip \
+    && python -c "import tomllib; print(*tomllib.load(open('/wheels/pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" \
         > /wheels/requirements.txt \
     && pip install --constraint /wheels/constraints.txt --requirement /wheels/requirements.txt
 COPY --from=wheel /wheels/ /wheels/

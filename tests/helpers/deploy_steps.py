@@ -367,7 +367,8 @@ def wheelhouse(repo: Path, folder: Path) -> Path:
     import tomllib
 
     project = tomllib.loads((repo / "pyproject.toml").read_text(encoding="utf-8"))
-    wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"]]
+    # pip too: the Dockerfile and docs/deploy.md install the lock's pip first.
+    wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"], "pip"]
     key = hashlib.sha256(
         (repo / "constraints.txt").read_bytes() + "\n".join(wanted).encode()
     ).hexdigest()[:16]
