@@ -30,14 +30,15 @@ from tests.helpers.doc_snippets import Block, snippet
 from tests.paths import REPO
 
 MODELS_DOC = REPO / "docs" / "models.md"
-# The blocks that configure an endpoint, and the programs of other projects they start.
-SETTINGS_BLOCKS = {
-    "openai": set(),
-    "compatible-provider": set(),
-    "ollama": {"ollama"},
-    "llama-cpp": {"llama-server", "python"},
-    "vllm": {"vllm"},
-}
+# The blocks that configure an endpoint, and the programs of other projects they start. Read
+# when the module is collected: a block gone from the page is a collection error naming it.
+SETTINGS_BLOCKS = [
+    pytest.param(snippet(MODELS_DOC, "openai"), set(), id="openai"),
+    pytest.param(snippet(MODELS_DOC, "compatible-provider"), set(), id="compatible-provider"),
+    pytest.param(snippet(MODELS_DOC, "ollama"), {"ollama"}, id="ollama"),
+    pytest.param(snippet(MODELS_DOC, "llama-cpp"), {"llama-server", "python"}, id="llama-cpp"),
+    pytest.param(snippet(MODELS_DOC, "vllm"), {"vllm"}, id="vllm"),
+]
 _ASSIGNMENT = re.compile(r"(?P<name>[A-Z][A-Z0-9_]*)=(?P<value>.*)", re.DOTALL)
 
 
@@ -63,11 +64,11 @@ def shell_lines(block: Block) -> list[ShellLine]:
     return lines
 
 
-def block_settings(name: str) -> tuple[dict[str, str], set[str]]:
+def block_settings(block: Block) -> tuple[dict[str, str], set[str]]:
     """The block's settings lines, and the programs its other lines run."""
     settings: dict[str, str] = {}
     programs: set[str] = set()
-    for line in shell_lines(snippet(MODELS_DOC, name)):
+    for line in shell_lines(block):
         if line.command:
             programs.add(line.command[0])
         settings.update(line.settings)
@@ -132,18 +133,18 @@ def small_caller(asked: list[str]) -> Plugin:
     return Plugin("judge", evaluators=[judge])
 
 
-@pytest.mark.parametrize("name", sorted(SETTINGS_BLOCKS))
+@pytest.mark.parametrize(("block", "other_programs"), SETTINGS_BLOCKS)
 async def test_a_settings_block_points_mnemo_at_its_endpoint_and_models(
-    name: str, clean_environment: Path, mongo_uri: str, model_dir: Path
+    block: Block, other_programs: set[str], clean_environment: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    written, programs = block_settings(name)
-    assert programs == SETTINGS_BLOCKS[name], "a line of the block is neither a setting nor known"
+    written, programs = block_settings(block)
+    assert programs == other_programs, "a line of the block is neither a setting nor known"
     assert "MNEMO_LARGE_MODEL" in written and "MNEMO_SMALL_MODEL" in written
     async with FakeOpenAIServer() as server:
         # The endpoint the block names is where the reader's server listens; ours is here.
         pasted = {**written, "OPENAI_BASE_URL": server.base_url}
         env_file = clean_environment / ".env"
-        env_file.write_text(pasted_into_env_file(snippet(MODELS_DOC, name), server.base_url))
+        env_file.write_text(pasted_into_env_file(block, server.base_url))
         loaded = load_settings(env_file)
         for key, value in pasted.items():
             assert same(read_back(loaded, key), value), f"{key}={value} read as something else"

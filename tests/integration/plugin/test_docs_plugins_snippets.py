@@ -52,10 +52,6 @@ REPLY = json.dumps({"text": "Noted.", "action": "NONE"})
 BOT = {name: getattr(bot, name) for name in bot.__all__}
 
 
-def block(name: str) -> Block:
-    return snippet(PLUGINS_DOC, name)
-
-
 def call_of(code: Block, callee: str) -> ast.Call:
     """The one call of `callee` at the top of the block."""
     calls = [
@@ -108,7 +104,7 @@ async def _found(ctx: Context) -> bool:
 
 # ---------------------------------------------------------------------- the contract
 def test_the_contract_names_every_part_a_plugin_has_and_builds_one() -> None:
-    contract = block("plugin-contract")
+    contract = snippet(PLUGINS_DOC, "plugin-contract")
     keywords = {k.arg for k in call_of(contract, "Plugin").keywords}
     assert keywords == {f.name for f in dataclasses.fields(Plugin)}
 
@@ -135,7 +131,7 @@ def test_the_contract_names_every_part_a_plugin_has_and_builds_one() -> None:
 async def test_the_evaluator_block_is_an_evaluator_that_runs_after_a_message(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    code = block("evaluator")
+    code = snippet(PLUGINS_DOC, "evaluator")
     seen: list[tuple[str, object]] = []
 
     async def handler(ctx: Context, found: object) -> None:
@@ -176,7 +172,7 @@ async def test_the_provider_block_puts_its_text_into_the_reply_s_state(
     async def get(ctx: Context) -> str:
         return "It is sunny in Lisbon."
 
-    provider = evaluate(block("provider"), {"get": get})
+    provider = evaluate(snippet(PLUGINS_DOC, "provider"), {"get": get})
     assert isinstance(provider, Provider)
     model = chat_model()
     async with open_test_app(
@@ -196,7 +192,7 @@ async def test_the_provider_block_puts_its_text_into_the_reply_s_state(
 async def test_the_action_block_runs_when_the_reply_names_it(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    code = block("action")
+    code = snippet(PLUGINS_DOC, "action")
     ran: list[str] = []
 
     async def handler(ctx: Context) -> None:
@@ -227,7 +223,7 @@ async def test_the_action_block_runs_when_the_reply_names_it(
 async def test_the_command_block_answers_admins_and_refuses_others(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    code = block("command")
+    code = snippet(PLUGINS_DOC, "command")
     names = run_module(code, BOT)
     command = last_expression(code, names)
     assert isinstance(command, Command) and command.admin_only and command.after_learning
@@ -268,7 +264,7 @@ async def test_the_command_block_answers_admins_and_refuses_others(
 def test_the_settings_block_reads_what_its_comments_say(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    code = block("settings")
+    code = snippet(PLUGINS_DOC, "settings")
     monkeypatch.chdir(tmp_path)  # no .env of the checkout's
     names = run_module(
         code,
@@ -311,7 +307,7 @@ def _task_plugin(name: str, run: Callable[[TaskContext], Awaitable[Any]]) -> Plu
 async def test_rooms_send_sends_into_the_room_and_says_why_not(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    code = block("rooms-send")
+    code = snippet(PLUGINS_DOC, "rooms-send")
     fragment = as_hook(code, "send_one", ["ctx", "room_id", "person_id"], BOT)
     # The comment under the call lists what it returns: the API's own Delivery values.
     listed = code.text.splitlines()[-1].lstrip("# ").split(" | ")
@@ -356,7 +352,7 @@ async def test_a_world_voice_speaks_as_the_world_s_character_with_its_model(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     fragment = as_hook(
-        block("world-voice"),
+        snippet(PLUGINS_DOC, "world-voice"),
         "speak",
         ["ctx", "world_id"],
         {**BOT, "MY_TEMPLATE": "Greet the room as {{agentName}}."},
@@ -394,7 +390,7 @@ async def test_a_world_voice_speaks_as_the_world_s_character_with_its_model(
 async def test_a_proposed_claim_is_stored_as_a_fact_about_its_speaker(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    code = block("claims")
+    code = snippet(PLUGINS_DOC, "claims")
     fragment = as_hook(code, "propose", ["ctx", "message"], BOT)
     outcomes: list[dict[str, Any]] = []
 
@@ -425,7 +421,7 @@ async def test_a_proposed_claim_is_stored_as_a_fact_about_its_speaker(
 async def test_calling_the_model_reads_an_answer_counts_an_unreadable_one_and_survives_a_failure(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    code = block("calling-the-model")
+    code = snippet(PLUGINS_DOC, "calling-the-model")
     namespace = {**BOT, "SENTIMENT_TEMPLATE": "Score the tone of: {{text}}"}
     fragment = as_hook(code, "score", ["ctx", "values"], namespace)
     outcomes: list[dict[str, Any] | None] = []
@@ -465,7 +461,7 @@ async def test_calling_the_model_reads_an_answer_counts_an_unreadable_one_and_su
 async def test_an_offline_answer_answers_its_evaluator_without_a_model(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
-    names = run_module(block("offline-answer"))
+    names = run_module(snippet(PLUGINS_DOC, "offline-answer"))
     answers: list[str] = []
 
     async def handler(ctx: Context, found: object) -> None:
@@ -497,9 +493,9 @@ async def test_the_testing_example_passes_against_the_page_s_template(
     """The page says to copy plugins/_template.py to plugins/my_evaluator.py: its copy of the
     template, imported as that module, and its test run on it."""
     module = types.ModuleType("plugins.my_evaluator")
-    exec(compiled(block("template")), module.__dict__)
+    exec(compiled(snippet(PLUGINS_DOC, "template")), module.__dict__)
     monkeypatch.setitem(sys.modules, "plugins.my_evaluator", module)
-    names = run_module(block("test"))
+    names = run_module(snippet(PLUGINS_DOC, "test"))
     await names["test_questions_are_counted"](tmp_path, mongo_uri, model_dir)
 
 
@@ -510,7 +506,7 @@ def test_an_installed_package_s_entry_point_loads_its_plugin(
 ) -> None:
     """The page's `pyproject.toml` lines, as pip writes them into the installed package's
     metadata: the module form, and the `module:object` form its comment offers."""
-    code = block("entry-points")
+    code = snippet(PLUGINS_DOC, "entry-points")
     text = code.text if form == "module" else _uncommented(code.text)
     [(name, target)] = tomllib.loads(text)["project"]["entry-points"]["mnemo.plugins"].items()
     package = tmp_path / "site"
