@@ -103,7 +103,7 @@ async def _found(ctx: Context) -> bool:
 
 
 # ---------------------------------------------------------------------- the contract
-def test_the_contract_names_every_part_a_plugin_has_and_builds_one() -> None:
+def test_the_contract_names_every_part_a_plugin_has_and_builds_one(tmp_path: Path) -> None:
     contract = snippet(PLUGINS_DOC, "plugin-contract")
     keywords = {k.arg for k in call_of(contract, "Plugin").keywords}
     assert keywords == {f.name for f in dataclasses.fields(Plugin)}
@@ -115,13 +115,13 @@ def test_the_contract_names_every_part_a_plugin_has_and_builds_one() -> None:
         name: hook for name in ("setup", "teardown", "forget", "export", "stats")
     }
     stand_ins |= {"about": hook, "learned": hook, "run": hook, "f": lambda request: None}
-    stand_ins |= {"MySettings": SentimentSettings, "HERE": REPO / "characters"}
-    # The page's own character file name; the archivist stands in for the pirate.
-    code = contract.text.replace('"pirate.json"', '"archivist.json"')
-    names = run_module(dataclasses.replace(contract, text=code), stand_ins)
+    # The plugin's folder, with the character file the page names (the archivist's persona).
+    (tmp_path / "pirate.json").write_bytes((REPO / "characters" / "archivist.json").read_bytes())
+    stand_ins |= {"MySettings": SentimentSettings, "HERE": tmp_path}
+    names = run_module(contract, stand_ins)
     assert "Plugin" in names and "load_character" in names and "Task" in names
     # As written, the block's expression builds a Plugin (its lists hold `...` placeholders).
-    built = last_expression(dataclasses.replace(contract, text=code), names)
+    built = last_expression(contract, names)
     assert isinstance(built, Plugin) and built.name == "questions"
     assert [c.name for c in built.characters] == ["Archivist"]
     assert [t.name for t in built.tasks] == ["nudge"]
