@@ -105,6 +105,21 @@ def run_module(block: Block, namespace: dict[str, Any] | None = None) -> dict[st
     return names
 
 
+def last_value(block: Block, namespace: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The block run as a module's code, and the value of its last statement, which must be
+    an expression (a schematic `Evaluator(...)`, an example's closing `Command(...)`)."""
+    tree = ast.parse(block.text, filename=str(block.doc))
+    ast.increment_lineno(tree, block.line - 1)
+    *body, last = tree.body
+    if not isinstance(last, ast.Expr):
+        raise AssertionError(f"{block.where}: the block ends in no expression")
+    names: dict[str, Any] = {"__name__": f"doc_snippet_{block.line}", **namespace}
+    module = ast.Module(body=body, type_ignores=[])
+    exec(compile(module, str(block.doc), "exec", dont_inherit=True), names)
+    expression = ast.Expression(body=last.value)
+    return eval(compile(expression, str(block.doc), "eval", dont_inherit=True), names), names
+
+
 def as_hook(
     block: Block, name: str, params: Sequence[str], namespace: dict[str, Any]
 ) -> Callable[..., Any]:

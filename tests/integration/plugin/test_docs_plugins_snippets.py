@@ -42,7 +42,7 @@ from bot.plugin.loading import discover
 from bot.testing.harness import TestChat, open_test_app, test_settings
 from bot.testing.scripted import ScriptedModel
 from plugins.sentiment.settings import SentimentSettings
-from tests.helpers.doc_snippets import Block, as_hook, compiled, run_module, snippet
+from tests.helpers.doc_snippets import Block, as_hook, compiled, last_value, run_module, snippet
 from tests.helpers.world_choice import allowing, ask
 from tests.paths import REPO
 
@@ -81,16 +81,10 @@ def shown_defaults(code: Block, part: type) -> dict[str, object]:
 
 
 def evaluate(code: Block, namespace: dict[str, Any]) -> Any:
-    """The block's one expression (a schematic `Part(...)`), evaluated."""
-    tree = ast.parse(code.text, mode="eval")
-    return eval(compile(tree, str(code.doc), "eval"), {**BOT, **namespace})
-
-
-def last_expression(code: Block, names: dict[str, Any]) -> Any:
-    """The value of the block's last statement, an expression, with the names it defined."""
-    statement = ast.parse(code.text).body[-1]
-    assert isinstance(statement, ast.Expr), f"{code.where}: the block ends in no expression"
-    return eval(compile(ast.Expression(statement.value), str(code.doc), "eval"), names)
+    """The block's closing expression (a schematic `Part(...)`), with the API's names and the
+    stand-ins bound."""
+    value, _ = last_value(code, {**BOT, **namespace})
+    return value
 
 
 def chat_model(answers: dict[str, list[str | BaseException]] | None = None) -> ScriptedModel:
@@ -118,10 +112,9 @@ def test_the_contract_names_every_part_a_plugin_has_and_builds_one(tmp_path: Pat
     # The plugin's folder, with the character file the page names (the archivist's persona).
     (tmp_path / "pirate.json").write_bytes((REPO / "characters" / "archivist.json").read_bytes())
     stand_ins |= {"MySettings": SentimentSettings, "HERE": tmp_path}
-    names = run_module(contract, stand_ins)
+    # As written, with only its own import: it builds a Plugin (its lists hold `...`).
+    built, names = last_value(contract, stand_ins)
     assert "Plugin" in names and "load_character" in names and "Task" in names
-    # As written, the block's expression builds a Plugin (its lists hold `...` placeholders).
-    built = last_expression(contract, names)
     assert isinstance(built, Plugin) and built.name == "questions"
     assert [c.name for c in built.characters] == ["Archivist"]
     assert [t.name for t in built.tasks] == ["nudge"]
@@ -224,8 +217,7 @@ async def test_the_command_block_answers_admins_and_refuses_others(
     tmp_path: Path, mongo_uri: str, model_dir: Path
 ) -> None:
     code = snippet(PLUGINS_DOC, "command")
-    names = run_module(code, BOT)
-    command = last_expression(code, names)
+    command = evaluate(code, {})
     assert isinstance(command, Command) and command.admin_only and command.after_learning
 
     async def forget(ctx: object, person_id: str, world_id: str) -> int:

@@ -1,7 +1,7 @@
-"""docs/followups.md's opening session, as the console prints it: each `you>` line typed, each
-other line what Mnemo printed, and the `(Saturday, 10:00)` line the moment the clock is moved
-to before the plugin's timed task runs. The offline model answers (no key is set); the clock
-is the plugin's own, injected; real MongoDB and Chroma."""
+"""docs/followups.md's opening session, and the README's, as the console prints them: each
+`you>` line typed, each other line what Mnemo printed, and the `(Saturday, 10:00)` line the
+moment the clock is moved to before the plugin's timed task runs. The offline model answers
+(no key is set); the clock is the plugin's own, injected; real MongoDB and Chroma."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bot.adapters.console import ConsoleChat
 from bot.testing.harness import open_test_app
 from plugins.followups import make_plugin
 from plugins.followups.prompts import plain_question
-from tests.helpers.doc_snippets import snippet
+from tests.helpers.doc_snippets import fenced_blocks, snippet
 from tests.helpers.followups import WEDNESDAY, Clock
 from tests.paths import REPO
 
@@ -38,10 +38,11 @@ def next_moment(after: datetime, day: str, hour: int, minute: int) -> datetime:
     return moment if moment > after else moment + timedelta(days=7)
 
 
-async def test_the_followups_page_session_is_what_the_console_prints(
-    tmp_path: Path, mongo_uri: str, model_dir: Path
+async def play(
+    session: list[str], tmp_path: Path, mongo_uri: str, model_dir: Path, *, first: str = ""
 ) -> None:
-    session = snippet(FOLLOWUPS_DOC, "followups-session").text.splitlines()
+    """Type the session's `you>` lines into the console (after `first`, a command whose answer
+    the session does not show) and check that it prints the session's other lines."""
     clock = Clock()  # Wednesday 25 November 2026, noon: the session's day
     assert datetime.fromtimestamp(clock.ms / 1000, UTC) == WEDNESDAY
     read, write = os.pipe()  # standard input that waits, like a person at the prompt
@@ -57,7 +58,11 @@ async def test_the_followups_page_session_is_what_the_console_prints(
         )
         await console.start(app.adapter_services)
         try:
-            for line in session:
+            if first:
+                assert await console.command(first)
+                out.seek(0)
+                out.truncate()
+            for index, line in enumerate(session):
                 if line.startswith("you> "):
                     typed = line.removeprefix("you> ")
                     if typed.startswith("/"):
@@ -66,7 +71,7 @@ async def test_the_followups_page_session_is_what_the_console_prints(
                         await console.chat(typed)
                         assert await app.runtime.evaluations.join(console.room.id, 60)
                 elif moment := _MOMENT.fullmatch(line):
-                    asked.update(session[session.index(line) + 1 :][:1])
+                    asked.update(session[index + 1 : index + 2])
                     now = datetime.fromtimestamp(clock.ms / 1000, UTC)
                     when = next_moment(
                         now, moment["day"], int(moment["hour"]), int(moment["minute"])
@@ -88,3 +93,23 @@ async def test_the_followups_page_session_is_what_the_console_prints(
             assert shown in plain_questions("Sarah", "your exam", "on Friday"), shown
         else:
             assert said == shown
+
+
+async def test_the_followups_page_session_is_what_the_console_prints(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    session = snippet(FOLLOWUPS_DOC, "followups-session").text.splitlines()
+    assert session[0] == "you> /followups on"
+    await play(session, tmp_path, mongo_uri, model_dir)
+
+
+async def test_the_readme_follow_up_is_what_the_console_prints_once_an_admin_turned_them_on(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    """The README's short session; "(admins: `/followups on`)", its sentence says, first."""
+    [session] = [
+        block.text.splitlines()
+        for block in fenced_blocks(REPO / "README.md")
+        if block.text.startswith("you> My exam is on Friday!")
+    ]
+    await play(session, tmp_path, mongo_uri, model_dir, first="/followups on")
