@@ -171,10 +171,18 @@ class OfflineModel:
             return json.dumps([n for n in names if isinstance(n, str)])
         if request.task not in self._unanswered:
             self._unanswered.add(request.task)
+            # Registered answers that all passed (returned None) are not missing ones: say
+            # which, or the author looks for a registration that is there.
+            why = (
+                "every offline answer registered for it returned None"
+                if self._answers.get(request.task)
+                else "no plugin registered an offline answer for it"
+            )
             log.warning(
-                "offline model: no plugin registered an offline answer for task %s; "
-                "answering %s (register one with the evaluator's `offline=`)",
+                "offline model: task %s: %s; answering %s (register one with the "
+                "evaluator's `offline=`; a None passes to the next)",
                 request.task,
+                why,
                 NO_ANSWER,
             )
         return NO_ANSWER

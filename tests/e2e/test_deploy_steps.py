@@ -31,7 +31,6 @@ from tests.helpers.deploy_steps import (
     follow_shell_steps,
     free_port,
     make_shims,
-    markdown_blocks,
     parse_unit,
     remove_in_background,
     rooted,
@@ -39,6 +38,7 @@ from tests.helpers.deploy_steps import (
     user_home,
     wheelhouse,
 )
+from tests.helpers.doc_snippets import snippet
 from tests.helpers.shipped_plugins import shipped_plugins
 from tests.paths import REPO
 
@@ -195,9 +195,9 @@ def test_the_systemd_install_steps_and_unit_chat_writing_only_where_allowed(
     and git clone; pip from the lock's wheels), then the unit: every folder it names exists
     (else systemd stops with 226/NAMESPACE), and its ExecStart, from its WorkingDirectory with
     its Environment=, chats and writes nothing outside ReadWritePaths= (ProtectSystem=strict)."""
-    deploy = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
-    [steps, *_] = markdown_blocks(deploy, "sh", "## 1. One process, with systemd")
-    [unit_text] = markdown_blocks(deploy, "ini", "## 1. One process, with systemd")
+    deploy = REPO / "docs" / "deploy.md"
+    steps = snippet(deploy, "systemd-install").text
+    unit_text = snippet(deploy, "systemd-unit").text
     steps = steps.replace("https://github.com/<you>/mnemo", "https://github.com/example/mnemo")
     root = tmp_path / "machine"
     shims = make_shims(tmp_path / "shims", root, REPO)

@@ -413,14 +413,6 @@ def rooted(text: str, root: Path) -> str:
     return _ABSOLUTE.sub(f"{root}/", text)
 
 
-def markdown_blocks(markdown: str, language: str, section: str) -> list[str]:
-    """The ```language blocks of the section whose heading starts with `section`."""
-    start = markdown.index(f"\n{section}")
-    end = markdown.find("\n## ", start + 1)
-    part = markdown[start : end if end != -1 else len(markdown)]
-    return re.findall(rf"```{language}\n(.*?)```", part, re.DOTALL)
-
-
 def follow_shell_steps(
     block: str,
     root: Path,

@@ -13,11 +13,12 @@ import yaml
 
 from bot.app.cli import build_parser
 from bot.config.settings import environment_variables, load_settings
+from tests.helpers.doc_snippets import snippet
 from tests.paths import REPO
 
 DOCKERFILE = (REPO / "Dockerfile").read_text(encoding="utf-8")
 COMPOSE = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
-DEPLOY_DOC = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+DEPLOY_DOC = REPO / "docs" / "deploy.md"
 # Variables Python and pip read, not Mnemo's settings.
 NOT_SETTINGS = {
     "PYTHONDONTWRITEBYTECODE",
@@ -45,8 +46,7 @@ def dockerfile_env() -> dict[str, str]:
 
 
 def systemd_unit() -> str:
-    [unit] = re.findall(r"```ini\n(.*?)```", DEPLOY_DOC, re.DOTALL)
-    return unit
+    return snippet(DEPLOY_DOC, "systemd-unit").text
 
 
 def unit_env() -> dict[str, str]:
