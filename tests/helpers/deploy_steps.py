@@ -319,10 +319,14 @@ if command == "sudo":
 if command == "git":
     # `git clone URL DEST`: the checkout under test, as a clone of it would hold.
     assert args[0] == "clone", args
-    ignored = shutil.ignore_patterns(
+    # As tests/helpers/checkout_copy.py does: the run-time folders only at the top.
+    sources = shutil.ignore_patterns(
         ".git", ".venv*", "__pycache__", "build", "dist", "*.egg-info", ".pytest_cache",
-        ".ruff_cache", "data", ".env", "bench-results",
+        ".ruff_cache",
     )
+    def ignored(folder, names):
+        top = {{"data", ".env", "bench-results"}} & set(names) if folder == REPO else set()
+        return set(sources(folder, names)) | top
     shutil.copytree(REPO, args[-1], ignore=ignored)
     sys.exit(0)
 if command.startswith("python3"):
