@@ -1,7 +1,9 @@
-"""`/character [name]` and `/model [small|large] [name|default]`: a world's own character and
-model names, chosen by its admins (issue 21.3). Without arguments each shows the current
-choice and the options. The choice is kept in `world_settings` (bot/storage/world_settings.py)
-and used for everything done in the world (bot/runtime/worlds.py); `/stats` shows it.
+"""`/character [name]`, `/model [small|large] [name|default]` and `/language [code|default]`:
+a world's own character, model names and language of the bot's own words, chosen by its
+admins (issue 21.3, issue 31). Without arguments each shows the current choice and the
+options. The choice is kept in `world_settings` (bot/storage/world_settings.py) and used for
+everything done in the world (bot/runtime/worlds.py, bot/runtime/languages.py); `/stats`
+shows the character and models.
 
 A model costs the operator, not the admin: `/model` chooses only among the names the operator
 lists in MNEMO_MODEL_CHOICES (none by default: then it shows the models and changes nothing).
@@ -18,20 +20,36 @@ from collections.abc import Awaitable, Callable, Sequence
 from bot.commands.parsing import echo
 from bot.commands.types import CommandInfo, Request
 from bot.domain.characters import InstalledCharacter, WorldChoice
+from bot.i18n import (
+    N_,
+    SOURCE_TEXTS,
+    Texts,
+    available_languages,
+    language_name,
+    match_language,
+    texts_for,
+)
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest
 from bot.llm.caps import WORLD_CAP_REPLY, OverCap
+from bot.runtime.languages import Languages
 from bot.runtime.worlds import WorldChoices
 
 log = logging.getLogger(__name__)
 
 COMMANDS: tuple[CommandInfo, ...] = (
     CommandInfo(
-        "character", "Admins: the character I speak as here", usage="[name]", admin_only=True
+        "character", N_("Admins: the character I speak as here"), usage="[name]", admin_only=True
     ),
     CommandInfo(
         "model",
-        "Admins: the models I use here",
+        N_("Admins: the models I use here"),
         usage="[small|large] [name|default]",
+        admin_only=True,
+    ),
+    CommandInfo(
+        "language",
+        N_("Admins: the language of my own words here"),
+        usage="[code|default]",
         admin_only=True,
     ),
 )
@@ -49,22 +67,71 @@ NO_MODEL_CHOICES = (
 # The task a model name's check is accounted under.
 MODEL_CHECK_TASK = "model_check"
 
-Handler = Callable[[Request], Awaitable[str]]
+# An answer, given the catalog of the asker's language (bot/i18n).
+Handler = Callable[[Request, Texts], Awaitable[str]]
 
 
-def handlers(worlds: WorldChoices, model: LanguageModel) -> dict[str, Handler]:
-    """The answers to /character and /model, by command name."""
-    choosing = WorldChoosing(worlds, model)
-    return {"character": choosing.character, "model": choosing.model}
+def handlers(
+    worlds: WorldChoices, model: LanguageModel, languages: Languages
+) -> dict[str, Handler]:
+    """The answers to /character, /model and /language, by command name."""
+    choosing = WorldChoosing(worlds, model, languages)
+    return {
+        "character": choosing.character,
+        "model": choosing.model,
+        "language": choosing.language,
+    }
 
 
 class WorldChoosing:
-    def __init__(self, worlds: WorldChoices, model: LanguageModel) -> None:
+    def __init__(self, worlds: WorldChoices, model: LanguageModel, languages: Languages) -> None:
         self.worlds = worlds
         self.language_model = model
+        self.languages = languages
 
-    # ------------------------------------------------------------------ /character
-    async def character(self, request: Request) -> str:
+    # ------------------------------------------------------------------ /language
+    async def language(self, request: Request, texts: Texts = SOURCE_TEXTS) -> str:
+        wanted = request.args.strip()
+        if not wanted:
+            chosen = await self.languages.chosen(request.world_id)
+            if chosen is None:
+                shown = texts.gettext(
+                    "Here I speak each person's language when I have it, else {default}."
+                ).format(default=_language_shown(self.languages.default))
+            else:
+                shown = texts.gettext("Here I speak {language}.").format(
+                    language=_language_shown(chosen)
+                )
+            return f"{shown}\n{_languages_available(texts)}"
+        if wanted.casefold() in DEFAULT_WORDS:
+            await self.languages.change(request.world_id, None)
+            log.info("%s: world %s went back to the default language", *_where(request))
+            now = texts_for(self.languages.language(None, request.locale))
+            return now.gettext(
+                "Here I speak each person's language again when I have it, else {default}."
+            ).format(default=_language_shown(self.languages.default))
+        found = match_language(wanted)
+        if found is None:
+            unknown = texts.gettext("I have no language {code}; nothing changed.")
+            return f"{unknown.format(code=echo(wanted, 20))}\n{_languages_available(texts)}"
+        await self.languages.change(request.world_id, found)
+        log.info("%s: world %s chose the language %s", *_where(request), found)
+        # Said in the language just chosen: the first answer in it.
+        return (
+            texts_for(found)
+            .gettext("Here I speak {language} now.")
+            .format(language=_language_shown(found))
+        )
+
+    # ------------------------------------------------------------------ /character and /model
+    # Their answers are for admins and stay in English for now (docs/languages.md).
+    async def character(self, request: Request, texts: Texts = SOURCE_TEXTS) -> str:
+        return await self._character(request)
+
+    async def model(self, request: Request, texts: Texts = SOURCE_TEXTS) -> str:
+        return await self._model(request)
+
+    async def _character(self, request: Request) -> str:
         wanted = request.args.strip()
         choice = await self.worlds.of(request.world_id)
         if not wanted:
@@ -90,8 +157,7 @@ class WorldChoosing:
             "/character <name> chooses one here; /character default goes back to the default."
         )
 
-    # ------------------------------------------------------------------ /model
-    async def model(self, request: Request) -> str:
+    async def _model(self, request: Request) -> str:
         words = request.args.split()
         choice = await self.worlds.of(request.world_id)
         choices = self.worlds.model_choices
@@ -196,6 +262,21 @@ def describe_world(choice: WorldChoice, defaults: dict[str, str]) -> str:
     """The `/stats` line: "Character: Archivist (archivist). Models here: ..." """
     character = describe_character(choice).removeprefix("Here I am ")
     return f"Character: {character} {describe_models(choice, defaults)}"
+
+
+def _language_shown(code: str) -> str:
+    """ "es (español)": the code to type, and the language's own name for itself."""
+    name = language_name(code)
+    return code if name == code else f"{code} ({name})"
+
+
+def _languages_available(texts: Texts) -> str:
+    shown = ", ".join(_language_shown(code) for code in available_languages())
+    available = texts.gettext("Available: {languages}.").format(languages=shown)
+    usage = texts.gettext(
+        "/language <code> chooses one here; /language default goes back to each person's."
+    )
+    return f"{available}\n{usage}"
 
 
 def _called(installed: InstalledCharacter) -> str:
