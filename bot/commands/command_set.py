@@ -249,15 +249,15 @@ class Commands:
 
     async def forget_me(self, request: Request) -> str:
         """Forget the person who asked, in the world they asked in (they confirmed)."""
+        texts = await self.texts(request)
         if not await self.database_ready():  # a button pressed during an outage
-            return (await self.texts(request)).gettext(DATABASE_AWAY)
-        texts = await self.texts(request)  # before: forgetting may take the world's settings
+            return texts.gettext(DATABASE_AWAY)
         try:
             forgotten = await self.forgetting.person(request.account_id, request.world_id)
         except Exception:
             log.exception("%s: forgetting a person failed", request.platform)
             return texts.gettext(FORGET_FAILED)
-        return f"{texts.gettext(FORGOTTEN)} {describe_forgotten(forgotten, texts)}"
+        return describe_forgotten(forgotten, texts)
 
     async def forget_person_prompt(
         self,
