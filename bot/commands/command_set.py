@@ -398,9 +398,8 @@ class Commands:
         )
 
     async def _stats(self, request: Request, texts: Texts) -> str:
-        # For admins, in English but for the note that learning goes on (docs/languages.md).
         return await self.after_learning(
-            request.room_id, lambda: stats(self.services, request.scope), texts
+            request.room_id, lambda: stats(self.services, request.scope, texts), texts
         )
 
     async def _plugin_command(self, info: CommandInfo, request: Request, texts: Texts) -> str:
@@ -638,21 +637,26 @@ def _replaced_by(fact_id: str, history: Sequence[Fact]) -> list[str]:
     return found
 
 
-async def stats(services: CommandServices, scope: Scope) -> str:
+async def stats(services: CommandServices, scope: Scope, texts: Texts = SOURCE_TEXTS) -> str:
     _, facts = await services.store.facts.page(scope.world_id, limit=1)
     messages = await services.store.memories.count_in_world(scope.world_id)
     rooms = await services.store.rooms.ids_in_world(scope.world_id)
-    evaluations = describe_queue(await services.store.jobs.counts(room_ids=rooms))
+    evaluations = describe_queue(await services.store.jobs.counts(room_ids=rooms), texts)
+    # The plugins' lines are their own words, as they wrote them.
     kept = "".join(f"{line}\n" for line in await services.plugins.stats(scope.world_id))
-    said = f"Messages: {messages} (kept {services.privacy.retention.describe()})"
+    said = texts.gettext("Messages: {count} (kept {period})").format(
+        count=messages, period=services.privacy.retention.describe(texts)
+    )
     usage = await usage_in_world(services.ledger, services.store, scope.world_id)
-    spent = describe_usage(usage, services.ledger)
-    capped = await describe_caps(services.caps, scope.world_id)
+    spent = describe_usage(usage, services.ledger, texts)
+    capped = await describe_caps(services.caps, scope.world_id, texts)
     if capped is not None:
         spent += f"\n{capped}"
-    rejected = describe_rejects(await services.store.rejects.counts(scope.world_id))
+    rejected = describe_rejects(await services.store.rejects.counts(scope.world_id), texts)
     worlds = services.worlds
-    chosen = world_choice.describe_world(await worlds.of(scope.world_id), worlds.default_models)
-    return (
-        f"{said}\nFacts: {facts}\n{rejected}\n{kept}Evaluations: {evaluations}\n{spent}\n{chosen}"
+    chosen = world_choice.describe_world(
+        await worlds.of(scope.world_id), worlds.default_models, texts
     )
+    learned = texts.gettext("Facts: {count}").format(count=facts)
+    evaluated = texts.gettext("Evaluations: {counts}").format(counts=evaluations)
+    return f"{said}\n{learned}\n{rejected}\n{kept}{evaluated}\n{spent}\n{chosen}"

@@ -10,6 +10,7 @@ used, or nothing (`texts_now`).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -24,6 +25,9 @@ log = logging.getLogger(__name__)
 
 # Seconds a world's language read here serves before it is read again (as WorldChoices').
 LANGUAGE_TTL_SECONDS = 30.0
+# Seconds the read may take before the line goes out without it (a database that stopped
+# answering and is not known to be away yet: /help must not wait for its time-out).
+LANGUAGE_READ_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -39,12 +43,14 @@ class Languages:
         default: str,
         *,
         ttl: float = LANGUAGE_TTL_SECONDS,
+        read_seconds: float = LANGUAGE_READ_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.store = store
         # MNEMO_LANGUAGE, a code with a catalog (checked by the settings).
         self.default = default
         self._ttl = ttl
+        self._read_seconds = read_seconds
         self._clock = clock
         self._kept: dict[str, _Kept] = {}
 
@@ -64,10 +70,12 @@ class Languages:
     async def texts(self, world_id: str, locale: str | None = None) -> Texts:
         """The catalog for a person (with `locale`, their app's) in the world."""
         try:
-            chosen = await self.chosen(world_id)
-        except PyMongoError as error:
+            chosen = await asyncio.wait_for(self.chosen(world_id), self._read_seconds)
+        except (PyMongoError, TimeoutError) as error:
             # The bot's line must still go out (it may be the one saying the database is away).
-            log.info("the language of world %s could not be read (%s)", world_id, error)
+            log.info(
+                "the language of world %s could not be read (%s)", world_id, type(error).__name__
+            )
             chosen = self._chosen_kept(world_id)
         return texts_for(self.language(chosen, locale))
 

@@ -148,7 +148,19 @@ async def test_a_discord_client_in_spanish_gets_spanish_answers_and_buttons(
         await bot.command("forgetme")(asking)
         labels = [item.label for item in asking.view.children]  # type: ignore[union-attr]
         refused = await bot.run("stats", fake.interaction(ana, guild=guild, locale=spanish))
+        admin = fake.person("Marta")
+        stats = await bot.run(
+            "stats", fake.interaction(admin, guild=guild, locale=spanish, manage_server=True)
+        )
+        character = await bot.run(
+            "character", fake.interaction(admin, guild=guild, locale=spanish, manage_server=True)
+        )
     assert helped.startswith("Recuerdo lo que me cuenta la gente")
+    # An admin's reports too, around the numbers and the operator's names.
+    assert stats.startswith("Mensajes: 0 (se guardan para siempre)\nDatos: 0\n")
+    assert "Evaluaciones: 0 hechas, 0 pendientes" in stats
+    assert "Personaje: Mnemo (mnemo). Modelos aquí:" in stats
+    assert character.startswith("Aquí soy Mnemo (mnemo).\nInstalados: ")
     assert asking.text.startswith("Esto borra todo lo que aprendí sobre ti aquí")
     assert labels == ["Olvídame", "Cancelar"]
     assert refused.startswith("Solo las personas con el permiso Gestionar servidor")
