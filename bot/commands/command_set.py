@@ -414,6 +414,7 @@ class Commands:
                 room_id=request.room_id,
                 args=request.args,
                 is_admin=request.is_admin,
+                texts=texts,
             )
 
         if info.slow:
