@@ -45,7 +45,8 @@ def _forms(message_id: str | tuple[str, ...]) -> tuple[str, ...]:
 
 
 def test_spanish_ships_beside_the_source_language() -> None:
-    assert available_languages() == ("en", "es")
+    assert available_languages()[:1] == ("en",)  # the source language first
+    assert "es" in available_languages()
 
 
 def test_the_template_holds_every_text_marked_in_the_code() -> None:
