@@ -11,7 +11,12 @@ from setuptools import find_namespace_packages, setup
 BUILTIN = "bot._builtin"
 NOT_PACKAGES = ["*.__pycache__", "*.__pycache__.*"]
 
-bot_packages = find_namespace_packages(include=["bot", "bot.*"], exclude=NOT_PACKAGES)
+# The message catalogs' folders hold data, not code: shipped as bot.i18n's package data.
+CATALOG_FOLDERS = ["bot.i18n.locales", "bot.i18n.locales.*"]
+
+bot_packages = find_namespace_packages(
+    include=["bot", "bot.*"], exclude=[*NOT_PACKAGES, *CATALOG_FOLDERS]
+)
 plugin_packages = [
     name.replace("plugins", f"{BUILTIN}.plugins", 1)
     for name in find_namespace_packages(include=["plugins", "plugins.*"], exclude=NOT_PACKAGES)
@@ -20,5 +25,9 @@ plugin_packages = [
 setup(
     packages=[*bot_packages, *plugin_packages, f"{BUILTIN}.characters"],
     package_dir={f"{BUILTIN}.plugins": "plugins", f"{BUILTIN}.characters": "characters"},
-    package_data={f"{BUILTIN}.characters": ["*.json"]},
+    # The message catalogs (bot/i18n): their sources for translators, compiled for gettext.
+    package_data={
+        f"{BUILTIN}.characters": ["*.json"],
+        "bot.i18n": ["locales/*.pot", "locales/*/LC_MESSAGES/*.po", "locales/*/LC_MESSAGES/*.mo"],
+    },
 )
