@@ -11,12 +11,11 @@ from setuptools import find_namespace_packages, setup
 BUILTIN = "bot._builtin"
 NOT_PACKAGES = ["*.__pycache__", "*.__pycache__.*"]
 
-# The message catalogs' folders hold data, not code: shipped as bot.i18n's package data.
-CATALOG_FOLDERS = ["bot.i18n.locales", "bot.i18n.locales.*"]
-
-bot_packages = find_namespace_packages(
-    include=["bot", "bot.*"], exclude=[*NOT_PACKAGES, *CATALOG_FOLDERS]
-)
+# The message catalogs' folders (bot/i18n/locales/<code>/LC_MESSAGES) hold data, not code;
+# setuptools ships a folder's files as the data of the (namespace) package it is, so each is
+# listed as one: excluding them made every install print a "Package would be ignored" block.
+bot_packages = find_namespace_packages(include=["bot", "bot.*"], exclude=NOT_PACKAGES)
+catalogs = {name: ["*.po", "*.mo"] for name in bot_packages if name.endswith(".LC_MESSAGES")}
 plugin_packages = [
     name.replace("plugins", f"{BUILTIN}.plugins", 1)
     for name in find_namespace_packages(include=["plugins", "plugins.*"], exclude=NOT_PACKAGES)
@@ -28,6 +27,7 @@ setup(
     # The message catalogs (bot/i18n): their sources for translators, compiled for gettext.
     package_data={
         f"{BUILTIN}.characters": ["*.json"],
-        "bot.i18n": ["locales/*.pot", "locales/*/LC_MESSAGES/*.po", "locales/*/LC_MESSAGES/*.mo"],
+        "bot.i18n.locales": ["*.pot"],
+        **catalogs,
     },
 )

@@ -235,12 +235,12 @@ class DiscordCommands:
 
     # ------------------------------------------------------------------ the slash commands
     def built_in(self) -> list[SlashCommand]:
-        @app_commands.command(name="me", description="What I have learned about you here")
+        @app_commands.command(name="me", description=N_("What I have learned about you here"))
         async def me(interaction: discord.Interaction) -> None:
             await self.run(interaction, "me")
 
         @app_commands.command(
-            name="forgetme", description="Delete everything I learned about you here"
+            name="forgetme", description=N_("Delete everything I learned about you here")
         )
         async def forgetme(interaction: discord.Interaction) -> None:
             request = self.request(interaction)
@@ -253,16 +253,16 @@ class DiscordCommands:
             await interaction.response.send_message(prompt, view=view, ephemeral=True)
 
         @app_commands.command(
-            name="export", description="Everything I keep about you here, as a file only you see"
+            name="export", description=N_("Everything I keep about you here, as a file only you see")
         )
         async def export(interaction: discord.Interaction) -> None:
             await self.run(interaction, "export")
 
-        @app_commands.command(name="mydata", description="The same as /export")
+        @app_commands.command(name="mydata", description=N_("The same as /export"))
         async def mydata(interaction: discord.Interaction) -> None:
             await self.run(interaction, "mydata")
 
-        @app_commands.command(name="help", description="What I can do")
+        @app_commands.command(name="help", description=N_("What I can do"))
         async def help(interaction: discord.Interaction) -> None:
             await self.run(interaction, "help")
 
@@ -276,12 +276,12 @@ class DiscordCommands:
 
         @app_commands.command(
             name="facts",
-            description="How what I know about you changed; admins: what I have learned here",
+            description=N_("How what I know about you changed; admins: what I have learned here"),
         )
         @app_commands.describe(
-            member="Only facts about this person",
-            search="Only facts containing this text; 'history': how what I know changed",
-            page="Page number (10 facts per page)",
+            member=N_("Only facts about this person"),
+            search=N_("Only facts containing this text; 'history': how what I know changed"),
+            page=N_("Page number (10 facts per page)"),
         )
         async def facts(
             interaction: discord.Interaction,
@@ -295,11 +295,11 @@ class DiscordCommands:
 
         @app_commands.command(
             name="forget",
-            description="Forget one of your facts; admins: any fact, or everything about a member",
+            description=N_("Forget one of your facts; admins: any fact, or everything about a member"),
         )
         @app_commands.describe(
-            fact="The id from /me or /facts (its first characters are enough); add yes to confirm",
-            member="Admins: forget everything about this person here",
+            fact=N_("The id from /me or /facts (its first characters are enough); add yes to confirm"),
+            member=N_("Admins: forget everything about this person here"),
         )
         async def forget(
             interaction: discord.Interaction,
@@ -317,7 +317,7 @@ class DiscordCommands:
                 return
             await self.run(interaction, "forget", fact or "")
 
-        @app_commands.command(name="stats", description="Admins: what I have stored here")
+        @app_commands.command(name="stats", description=N_("Admins: what I have stored here"))
         async def stats(interaction: discord.Interaction) -> None:
             await self.run(interaction, "stats")
 
