@@ -91,11 +91,13 @@ chat: $(STAMP_RUN)
 doctor: $(STAMP_RUN)
 	@$(BIN)/mnemo doctor
 
-# One pytest worker per core (pytest-xdist), each test file kept on one worker so its module's
-# fixtures (a wheel, a wheelhouse) are built once; TEST_WORKERS=0 runs in this process. On the
-# shared 2-core machine two workers took two thirds of the serial time (docs/testing.md). Files
-# go out in collection order, which tests/conftest.py sorts longest first.
-TEST_WORKERS ?= auto
+# Two pytest workers per core (pytest-xdist), at most 8 (each holds the ONNX model, about half
+# a GB), each test file kept on one worker so its module's fixtures (a wheel, a wheelhouse) are
+# built once; TEST_WORKERS=0 runs in this process. Much of a worker's time is spent waiting on
+# the subprocesses and servers it started: on the 2-core machine the suite took 568 s with 2
+# workers, 438 s with 3, 393 s with 4 (docs/testing.md). Files go out in collection order,
+# which tests/conftest.py sorts longest first.
+TEST_WORKERS ?= $(shell n=$$(($$(nproc) * 2)); echo $$((n > 8 ? 8 : n)))
 test: $(STAMP_TEST)
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
