@@ -253,7 +253,8 @@ class DiscordCommands:
             await interaction.response.send_message(prompt, view=view, ephemeral=True)
 
         @app_commands.command(
-            name="export", description=N_("Everything I keep about you here, as a file only you see")
+            name="export",
+            description=N_("Everything I keep about you here, as a file only you see"),
         )
         async def export(interaction: discord.Interaction) -> None:
             await self.run(interaction, "export")
@@ -295,10 +296,14 @@ class DiscordCommands:
 
         @app_commands.command(
             name="forget",
-            description=N_("Forget one of your facts; admins: any fact, or everything about a member"),
+            description=N_(
+                "Forget one of your facts; admins: any fact, or everything about a member"
+            ),
         )
         @app_commands.describe(
-            fact=N_("The id from /me or /facts (its first characters are enough); add yes to confirm"),
+            fact=N_(
+                "The id from /me or /facts (its first characters are enough); add yes to confirm"
+            ),
             member=N_("Admins: forget everything about this person here"),
         )
         async def forget(
