@@ -35,7 +35,7 @@ endif
 endif
 endif
 
-.PHONY: run chat doctor test lint format bench bench-live clean lock
+.PHONY: run chat doctor test lint format bench bench-live clean lock messages
 
 # pip comes from the lock too (`make lock` records the one it ran), and builds Mnemo's editable
 # install with the lock's setuptools (--build-constraint, a pip 25.3 option): next month's pip or
@@ -111,6 +111,23 @@ lint: $(STAMP_TEST)
 format: $(STAMP_TEST)
 	$(BIN)/ruff check --fix bot benchmarks plugins tests
 	$(BIN)/ruff format bot benchmarks plugins tests
+
+# The bot's own words in other languages (bot/i18n, docs/languages.md): the texts marked in
+# bot/ extracted into the template, each language's catalog brought up to date from it (a
+# changed English text loses its translation: it is shown in English until translated again),
+# and every catalog compiled for gettext. `make messages NEW_LANGUAGE=fr` starts a language.
+CATALOGS := bot/i18n/locales
+NEW_LANGUAGE ?=
+messages: $(STAMP_RUN)
+	$(BIN)/pybabel extract --no-wrap --sort-output --add-location=file \
+		--add-comments=TRANSLATORS: --project=Mnemo --copyright-holder="Mnemo's authors" \
+		--output-file=$(CATALOGS)/mnemo.pot bot
+	@if [ -n "$(NEW_LANGUAGE)" ]; then \
+		$(BIN)/pybabel init --no-wrap --input-file=$(CATALOGS)/mnemo.pot \
+			--output-dir=$(CATALOGS) --domain=mnemo --locale=$(NEW_LANGUAGE); fi
+	$(BIN)/pybabel update --no-wrap --no-fuzzy-matching --ignore-obsolete \
+		--input-file=$(CATALOGS)/mnemo.pot --output-dir=$(CATALOGS) --domain=mnemo
+	$(BIN)/pybabel compile --statistics --directory=$(CATALOGS) --domain=mnemo
 
 bench: $(STAMP_BENCH)
 	$(BIN)/mnemo bench all --processes 1,2

@@ -11,7 +11,11 @@ from setuptools import find_namespace_packages, setup
 BUILTIN = "bot._builtin"
 NOT_PACKAGES = ["*.__pycache__", "*.__pycache__.*"]
 
+# The message catalogs' folders (bot/i18n/locales/<code>/LC_MESSAGES) hold data, not code;
+# setuptools ships a folder's files as the data of the (namespace) package it is, so each is
+# listed as one: excluding them made every install print a "Package would be ignored" block.
 bot_packages = find_namespace_packages(include=["bot", "bot.*"], exclude=NOT_PACKAGES)
+catalogs = {name: ["*.po", "*.mo"] for name in bot_packages if name.endswith(".LC_MESSAGES")}
 plugin_packages = [
     name.replace("plugins", f"{BUILTIN}.plugins", 1)
     for name in find_namespace_packages(include=["plugins", "plugins.*"], exclude=NOT_PACKAGES)
@@ -20,5 +24,10 @@ plugin_packages = [
 setup(
     packages=[*bot_packages, *plugin_packages, f"{BUILTIN}.characters"],
     package_dir={f"{BUILTIN}.plugins": "plugins", f"{BUILTIN}.characters": "characters"},
-    package_data={f"{BUILTIN}.characters": ["*.json"]},
+    # The message catalogs (bot/i18n): their sources for translators, compiled for gettext.
+    package_data={
+        f"{BUILTIN}.characters": ["*.json"],
+        "bot.i18n.locales": ["*.pot"],
+        **catalogs,
+    },
 )

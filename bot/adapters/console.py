@@ -68,20 +68,22 @@ from bot.domain.records import (
     world_id,
 )
 from bot.domain.records import Attachment as FileAttachment
+from bot.i18n import N_
 from bot.privacy.forgetting import forget_exports
 
 log = logging.getLogger(__name__)
 
 PLATFORM = "console"
-QUIT_HELP = "/quit - leave (Ctrl-D works too)"
-IMAGE_HELP = "/image PATH [caption] - send a picture from this machine, as a photo in a chat"
-VOICE_HELP = "/voice PATH - send a recording from this machine, as a voice note in a chat"
+# The console's own words, in English: shown in the world's language (bot/i18n).
+QUIT_HELP = N_("/quit - leave (Ctrl-D works too)")
+IMAGE_HELP = N_("/image PATH [caption] - send a picture from this machine, as a photo in a chat")
+VOICE_HELP = N_("/voice PATH - send a recording from this machine, as a voice note in a chat")
 DEFAULT_EXPORTS = Path("data") / "exports"
 # The person at the console before they give a name: not their login, which is no name.
 UNNAMED = "User"
 # /forgetme asks; the console takes the next line as the answer.
-CONFIRM_FORGET = 'Type "yes" to confirm; anything else cancels.'
-NOTHING_FORGOTTEN = 'Nothing was forgotten: /forgetme needs the answer "yes".'
+CONFIRM_FORGET = N_('Type "yes" to confirm; anything else cancels.')
+NOTHING_FORGOTTEN = N_('Nothing was forgotten: /forgetme needs the answer "yes".')
 _YES = frozenset({"yes", "y"})
 # An answer that only cancels: not said to the bot as chat.
 _NO = frozenset({"no", "n", "cancel", "stop", "nope"})
@@ -448,15 +450,21 @@ class ConsoleChat:
             await self.commands.learned(self.room.id)
             await self._use_told_name()
         answer = await self.commands.run(name, request)
+        texts = await self.commands.texts(request)
         text = answer.text
         if answer.attachment is not None:
-            text += f"\nWritten to {self._write(answer.attachment)}"
-        if name == "forgetme" and answer.text.startswith(FORGET_ME_PROMPT):
+            written = texts.gettext("Written to {path}").format(path=self._write(answer.attachment))
+            text += f"\n{written}"
+        prompt = texts.gettext(FORGET_ME_PROMPT)
+        if name == "forgetme" and answer.text.startswith(prompt):
             # The answer comes on the next line: "/forgetme yes" is not needed here.
             self._confirming_forget = True
-            text = f"{FORGET_ME_PROMPT} {CONFIRM_FORGET}"
-        self.say(f"{text}\n{IMAGE_HELP}\n{VOICE_HELP}\n{QUIT_HELP}" if name == "help" else text)
-        if name == "forgetme" and answer.text.startswith(FORGOTTEN):
+            text = f"{prompt} {texts.gettext(CONFIRM_FORGET)}"
+        if name == "help":
+            own = [texts.gettext(line) for line in (IMAGE_HELP, VOICE_HELP, QUIT_HELP)]
+            text = "\n".join([text, *own])
+        self.say(text)
+        if name == "forgetme" and answer.text.startswith(texts.gettext(FORGOTTEN)):
             # Its /export files on disk quote what was just forgotten.
             forget_exports(self.exports_dir, self.account.id, self.room.world_id)
             self._forgotten()
@@ -468,15 +476,16 @@ class ConsoleChat:
         line was only that answer; False when it is still to be handled (chat, a command)."""
         self._confirming_forget = False
         answer = text.strip().rstrip(".!").strip().casefold()
+        texts = await self.commands.texts(self._request())
         if answer in _YES:
             done = await self.commands.forget_me(self._request())
             self.say(done)
-            if done.startswith(FORGOTTEN):
+            if done.startswith(texts.gettext(FORGOTTEN)):
                 self._forgotten()
             return True
         if text.startswith("/") and command_parts(text)[0] == "forgetme":
             return False  # asked again: that command answers
-        self.say(NOTHING_FORGOTTEN)
+        self.say(texts.gettext(NOTHING_FORGOTTEN))
         return answer in _NO
 
     def _request(self, args: str = "") -> Request:

@@ -54,6 +54,7 @@ from bot.runtime.intake.journal import Journal
 from bot.runtime.intake.missed import MissedRooms
 from bot.runtime.intake.outage import Outage, wait_until_reachable
 from bot.runtime.intake.sent_replies import SentReplies
+from bot.runtime.languages import Languages
 from bot.runtime.ratelimit import RateLimiter, ReplyLimit, SharedRateLimiter
 from bot.storage.bundled.scrub import BundledFiles
 from bot.storage.bundled.server import EmbeddedMongo
@@ -125,6 +126,7 @@ def services_for_commands(
         outage=runtime.intake.outage,
         note_profiles=runtime.note_profiles,
         worlds=runtime.composer.worlds,
+        languages=runtime.languages,
         model=runtime.model,
         database_files=database_files,
         caps=runtime.caps,
@@ -339,6 +341,8 @@ async def open_app(
             caps=caps,
             # Rooms owed "I missed some messages while I was restarting" (a data-folder file).
             missed=MissedRooms.in_folder(data_dir),
+            # The bot's own words: the world's /language, the person's app's, MNEMO_LANGUAGE.
+            languages=Languages(store.worlds, settings.runtime.language),
         )
         # Sets the plugins up (each keeps the state its setup returns) and tears them down.
         await runtime.start()

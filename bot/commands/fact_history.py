@@ -13,6 +13,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from bot.domain.records import Account, Fact, from_epoch_millis
+from bot.i18n import N_, SOURCE_TEXTS, Texts, day_and_month
 
 if TYPE_CHECKING:
     from bot.commands.services import CommandServices
@@ -24,11 +25,9 @@ MAX_PAGE_DIGITS = 4
 SUBCOMMAND = "history"
 # Its /help line: everyone may use it (their own history), so it is shown to everyone and
 # never under the "Admins:" label of the rest of /facts.
-HELP_FOR_EVERYONE = f"/facts {SUBCOMMAND} - How what I know about you changed"
-HELP_FOR_ADMINS = (
-    f"/facts {SUBCOMMAND} [@user] - How what I know about you changed (admins: anyone's)"
-)
-OTHERS_ONLY_FOR_ADMINS = (
+HELP_FOR_EVERYONE = N_("How what I know about you changed")
+HELP_FOR_ADMINS = N_("How what I know about you changed (admins: anyone's)")
+OTHERS_ONLY_FOR_ADMINS = N_(
     "Only admins can see someone else's history; /facts history alone shows yours."
 )
 
@@ -41,9 +40,12 @@ class AccountReader(Protocol):
 QUOTE_SHOWN = 70
 
 
-def evidence_of(fact: Fact, *, whose: str) -> str | None:
+def evidence_of(
+    fact: Fact, *, teller: str | None = None, yours: bool = False, texts: Texts = SOURCE_TEXTS
+) -> str | None:
     """Where a fact came from, as people are shown it: `from your message of 1 Dec: "vivo en
-    Málaga desde…"` (`whose`: "your", "Sam's"); None for a fact with no evidence kept."""
+    Málaga desde…"` (`yours`; else `teller`'s, the name of who said it, or "their" when
+    unknown); None for a fact with no evidence kept."""
     evidence = fact.evidence
     if evidence is None or not evidence.quote.strip():
         return None
@@ -51,10 +53,18 @@ def evidence_of(fact: Fact, *, whose: str) -> str | None:
     if len(quote) > QUOTE_SHOWN:
         quote = quote[: QUOTE_SHOWN - 1].rstrip() + "…"
     when = from_epoch_millis(evidence.said_at or fact.valid_from)
-    return f'from {whose} message of {when.day} {when:%b}: "{quote}"'
+    if yours:
+        source = texts.gettext('from your message of {date}: "{quote}"')
+    elif teller is not None:
+        source = texts.gettext('from {name}\'s message of {date}: "{quote}"')
+    else:
+        source = texts.gettext('from their message of {date}: "{quote}"')
+    return source.format(name=teller, date=day_and_month(when, texts), quote=quote)
 
 
-async def told_lines(accounts: AccountReader, facts: Sequence[Fact]) -> list[str]:
+async def told_lines(
+    accounts: AccountReader, facts: Sequence[Fact], texts: Texts = SOURCE_TEXTS
+) -> list[str]:
     """Each fact's text, who said it when someone else did ("Tobrin is a convicted thief
     (said by Quorra)": Fact.said_by), so a person sees whose word their memory is, and the
     words it was learned from."""
@@ -63,9 +73,17 @@ async def told_lines(accounts: AccountReader, facts: Sequence[Fact]) -> list[str
     lines = []
     for fact in facts:
         teller = names.get(fact.said_by) if fact.said_by else None
-        said = f" (said by {teller.name})" if teller else " (said by someone else)"
-        whose = "your" if not fact.said_by else (f"{teller.name}'s" if teller else "their")
-        source = evidence_of(fact, whose=whose)
+        said = " " + (
+            texts.gettext("(said by {name})").format(name=teller.name)
+            if teller
+            else texts.gettext("(said by someone else)")
+        )
+        source = evidence_of(
+            fact,
+            teller=teller.name if teller else None,
+            yours=not fact.said_by,
+            texts=texts,
+        )
         lines.append(
             fact.text + (said if fact.said_by else "") + (f" — {source}" if source else "")
         )
@@ -92,26 +110,35 @@ def chains(facts: Sequence[Fact]) -> list[list[Fact]]:
     return found
 
 
-def describe_chain(chain: Sequence[Fact]) -> str:
+def describe_chain(chain: Sequence[Fact], texts: Texts = SOURCE_TEXTS) -> str:
     parts = []
     for fact in chain:
         if fact.valid_until is None:
             parts.append(fact.text)
         elif fact.superseded_by is None:
-            parts.append(f"{fact.text} (until {_day(fact.valid_until)}, no longer true)")
+            until = texts.gettext("(until {day}, no longer true)")
+            parts.append(f"{fact.text} {until.format(day=_day(fact.valid_until))}")
         else:
-            parts.append(f"{fact.text} (until {_day(fact.valid_until)})")
+            until = texts.gettext("(until {day})")
+            parts.append(f"{fact.text} {until.format(day=_day(fact.valid_until))}")
     return " → ".join(parts)
 
 
-def history_text(name: str, facts: Sequence[Fact]) -> str:
+def history_text(name: str | None, facts: Sequence[Fact], texts: Texts = SOURCE_TEXTS) -> str:
+    """The history of `name`'s facts (None: the asker's own)."""
     if not facts:
-        return f"I haven't learned anything about {name} here."
-    lines = [describe_chain(chain) for chain in chains(facts)]
+        if name is None:
+            return texts.gettext("I haven't learned anything about you here.")
+        return texts.gettext("I haven't learned anything about {name} here.").format(name=name)
+    lines = [describe_chain(chain, texts) for chain in chains(facts)]
     more = len(lines) - MAX_CHAINS
     shown = "\n".join(f"• {line}" for line in lines[:MAX_CHAINS])
-    suffix = f"\n(and {more} more)" if more > 0 else ""
-    return f"What I learned about {name}, and how it changed:\n{shown}{suffix}"
+    suffix = "\n" + texts.gettext("(and {count} more)").format(count=more) if more > 0 else ""
+    if name is None:
+        heading = texts.gettext("What I learned about you, and how it changed:")
+    else:
+        heading = texts.gettext("What I learned about {name}, and how it changed:")
+    return f"{heading.format(name=name)}\n{shown}{suffix}"
 
 
 def named(accounts: Sequence[Account], wanted: str) -> list[Account]:
@@ -149,9 +176,11 @@ def asks_history(args: str) -> bool:
     return [word.casefold() for word in args.split()[:1]] == [SUBCOMMAND]
 
 
-def help_line(*, is_admin: bool) -> str:
+def help_line(*, is_admin: bool, texts: Texts = SOURCE_TEXTS) -> str:
     """The /help line of `/facts history`, for everyone (not under "Admins:")."""
-    return HELP_FOR_ADMINS if is_admin else HELP_FOR_EVERYONE
+    if is_admin:
+        return f"/facts {SUBCOMMAND} [@user] - {texts.gettext(HELP_FOR_ADMINS)}"
+    return f"/facts {SUBCOMMAND} - {texts.gettext(HELP_FOR_EVERYONE)}"
 
 
 def open_to_all(command: str, args: str) -> bool:
@@ -159,12 +188,16 @@ def open_to_all(command: str, args: str) -> bool:
     return command == "facts" and asks_history(args)
 
 
-def history_of(services: CommandServices, request: Asking) -> Callable[[], Awaitable[str]]:
+def history_of(
+    services: CommandServices, request: Asking, texts: Texts = SOURCE_TEXTS
+) -> Callable[[], Awaitable[str]]:
     """The `/facts history` answer, to be computed once the room has learned."""
-    return partial(facts_history, services, request)
+    return partial(facts_history, services, request, texts)
 
 
-async def facts_history(services: CommandServices, request: Asking) -> str:
+async def facts_history(
+    services: CommandServices, request: Asking, texts: Texts = SOURCE_TEXTS
+) -> str:
     """The answer to `/facts history [person]`: the asker's own history, or (admins) the
     history of the person the surface named (`subject_id`) or whose name follows."""
     words = request.args.split()[1:]
@@ -173,19 +206,30 @@ async def facts_history(services: CommandServices, request: Asking) -> str:
     wanted, world_id, subject_id = " ".join(words), request.world_id, request.subject_id
     if (subject_id is None or subject_id == request.account_id) and not wanted:
         own = await services.knowledge.fact_history(request.account_id, world_id)
-        return history_text("you", own)
+        return history_text(None, own, texts)
     if not request.is_admin:
-        return OTHERS_ONLY_FOR_ADMINS
+        return texts.gettext(OTHERS_ONLY_FOR_ADMINS)
     if subject_id is not None:
         known = await services.store.accounts.get_many([subject_id])
-        name = known[subject_id].in_world(world_id).name if subject_id in known else "them"
-        return history_text(name, await services.knowledge.fact_history(subject_id, world_id))
+        name = (
+            known[subject_id].in_world(world_id).name
+            if subject_id in known
+            else texts.gettext("them")
+        )
+        facts = await services.knowledge.fact_history(subject_id, world_id)
+        return history_text(name, facts, texts)
     subjects = await services.knowledge.fact_subjects(world_id)
     # As they are known here: by the name told in this world, if any.
     accounts = await services.store.accounts.get_many(subjects)
     found = named([a.in_world(world_id) for a in accounts.values()], wanted)
     if not found:
-        return f"I know nothing about {wanted} here."
+        return texts.gettext("I know nothing about {name} here.").format(name=wanted)
     if len(found) > 1:
-        return f"{len(found)} people here are called {wanted}; use their @username."
-    return history_text(found[0].name, await services.knowledge.fact_history(found[0].id, world_id))
+        several = texts.ngettext(
+            "{count} person here is called {name}; use their @username.",
+            "{count} people here are called {name}; use their @username.",
+            len(found),
+        )
+        return several.format(count=len(found), name=wanted)
+    facts = await services.knowledge.fact_history(found[0].id, world_id)
+    return history_text(found[0].name, facts, texts)

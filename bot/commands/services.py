@@ -18,6 +18,7 @@ from bot.privacy.policy import PrivacyPolicy
 from bot.queue.worker import EvaluationQueue
 from bot.runtime.intake.outage import Outage
 from bot.runtime.intake.sent_replies import SentReplies
+from bot.runtime.languages import Languages
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.worlds import WorldChoices
 from bot.storage.mongo import MongoStore
@@ -41,6 +42,7 @@ class CommandServices:
     outage: Outage | None  # commands wait for the database and the journal's replay
     note_profiles: NoteProfiles
     worlds: WorldChoices  # each world's character and model names (/character, /model, /stats)
+    languages: Languages  # the language of every answer (/language, the person's, the operator's)
     model: LanguageModel  # /model checks a name with the endpoint before keeping it
     # The bundled server's files, scrubbed of what a forgetting deleted (None: MONGODB_URI).
     database_files: DatabaseFiles | None = None

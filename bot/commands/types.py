@@ -42,6 +42,10 @@ class Request:
     # When it was used, on the clock the platform dates its messages by (Discord's ids);
     # None: now, the clock Telegram's and the console's messages are dated by on arrival.
     sent_at: datetime | None = None
+    # The language the asker's app is set to, as the platform says it (Telegram's
+    # `language_code`, Discord's interaction `locale`; the console has none): answers are in
+    # it unless the world chose a language (bot/runtime/languages.py).
+    locale: str | None = None
 
     @property
     def scope(self) -> Scope:
@@ -53,6 +57,7 @@ class CommandInfo:
     """What a surface shows of a command (menus, slash commands, /help)."""
 
     name: str
+    # In English; a built-in command's is shown in the person's language (bot/i18n).
     description: str
     usage: str = ""
     admin_only: bool = False

@@ -17,6 +17,7 @@ from bot.config.base import (
     settings_config,
     split_csv,
 )
+from bot.i18n import SOURCE_LANGUAGE, available_languages, match_language
 
 
 class RuntimeSettings(SettingsGroup):
@@ -57,6 +58,10 @@ class RuntimeSettings(SettingsGroup):
     builtin_plugins: bool = True
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # The language of the bot's own words (command answers, notices, its fallback lines)
+    # where a world's admins chose none (/language) and the person's app says none that has
+    # a catalog (docs/languages.md). Replies written by the model follow the conversation.
+    language: str = SOURCE_LANGUAGE
 
     _split = field_validator("disabled_plugins", mode="before")(split_csv)
 
@@ -69,6 +74,17 @@ class RuntimeSettings(SettingsGroup):
         if extra is not None and extra.resolve() not in {f.resolve() for f in folders}:
             folders.append(extra)
         return folders
+
+    @field_validator("language", mode="after")
+    @classmethod
+    def _language_with_a_catalog(cls, value: str) -> str:
+        found = match_language(value)
+        if found is None:
+            raise ValueError(
+                f"no catalog for the language {value!r}; available: "
+                + ", ".join(available_languages())
+            )
+        return found
 
     @field_validator("character", mode="before")
     @classmethod

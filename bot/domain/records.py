@@ -153,6 +153,10 @@ class Memory(Document):
     # what the reply's prompt shows of it (bot/domain/quotes.py). Private for the same reason.
     _quote_loader: QuoteLoader | None = PrivateAttr(default=None)
     _quoted: Quoted | None = PrivateAttr(default=None)
+    # The language the author's app is set to, as their platform says it (Telegram's
+    # `language_code`): the bot's own lines in answer to this message are in it, unless the
+    # world chose one (bot/runtime/languages.py). Never stored, never shown to a model.
+    _locale: str | None = PrivateAttr(default=None)
 
     def carry_images(self, loader: ImageLoader | None) -> Memory:
         """Attach how to download this message's images (an adapter's loader); returns self."""
@@ -180,6 +184,15 @@ class Memory(Document):
     @property
     def quoted(self) -> Quoted | None:
         return self._quoted
+
+    def carry_locale(self, locale: str | None) -> Memory:
+        """Attach the author's platform language (an adapter's); returns self."""
+        self._locale = locale
+        return self
+
+    @property
+    def locale(self) -> str | None:
+        return self._locale
 
 
 class Account(Document):

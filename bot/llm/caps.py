@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
+from bot.i18n import N_
 from bot.llm.accounting import ModelCall, UsageLedger
 from bot.llm.base import LanguageModel, ModelError, ModelRequest
 from bot.llm.streaming import stream_text
@@ -46,9 +47,10 @@ DEPLOYMENT: CapKey = ("deployment", "")
 # process's own spend is always counted at once).
 READ_SECONDS = 1.0
 # What a room hears, once a day, instead of a reply, when a cap is reached.
-WORLD_CAP_REPLY = "I've reached today's limit here; I'll be back tomorrow."
-PERSON_CAP_REPLY = "I've reached today's limit for our conversations; I'll be back tomorrow."
-DEPLOYMENT_CAP_REPLY = "I've reached today's limit; I'll be back tomorrow."
+# In English: translated where it is sent, into the room's language (bot/i18n).
+WORLD_CAP_REPLY = N_("I've reached today's limit here; I'll be back tomorrow.")
+PERSON_CAP_REPLY = N_("I've reached today's limit for our conversations; I'll be back tomorrow.")
+DEPLOYMENT_CAP_REPLY = N_("I've reached today's limit; I'll be back tomorrow.")
 REPLIES: dict[Scope, str] = {
     "world": WORLD_CAP_REPLY,
     "person": PERSON_CAP_REPLY,

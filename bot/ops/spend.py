@@ -12,6 +12,7 @@ import logging
 
 from pymongo.errors import PyMongoError
 
+from bot.i18n import SOURCE_TEXTS, Texts
 from bot.llm.accounting import TaskUsage, UsageLedger, merge
 from bot.llm.caps import DEPLOYMENT, DailySpend
 from bot.storage.mongo import MongoStore
@@ -45,30 +46,41 @@ async def usage_in_world(
     return found
 
 
-def describe_usage(usage: dict[str, TaskUsage], ledger: UsageLedger) -> str:
+def describe_usage(
+    usage: dict[str, TaskUsage], ledger: UsageLedger, texts: Texts = SOURCE_TEXTS
+) -> str:
     """One line for /stats: calls, prompt and completion tokens, and the estimated cost."""
     calls = sum(u.calls for u in usage.values())
     if not calls:
-        return "Model use here: none yet"
+        return texts.gettext("Model use here: none yet")
     prompt = sum(u.prompt_tokens for u in usage.values())
     completion = sum(u.completion_tokens for u in usage.values())
-    line = f"Model use here: {calls:,} calls, {prompt:,} prompt + {completion:,} completion tokens"
+    line = texts.ngettext(
+        "Model use here: {calls} call, {prompt} prompt + {completion} completion tokens",
+        "Model use here: {calls} calls, {prompt} prompt + {completion} completion tokens",
+        calls,
+    ).format(calls=f"{calls:,}", prompt=f"{prompt:,}", completion=f"{completion:,}")
     costs = {m: ledger.cost(m, u.prompt_tokens, u.completion_tokens) for m, u in usage.items()}
     priced = [cost for cost in costs.values() if cost is not None]
     unpriced = sorted(m for m, cost in costs.items() if cost is None and usage[m].calls)
     if priced:
-        line += f", about {_dollars(sum(priced))}"
+        line += texts.gettext(", about {cost}").format(cost=_dollars(sum(priced)))
     if unpriced:
-        line += f" (no price for {', '.join(unpriced)}: set MNEMO_MODEL_PRICES)"
+        missing = texts.gettext(" (no price for {models}: set MNEMO_MODEL_PRICES)")
+        line += missing.format(models=", ".join(unpriced))
     counted = sum(u.counted_calls for u in usage.values())
     if counted:
         # Not the server's figures: say whose they are.
-        line += f"; the tokens of {counted:,} of the calls counted by Mnemo: "
-        line += "the server reported none"
+        ours = texts.gettext(
+            "; the tokens of {count} of the calls counted by Mnemo: the server reported none"
+        )
+        line += ours.format(count=f"{counted:,}")
     return line
 
 
-async def describe_caps(spend: DailySpend | None, world_id: str) -> str | None:
+async def describe_caps(
+    spend: DailySpend | None, world_id: str, texts: Texts = SOURCE_TEXTS
+) -> str | None:
     """The /stats line of the daily caps: the world's, with what it used today, whether it
     is reached, and each person's; None when the operator set none."""
     if spend is None:
@@ -78,21 +90,25 @@ async def describe_caps(spend: DailySpend | None, world_id: str) -> str | None:
     world_cap = caps.describe("world")
     if world_cap is not None:
         today = await spend.today(("world", world_id))
-        used = f"{today.tokens:,} tokens"
+        used = texts.gettext("{count} tokens").format(count=f"{today.tokens:,}")
         if caps.usd_per_world is not None:
-            used += f", about {_dollars(today.usd)}"
-        line = f"Daily limit here: {world_cap} (used today, UTC: {used})"
+            used += texts.gettext(", about {cost}").format(cost=_dollars(today.usd))
+        line = texts.gettext("Daily limit here: {cap} (used today, UTC: {used})").format(
+            cap=world_cap, used=used
+        )
         if caps.reached("world", today):
-            line += "; reached: no replies and no learning that needs the model until 00:00 UTC"
+            line += texts.gettext(
+                "; reached: no replies and no learning that needs the model until 00:00 UTC"
+            )
         parts.append(line)
     person_cap = caps.describe("person")
     if person_cap is not None:
-        parts.append(f"Daily limit for each person: {person_cap}")
+        parts.append(texts.gettext("Daily limit for each person: {cap}").format(cap=person_cap))
     total_cap = caps.describe("deployment")
     if total_cap is not None:
-        line = f"Daily limit for the whole bot: {total_cap}"
+        line = texts.gettext("Daily limit for the whole bot: {cap}").format(cap=total_cap)
         if caps.reached("deployment", await spend.today(DEPLOYMENT)):
-            line += ", reached today"
+            line += texts.gettext(", reached today")
         parts.append(line)
     return ". ".join(parts) + "."
 

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from bot.i18n import N_, SOURCE_TEXTS, Texts
 from bot.knowledge.retrieval import MessageRetriever
 from bot.memory.world import WorldFacts
 from bot.plugin.api import (
@@ -48,8 +49,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ADMIN_ONLY_REPLY = "Only an admin can use /{name}."
-COMMAND_FAILED_REPLY = "Sorry, /{name} failed. Please try again later."
+# In English, shown in the asker's language (bot/i18n); the command's own answers are the
+# plugin's words.
+ADMIN_ONLY_REPLY = N_("Only an admin can use /{name}.")
+COMMAND_FAILED_REPLY = N_("Sorry, /{name} failed. Please try again later.")
 
 Part = Evaluator | Provider | Action
 
@@ -300,10 +303,11 @@ class PluginHost:
         room_id: str,
         args: str = "",
         is_admin: bool = False,
+        texts: Texts = SOURCE_TEXTS,
     ) -> str:
         """The reply to a command; a refusal or a one-line apology, never an exception."""
         if command.admin_only and not is_admin:
-            return ADMIN_ONLY_REPLY.format(name=command.name)
+            return texts.gettext(ADMIN_ONLY_REPLY).format(name=command.name)
         plugin = self.registry.plugin_of(command)
         context = CommandContext(
             account_id=account_id,
@@ -323,7 +327,7 @@ class PluginHost:
             return await command.handler(context)
         except Exception:
             log.exception("command /%s of plugin %s failed", command.name, plugin.name)
-            return COMMAND_FAILED_REPLY.format(name=command.name)
+            return texts.gettext(COMMAND_FAILED_REPLY).format(name=command.name)
 
     # ------------------------------------------------------------------ stats
     async def stats(self, world_id: str) -> list[str]:

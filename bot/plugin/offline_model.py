@@ -20,6 +20,7 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from bot.i18n import N_
 from bot.llm.base import OFFLINE_MODEL_NAME, ModelClass, ModelRequest, Task
 from bot.plugin.api import OfflineAnswer, OfflineRequest
 
@@ -45,13 +46,14 @@ _QUESTION = re.compile(
     re.I,
 )
 # What the bot says to a statement when it has nothing more to say: offline, and when a
-# model's reply could not be shown (bot/runtime/replying.py).
+# model's reply could not be shown (bot/runtime/replying.py, which sends them in the person's
+# language; marked for the catalogs only: the offline model answers in English).
 ACKNOWLEDGEMENTS = (
-    "Got it.",
-    "I hear you.",
-    "Noted.",
-    "Tell me more!",
-    "Okay, I'm listening.",
+    N_("Got it."),
+    N_("I hear you."),
+    N_("Noted."),
+    N_("Tell me more!"),
+    N_("Okay, I'm listening."),
 )
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import BaseModel, Field
 
 from bot.domain.records import Account, Fact, Memory, Room, utcnow
+from bot.i18n import SOURCE_TEXTS, Texts
 from bot.privacy.consent import ConsentStore
 
 if TYPE_CHECKING:
@@ -179,8 +180,12 @@ class Exporting:
 NOT_FINISHED = ["intake", "pending", "running", "retrying"]
 
 
-async def told_name_line(store: MongoStore, person_id: str, world_id: str) -> str:
+async def told_name_line(
+    store: MongoStore, person_id: str, world_id: str, texts: Texts = SOURCE_TEXTS
+) -> str:
     """/me's first line when the person told the bot a name in this world ("" otherwise)."""
     account = (await store.accounts.get_many([person_id])).get(person_id)
     told = account.told_name_in(world_id) if account is not None else None
-    return f"You asked me to call you {told} here.\n" if told else ""
+    if not told:
+        return ""
+    return texts.gettext("You asked me to call you {name} here.").format(name=told) + "\n"

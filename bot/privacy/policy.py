@@ -10,6 +10,7 @@ from typing import Any
 from cachetools import FIFOCache
 
 from bot.domain.records import Memory
+from bot.i18n import N_
 from bot.privacy.consent import ConsentStore
 from bot.privacy.retention import Retention
 
@@ -18,7 +19,8 @@ from bot.privacy.retention import Retention
 RECENT_UNKEPT = 10_000
 
 # The one line an opted-out person gets, on their first message after opting out.
-OPTED_OUT_NOTICE = (
+# In English: sent in the person's language (bot/i18n) by the intake.
+OPTED_OUT_NOTICE = N_(
     "(You opted out here, so I'm not keeping or learning from anything you say. "
     "Send /optin to change that.)"
 )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from bot.domain.records import utcnow
+from bot.i18n import SOURCE_TEXTS, Texts
 from bot.knowledge.vectors import VectorIndex
 from bot.privacy.forgetting import DatabaseFiles
 from bot.storage.mongo import MongoStore
@@ -34,11 +35,11 @@ class Retention:
     def enabled(self) -> bool:
         return self.days > 0
 
-    def describe(self) -> str:
-        """For /stats and /privacy: "90 days" or "forever"."""
+    def describe(self, texts: Texts = SOURCE_TEXTS) -> str:
+        """For /stats, /privacy and the log: "90 days" or "forever"."""
         if not self.enabled:
-            return "forever"
-        return "1 day" if self.days == 1 else f"{self.days} days"
+            return texts.gettext("forever")
+        return texts.ngettext("{count} day", "{count} days", self.days).format(count=self.days)
 
     def cutoff(self, now: datetime | None = None) -> datetime:
         return (now or utcnow()) - timedelta(days=self.days)

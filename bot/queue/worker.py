@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from bot.domain.records import EvaluationJob, Memory, Trigger, now_ms, stable_id
 from bot.faults import FaultHook
+from bot.i18n import N_, SOURCE_TEXTS, Texts
 from bot.queue.blame import blame
 from bot.queue.leases import RoomLeases
 from bot.queue.slots import RunSlots
@@ -57,12 +58,26 @@ class RetryPolicy:
         return min(self.base_delay * 2.0 ** max(attempts - 1, 0), self.max_delay)
 
 
-def describe_queue(counts: Mapping[str, int]) -> str:
+# The jobs' statuses as /stats shows them (in English; the admin's language where shown).
+_STATUS_SHOWN = {
+    "done": N_("{count} done"),
+    "pending": N_("{count} pending"),
+    "running": N_("{count} running"),
+    "retrying": N_("{count} retrying"),
+    "dead": N_("{count} dead"),
+}
+
+
+def describe_queue(counts: Mapping[str, int], texts: Texts = SOURCE_TEXTS) -> str:
     """One line for /stats and `mnemo doctor`: the jobs an operator may need to look at."""
-    shown = ("done", "pending", "running", "retrying", "dead")
-    text = ", ".join(f"{counts.get(status, 0)} {status}" for status in shown)
+    text = ", ".join(
+        texts.gettext(shown).format(count=counts.get(status, 0))
+        for status, shown in _STATUS_SHOWN.items()
+    )
     waiting = counts.get("intake", 0)
-    return text + (f", {waiting} awaiting their reply" if waiting else "")
+    if not waiting:
+        return text
+    return text + ", " + texts.gettext("{count} awaiting their reply").format(count=waiting)
 
 
 def job_id_for(trigger: Trigger, message_id: str, key: str = "") -> str:

@@ -19,6 +19,7 @@ from bot.domain.characters import Character
 from bot.domain.records import Account, Memory, Room
 from bot.domain.state import State
 from bot.faults import FaultHook
+from bot.i18n import SOURCE_LANGUAGE
 from bot.knowledge.messages import MessageIndex
 from bot.knowledge.prefetch import Background
 from bot.llm.accounting import UsageLedger
@@ -39,6 +40,7 @@ from bot.runtime.intake.intake import Intake
 from bot.runtime.intake.missed import MissedRooms
 from bot.runtime.intake.outage import Outage
 from bot.runtime.intake.sent_replies import SentReplies
+from bot.runtime.languages import Languages
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.ratelimit import ReplyLimit
 from bot.runtime.replying import EMPTY_REPLY, MODEL_FAILED_REPLY, RATE_LIMITED_REPLY, Replier
@@ -88,6 +90,7 @@ class AgentRuntime:
         worlds: WorldChoices | None = None,
         caps: DailySpend | None = None,
         missed: MissedRooms | None = None,
+        languages: Languages | None = None,
     ) -> None:
         """`caps`: the daily spending caps, when the operator set any; `model` is then the
         `CappedModel` that enforces them (bot/llm/caps.py)."""
@@ -149,7 +152,10 @@ class AgentRuntime:
             faults=self._faults,
             sent_replies=sent_replies,  # replies sent and not settled yet (a data-folder file)
             caps=caps,  # a room over a daily cap is told once a day
+            # The language of the bot's own lines (/language, the person's, MNEMO_LANGUAGE).
+            languages=languages or Languages(store.worlds, SOURCE_LANGUAGE),
         )
+        self.languages = self.replier.languages
         self.sent_replies = self.replier.sent_replies
         self.evaluator = EvaluationRunner(
             agent_id=agent_id,
@@ -194,6 +200,7 @@ class AgentRuntime:
             events=events,
             faults=self._faults,
             missed=missed,  # rooms owed a line about messages missed while restarting
+            languages=self.languages,
         )
 
     @property

@@ -20,6 +20,7 @@ from cachetools import LRUCache
 from bot.domain.records import Content, Memory, Room, reply_id, utcnow
 from bot.domain.state import State
 from bot.faults import FaultHook
+from bot.i18n import N_, SOURCE_LANGUAGE, Texts
 from bot.llm.accounting import UsageLedger
 from bot.llm.base import LanguageModel, ModelClass, ModelError, ModelRequest, Task
 from bot.llm.caps import DailySpend, OverCap
@@ -34,6 +35,7 @@ from bot.plugin.offline_model import acknowledgement, asks
 from bot.runtime.composing import StateComposer
 from bot.runtime.events import NO_EVENTS, RuntimeEvents
 from bot.runtime.intake.sent_replies import SentReplies
+from bot.runtime.languages import Languages
 from bot.runtime.prompts import action_choice, format_actions
 from bot.runtime.ratelimit import Admission, ReplyLimit
 from bot.runtime.reply_prompt import ReplyPrompt, reply_prompt
@@ -50,16 +52,18 @@ from bot.storage.window_reads import Window
 
 log = logging.getLogger(__name__)
 
-RATE_LIMITED_REPLY = "I'm getting a lot of messages from you; give me a minute to catch up."
-MODEL_FAILED_REPLY = "Sorry, I can't think straight right now. Please try again in a moment."
+# The bot's own lines, in English: each is sent in the person's language (bot/i18n), looked
+# up only when it is sent (`Replier._texts`).
+RATE_LIMITED_REPLY = N_("I'm getting a lot of messages from you; give me a minute to catch up.")
+MODEL_FAILED_REPLY = N_("Sorry, I can't think straight right now. Please try again in a moment.")
 # Sent when the model's answer holds no words to send (empty, or only JSON syntax).
-EMPTY_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
+EMPTY_REPLY = N_("Sorry, I lost my train of thought. Could you say that again?")
 # Sent instead of a reply that showed the machinery twice (an action name, the prompt's text,
 # the person's own words) or repeated its own earlier reply, to a question; a statement is
 # acknowledged (`fallback_for`): it was understood, kept and will be learned from, so asking
 # the person to say it again would only have them repeat themselves. Never stored, so it
 # never feeds a later prompt.
-FALLBACK_REPLY = "Sorry, I lost my train of thought. Could you say that again?"
+FALLBACK_REPLY = N_("Sorry, I lost my train of thought. Could you say that again?")
 REPLACED_BY_FALLBACK = "replaced by the fallback"
 # A sentence the bot had already said here, dropped from a reply that was sent without it.
 SAID_BEFORE = "sentence said before dropped"
@@ -106,6 +110,7 @@ class Replier:
         faults: FaultHook | None = None,
         sent_replies: SentReplies | None = None,
         caps: DailySpend | None = None,
+        languages: Languages | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.store = store
@@ -122,6 +127,9 @@ class Replier:
         self.sent_replies = SentReplies(None) if sent_replies is None else sent_replies
         # Who has been told today that a daily cap was reached (`model` refuses the calls).
         self.caps = caps
+        # Which language the bot's own lines are sent in (the world's, the person's, the
+        # operator's).
+        self.languages = languages or Languages(store.worlds, SOURCE_LANGUAGE)
         # The last fallback sent in each room (the most recently used rooms only).
         self._fallbacks: LRUCache[str, str] = LRUCache(maxsize=FALLBACK_ROOMS_KEPT)
 
@@ -143,7 +151,8 @@ class Replier:
         if self.rate_limiter is not None:
             admission = await self.rate_limiter.admit(memory.user_id)
             if admission is Admission.TELL:
-                await send(Content(text=RATE_LIMITED_REPLY))
+                texts = await self._texts(memory)
+                await send(Content(text=texts.gettext(RATE_LIMITED_REPLY)))
             if admission is not Admission.ALLOWED:
                 return
         async with typing():
@@ -221,7 +230,7 @@ class Replier:
                 self._reject_reply(problems, draft.text, memory, again=False)
                 # Neither its words nor its choice of action are the model's to act on:
                 # a small model named an action with nearly every such reply.
-                draft = ReplyDraft(self._fallback(memory), None, readable=False)
+                draft = ReplyDraft(await self._fallback(memory), None, readable=False)
             elif (trimmed := check.without_said_sentences(draft.text)) != draft.text:
                 # Counted with the rejects: what the model wrote is not all what was sent.
                 self.ledger.record_reject(Task.REPLY, SAID_BEFORE, draft.text)
@@ -230,17 +239,19 @@ class Replier:
             # No request was sent: the room hears it once a day, then nothing until tomorrow.
             log.info("no reply to message %s: %s", memory.id, over)
             told = self.caps is None or await self.caps.first_notice(over, memory.room_id)
+            line = (await self._texts(memory)).gettext(over.reply) if told else ""
             if screen is not None and screen.shown:
-                await (screen.stream.finish(over.reply) if told else screen.stream.cancel())
+                await (screen.stream.finish(line) if told else screen.stream.cancel())
             elif told:
-                await send(Content(text=over.reply))
+                await send(Content(text=line))
             return
         except ModelError as error:
             log.warning("reply failed for message %s: %s", memory.id, error)
+            failed = (await self._texts(memory)).gettext(MODEL_FAILED_REPLY)
             if screen is not None and screen.shown:
-                await screen.stream.finish(MODEL_FAILED_REPLY)  # what was shown is replaced
+                await screen.stream.finish(failed)  # what was shown is replaced
             else:
-                await send(Content(text=MODEL_FAILED_REPLY))
+                await send(Content(text=failed))
             return
         replies: list[Memory] = []
         sent = False
@@ -291,7 +302,8 @@ class Replier:
                     on_screen=True,
                 )
             elif action is None:
-                await say(Content(text=EMPTY_REPLY), store=False, on_screen=True)
+                empty = (await self._texts(memory)).gettext(EMPTY_REPLY)
+                await say(Content(text=empty), store=False, on_screen=True)
             elif screen is not None and screen.shown:
                 await screen.stream.cancel()
         elif screen is not None and screen.shown:
@@ -306,7 +318,9 @@ class Replier:
                 await action.handler(context)
             except Exception:
                 log.exception("action %s failed", action.name)
-                await say(Content(text=f"Sorry, I couldn't finish that ({action.name})."))
+                texts = await self._texts(memory)
+                line = texts.gettext("Sorry, I couldn't finish that ({action}).")
+                await say(Content(text=line.format(action=action.name)))
             result.action = action.name
         result.replies = replies
         result.responded = sent
@@ -424,13 +438,17 @@ class Replier:
             self.ledger.record_reject(Task.REPLY, REPLACED_BY_FALLBACK, text)
             log.warning("the reply to message %s showed %s; sent the fallback", memory.id, problems)
 
-    def _fallback(self, memory: Memory) -> str:
+    async def _fallback(self, memory: Memory) -> str:
         """`fallback_for` the message, in other words than the room's last fallback (never
-        stored, so the room's last one is kept here)."""
+        stored, so the room's last one is kept here), in the person's language."""
         room = memory.room_id
         fallback = fallback_for(memory, self._fallbacks.get(room))
-        self._fallbacks[room] = fallback
-        return fallback
+        self._fallbacks[room] = fallback  # in English: the same choice whatever the language
+        return (await self._texts(memory)).gettext(fallback)
+
+    async def _texts(self, memory: Memory) -> Texts:
+        """The catalog the bot's own lines to the message's author are looked up in."""
+        return await self.languages.texts(memory.world_id, memory.locale)
 
     def _read_reply(self, raw: str, memory: Memory) -> ReplyDraft:
         """The model's reply as words to send: no JSON syntax, at most the reply cap; what

@@ -18,6 +18,7 @@ from pymongo.asynchronous.collection import AsyncCollection
 from pymongo.asynchronous.database import AsyncDatabase
 
 from bot.domain.records import stable_id
+from bot.i18n import SOURCE_TEXTS, Texts
 
 COLLECTION = "fact_rejects"
 
@@ -57,10 +58,13 @@ class FactRejects:
         return dict(sorted(totals.items(), key=lambda item: (-item[1], item[0])))
 
 
-def describe_rejects(counts: Mapping[str, int]) -> str:
-    """One line: "Claims not stored: 3 (2 not said by its speaker, 1 a transcript line)"."""
+def describe_rejects(counts: Mapping[str, int], texts: Texts = SOURCE_TEXTS) -> str:
+    """One line: "Claims not stored: 3 (2 not said by its speaker, 1 a transcript line)"
+    (the reasons as the memory names them, in English)."""
     total = sum(counts.values())
     if not total:
-        return "Claims not stored: none"
+        return texts.gettext("Claims not stored: none")
     reasons = ", ".join(f"{count} {reason}" for reason, count in counts.items() if count)
-    return f"Claims not stored: {total} ({reasons})"
+    return texts.gettext("Claims not stored: {count} ({reasons})").format(
+        count=total, reasons=reasons
+    )

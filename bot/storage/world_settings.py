@@ -1,7 +1,9 @@
-"""The `world_settings` collection: what a world's admins chose for it (`/character`, `/model`).
+"""The `world_settings` collection: what a world's admins chose for it (`/character`, `/model`,
+`/language`).
 
-One document per world, its id the world's id (a UUID string): the character's key and the
-SMALL and LARGE model names, None where the world keeps the process's setting. `version`
+One document per world, its id the world's id (a UUID string): the character's key, the
+SMALL and LARGE model names and the language of the bot's own words, None where the world
+keeps the process's setting. `version`
 grows with every change, and `updated_ms` is when (integer milliseconds: nx-27017 stores a
 `$set` datetime as a string). Nothing about a person is kept here (not who made the change:
 that would be data `/forgetme` must reach), so privacy hooks have nothing to do with it; a
@@ -33,6 +35,7 @@ class WorldSettings(BaseModel):
     character: str | None = None
     small_model: str | None = None
     large_model: str | None = None
+    language: str | None = None
     version: int = 0
     updated_ms: int = 0
 
@@ -41,8 +44,8 @@ class WorldSettings(BaseModel):
         return cls.model_validate(dict(document))
 
 
-# The fields `/character` and `/model` set (None clears one).
-CHOICES = ("character", "small_model", "large_model")
+# The fields `/character`, `/model` and `/language` set (None clears one).
+CHOICES = ("character", "small_model", "large_model", "language")
 
 
 class WorldSettingsStore:

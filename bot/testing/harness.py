@@ -77,6 +77,7 @@ def test_settings(
     store_call_seconds: float = 15.0,
     metrics_port: int | None = None,
     stream_replies: bool = True,
+    language: str = "en",
 ) -> Settings:
     """Settings for a test: everything under `data_dir`, nothing read from the environment
     except MNEMO_TEST_MONGODB_URI / MNEMO_TEST_MODEL_DIR as defaults."""
@@ -119,6 +120,7 @@ def test_settings(
             evaluation_retry_seconds=evaluation_retry_seconds,
             answer_window_minutes=answer_window_minutes,
             stream_replies=stream_replies,
+            language=language,  # MNEMO_LANGUAGE
             plugins_dir=data_dir / "no-plugins",
             builtin_plugins=False,
             disabled_plugins=[],

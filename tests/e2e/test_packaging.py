@@ -74,6 +74,23 @@ def test_the_wheel_ships_the_default_character_and_the_built_in_plugins(wheel: P
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
 
 
+def test_the_wheel_ships_the_message_catalogs_compiled_and_as_sources(wheel: Path) -> None:
+    """An installed Mnemo answers in Spanish too: gettext reads the compiled catalog, and a
+    translator finds the source beside it (bot/i18n, docs/languages.md)."""
+    names = set(_names(wheel))
+    catalogs = {
+        f"bot/{p.relative_to(REPO / 'bot').as_posix()}"
+        for p in (REPO / "bot" / "i18n" / "locales").rglob("*")
+        if p.suffix in (".po", ".mo", ".pot")
+    }
+    assert {
+        "bot/i18n/locales/es/LC_MESSAGES/mnemo.mo",
+        "bot/i18n/locales/es/LC_MESSAGES/mnemo.po",
+        "bot/i18n/locales/mnemo.pot",
+    } <= catalogs
+    assert catalogs <= names
+
+
 def test_the_wheel_carries_the_license_a_packager_checks(wheel: Path) -> None:
     """PyPI and distribution packagers read the SPDX expression and want the licence text."""
     with zipfile.ZipFile(wheel) as archive:

@@ -663,20 +663,28 @@ class FakeDiscord:
         guild: discord.Guild | None = None,
         channel: str = "general",
         manage_server: bool = False,
+        locale: discord.Locale = discord.Locale.american_english,
     ) -> FakeInteraction:
-        """A slash-command use by `person` in a guild channel, or in their DM with the bot."""
+        """A slash-command use by `person` in a guild channel, or in their DM with the bot,
+        from a Discord client set to `locale`."""
         if guild is None:
             dm = self.state.add_dm_channel(
                 {"id": str(self.dm_channel_id(person)), "type": 1, "recipients": [person.payload()]}  # type: ignore[typeddict-item]
             )
             user: discord.User | discord.Member = self.state.store_user(person.payload())  # type: ignore[arg-type]
             return FakeInteraction(
-                user=user, guild=None, channel=dm, permissions=discord.Permissions.none()
+                user=user,
+                guild=None,
+                channel=dm,
+                permissions=discord.Permissions.none(),
+                locale=locale,
             )
         where = self.channel(guild, channel)
         member = self.member(guild, person, manage_server=manage_server)
         permissions = where.permissions_for(member)
-        return FakeInteraction(user=member, guild=guild, channel=where, permissions=permissions)
+        return FakeInteraction(
+            user=member, guild=guild, channel=where, permissions=permissions, locale=locale
+        )
 
 
 # --------------------------------------------------------------------------- interactions
@@ -761,6 +769,8 @@ class FakeInteraction:
     shown: list[Shown] = field(default_factory=list)
     # As Discord dates it (its id's time): now.
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    # The language of the person's Discord client.
+    locale: discord.Locale = discord.Locale.american_english
 
     def __post_init__(self) -> None:
         self.response = FakeInteractionResponse(self)

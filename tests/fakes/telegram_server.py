@@ -50,11 +50,15 @@ class FakeUser:
     username: str | None = None
     is_bot: bool = False
     last_name: str | None = None
+    # The language their app is set to (an IETF tag, "es"), as Telegram sends it.
+    language_code: str | None = None
 
     def to_dict(self) -> JSONDict:
         data: JSONDict = {"id": self.id, "is_bot": self.is_bot, "first_name": self.first_name}
         if self.last_name:
             data["last_name"] = self.last_name
+        if self.language_code:
+            data["language_code"] = self.language_code
         if self.username:
             data["username"] = self.username
         return data
@@ -237,10 +241,19 @@ class FakeTelegramServer:
 
     # ------------------------------------------------------------------ people and chats
     def user(
-        self, first_name: str, *, username: str | None = None, is_bot: bool = False
+        self,
+        first_name: str,
+        *,
+        username: str | None = None,
+        is_bot: bool = False,
+        language_code: str | None = None,
     ) -> FakeUser:
         return FakeUser(
-            id=next(self._next_user), first_name=first_name, username=username, is_bot=is_bot
+            id=next(self._next_user),
+            first_name=first_name,
+            username=username,
+            is_bot=is_bot,
+            language_code=language_code,
         )
 
     def private_chat(self, user: FakeUser) -> FakeChat:

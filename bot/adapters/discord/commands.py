@@ -31,6 +31,7 @@ from bot.adapters.discord.convert import PLATFORM, world_of
 from bot.adapters.split import DISCORD_LIMIT, split_message
 from bot.commands.command_set import (
     BUILT_IN,
+    CONFIRM_BY_BUTTON,
     FORGET_ME_PROMPT,
     Answer,
     CommandInfo,
@@ -41,15 +42,19 @@ from bot.commands.command_set import (
 from bot.commands.fact_history import SUBCOMMAND, open_to_all
 from bot.config.settings import PlatformSettings
 from bot.domain.records import account_id, room_id
+from bot.i18n import N_, SOURCE_TEXTS, Texts
 
 log = logging.getLogger(__name__)
 
-REFUSED = (
+# In English, shown in the asker's language (bot/i18n).
+REFUSED = N_(
     "Only people with the Manage Server permission (or the bot's configured admins) "
     "can use this command."
 )
-FORGET_ME_CANCELLED = "Cancelled: I forgot nothing."
-FORGET_ME_EXPIRED = "No answer, so I forgot nothing. Use /forgetme again if you meant it."
+FORGET_ME_CANCELLED = N_("Cancelled: I forgot nothing.")
+FORGET_ME_EXPIRED = N_("No answer, so I forgot nothing. Use /forgetme again if you meant it.")
+FORGET_ME_LABEL = N_("Forget me")
+FORGET_THEM_LABEL = N_("Forget them")
 
 SlashCommand = app_commands.Command[Any, ..., None]
 
@@ -107,14 +112,17 @@ class ForgetMeView(discord.ui.View):
         *,
         forget: Callable[[], Awaitable[str]],
         timeout: float = 120.0,
-        confirm_label: str = "Forget me",
+        confirm_label: str = FORGET_ME_LABEL,
+        texts: Texts = SOURCE_TEXTS,
     ) -> None:
         super().__init__(timeout=timeout)
         self.origin = origin
         self.owner_id = origin.user.id
         self._forget = forget
+        self._texts = texts
         # The same view asks an admin before forgetting someone else ("Forget them").
-        self.confirm.label = confirm_label
+        self.confirm.label = texts.gettext(confirm_label)
+        self.cancel.label = texts.gettext("Cancel")
 
     async def interaction_check(self, interaction: discord.Interaction) -> bool:
         return interaction.user.id == self.owner_id
@@ -122,7 +130,8 @@ class ForgetMeView(discord.ui.View):
     async def on_timeout(self) -> None:
         # Buttons that no longer answer would only confuse: say that nothing happened.
         with contextlib.suppress(discord.HTTPException):
-            await self.origin.edit_original_response(content=FORGET_ME_EXPIRED, view=None)
+            expired = self._texts.gettext(FORGET_ME_EXPIRED)
+            await self.origin.edit_original_response(content=expired, view=None)
 
     @discord.ui.button(label="Forget me", style=discord.ButtonStyle.danger)
     async def confirm(
@@ -130,7 +139,8 @@ class ForgetMeView(discord.ui.View):
     ) -> None:
         self.stop()
         # Acknowledge first (buttons gone, so no second press); deleting may take a while.
-        await interaction.response.edit_message(content="Forgetting…", view=None)
+        forgetting = self._texts.gettext("Forgetting…")
+        await interaction.response.edit_message(content=forgetting, view=None)
         await interaction.edit_original_response(content=await self._forget())
 
     @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
@@ -138,7 +148,8 @@ class ForgetMeView(discord.ui.View):
         self, interaction: discord.Interaction, button: discord.ui.Button[ForgetMeView]
     ) -> None:
         self.stop()
-        await interaction.response.edit_message(content=FORGET_ME_CANCELLED, view=None)
+        cancelled = self._texts.gettext(FORGET_ME_CANCELLED)
+        await interaction.response.edit_message(content=cancelled, view=None)
 
 
 class DiscordCommands:
@@ -173,6 +184,8 @@ class DiscordCommands:
             subject_id=subject_id,
             # The messages' own clock: a fresh start dates from here (`/reset`).
             sent_at=interaction.created_at,
+            # The asker's Discord client language ("es-ES"): answers are in it (bot/i18n).
+            locale=interaction.locale.value,
         )
 
     async def run(
@@ -189,7 +202,8 @@ class DiscordCommands:
         request = self.request(interaction, args, subject_id)
         if info.admin_only and not request.is_admin and not open_to_all(info.name, args):
             log.info("discord: refused /%s to user %s", name, interaction.user.id)
-            await interaction.response.send_message(REFUSED, ephemeral=True)
+            refused = (await commands.texts(request)).gettext(REFUSED)
+            await interaction.response.send_message(refused, ephemeral=True)
             return
         if info.slow and not interaction.response.is_done():
             # Discord drops an interaction not acknowledged in 3 seconds; learning may take longer.
@@ -200,48 +214,56 @@ class DiscordCommands:
         self, interaction: discord.Interaction, member: discord.User | discord.Member
     ) -> None:
         """`/forget member:`: a whole person, so the admin confirms first, as with /forgetme."""
-        if not self.is_admin(interaction):
-            log.info("discord: refused /forget to user %s", interaction.user.id)
-            await interaction.response.send_message(REFUSED, ephemeral=True)
-            return
         commands = self._commands()
         person = account_id(PLATFORM, member.id)
         request = self.request(interaction, subject_id=person)
+        texts = await commands.texts(request)
+        if not self.is_admin(interaction):
+            log.info("discord: refused /forget to user %s", interaction.user.id)
+            await interaction.response.send_message(texts.gettext(REFUSED), ephemeral=True)
+            return
         view = ForgetMeView(
             interaction,
             forget=lambda: commands.forget_person(person, request),
-            confirm_label="Forget them",
+            confirm_label=FORGET_THEM_LABEL,
+            texts=texts,
         )
         prompt = await commands.forget_person_prompt(
-            person, how="press the button", name=member.display_name
+            person, how=CONFIRM_BY_BUTTON, name=member.display_name, texts=texts
         )
         await interaction.response.send_message(prompt, view=view, ephemeral=True)
 
     # ------------------------------------------------------------------ the slash commands
     def built_in(self) -> list[SlashCommand]:
-        @app_commands.command(name="me", description="What I have learned about you here")
+        @app_commands.command(name="me", description=N_("What I have learned about you here"))
         async def me(interaction: discord.Interaction) -> None:
             await self.run(interaction, "me")
 
         @app_commands.command(
-            name="forgetme", description="Delete everything I learned about you here"
+            name="forgetme", description=N_("Delete everything I learned about you here")
         )
         async def forgetme(interaction: discord.Interaction) -> None:
             request = self.request(interaction)
-            view = ForgetMeView(interaction, forget=lambda: self._commands().forget_me(request))
-            await interaction.response.send_message(FORGET_ME_PROMPT, view=view, ephemeral=True)
+            commands = self._commands()
+            texts = await commands.texts(request)
+            view = ForgetMeView(
+                interaction, forget=lambda: commands.forget_me(request), texts=texts
+            )
+            prompt = texts.gettext(FORGET_ME_PROMPT)
+            await interaction.response.send_message(prompt, view=view, ephemeral=True)
 
         @app_commands.command(
-            name="export", description="Everything I keep about you here, as a file only you see"
+            name="export",
+            description=N_("Everything I keep about you here, as a file only you see"),
         )
         async def export(interaction: discord.Interaction) -> None:
             await self.run(interaction, "export")
 
-        @app_commands.command(name="mydata", description="The same as /export")
+        @app_commands.command(name="mydata", description=N_("The same as /export"))
         async def mydata(interaction: discord.Interaction) -> None:
             await self.run(interaction, "mydata")
 
-        @app_commands.command(name="help", description="What I can do")
+        @app_commands.command(name="help", description=N_("What I can do"))
         async def help(interaction: discord.Interaction) -> None:
             await self.run(interaction, "help")
 
@@ -255,12 +277,12 @@ class DiscordCommands:
 
         @app_commands.command(
             name="facts",
-            description="How what I know about you changed; admins: what I have learned here",
+            description=N_("How what I know about you changed; admins: what I have learned here"),
         )
         @app_commands.describe(
-            member="Only facts about this person",
-            search="Only facts containing this text; 'history': how what I know changed",
-            page="Page number (10 facts per page)",
+            member=N_("Only facts about this person"),
+            search=N_("Only facts containing this text; 'history': how what I know changed"),
+            page=N_("Page number (10 facts per page)"),
         )
         async def facts(
             interaction: discord.Interaction,
@@ -274,11 +296,15 @@ class DiscordCommands:
 
         @app_commands.command(
             name="forget",
-            description="Forget one of your facts; admins: any fact, or everything about a member",
+            description=N_(
+                "Forget one of your facts; admins: any fact, or everything about a member"
+            ),
         )
         @app_commands.describe(
-            fact="The id from /me or /facts (its first characters are enough); add yes to confirm",
-            member="Admins: forget everything about this person here",
+            fact=N_(
+                "The id from /me or /facts (its first characters are enough); add yes to confirm"
+            ),
+            member=N_("Admins: forget everything about this person here"),
         )
         async def forget(
             interaction: discord.Interaction,
@@ -286,14 +312,17 @@ class DiscordCommands:
             member: discord.User | None = None,
         ) -> None:
             if (fact is None) == (member is None) and self.is_admin(interaction):
-                await answer(interaction, "Give either a fact id or a member, not both.")
+                texts = await self._commands().texts(self.request(interaction))
+                await answer(
+                    interaction, texts.gettext("Give either a fact id or a member, not both.")
+                )
                 return
             if member is not None:
                 await self.confirm_forget_person(interaction, member)
                 return
             await self.run(interaction, "forget", fact or "")
 
-        @app_commands.command(name="stats", description="Admins: what I have stored here")
+        @app_commands.command(name="stats", description=N_("Admins: what I have stored here"))
         async def stats(interaction: discord.Interaction) -> None:
             await self.run(interaction, "stats")
 

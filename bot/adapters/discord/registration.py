@@ -26,6 +26,8 @@ import aiohttp
 import discord
 from discord import app_commands
 
+from bot.adapters.discord.translation import CatalogTranslator
+
 log = logging.getLogger(__name__)
 
 FILE_NAME = "discord-commands.json"
@@ -121,12 +123,14 @@ class CommandSync:
         self.registrations = registrations
         self.everything_global = everything_global
 
-    def payloads(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        """What to register: (globally, in each server)."""
+    async def payloads(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """What to register: (globally, in each server), each description in every language
+        with a catalog (`CatalogTranslator`)."""
         everywhere: list[dict[str, Any]] = []
         per_server: list[dict[str, Any]] = []
+        translator = CatalogTranslator()
         for command in self.tree.get_commands():
-            payload = command.to_dict(self.tree)
+            payload = await command.get_translated_payload(self.tree, translator)
             if command.guild_only and not self.everything_global:
                 per_server.append(payload)
             else:
@@ -134,7 +138,7 @@ class CommandSync:
         return everywhere, per_server
 
     async def sync(self, guilds: Iterable[discord.abc.Snowflake]) -> None:
-        everywhere, per_server = self.payloads()
+        everywhere, per_server = await self.payloads()
         await self._register(None, everywhere)
         try:
             for guild in guilds:
@@ -151,7 +155,7 @@ class CommandSync:
         save: bool = True,
     ) -> None:
         if per_server is None:
-            _, per_server = self.payloads()
+            _, per_server = await self.payloads()
         if self.everything_global:
             # A server keeps no commands of its own then, but one that got some before the
             # switch would show them twice: those are removed, once.

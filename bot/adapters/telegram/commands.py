@@ -41,6 +41,7 @@ from bot.adapters.telegram.send import HTML
 from bot.commands.command_set import (
     FORGET_ME_PROMPT,
     Answer,
+    CommandInfo,
     Commands,
     Request,
     admin_accounts,
@@ -48,17 +49,20 @@ from bot.commands.command_set import (
 )
 from bot.config.settings import PlatformSettings
 from bot.domain.records import account_id
+from bot.i18n import N_, Texts, available_languages, texts_for
 
 log = logging.getLogger(__name__)
 
-# The layer's words, as on every surface; the buttons (or "/forgetme yes") confirm.
-FORGET_PROMPT = f"{FORGET_ME_PROMPT} Sure?"
+# The layer's words, as on every surface; the buttons (or "/forgetme yes") confirm. In
+# English, shown in the asker's language (bot/i18n).
+SURE = N_("Sure?")
+FORGET_PROMPT = f"{FORGET_ME_PROMPT} {SURE}"  # in English; each language's is made alike
 FORGET_DATA = re.compile(r"^forgetme:(yes|no):(-?\d+)$")
-SENT_PRIVATELY = "I sent it to you in a private message."
-START_A_CHAT = (
+SENT_PRIVATELY = N_("I sent it to you in a private message.")
+START_A_CHAT = N_(
     "I can't write to you privately yet: open a chat with {bot}, press Start, then ask again."
 )
-PRIVATE_FAILED = "Sorry, I could not send it to you privately; please try again in a moment."
+PRIVATE_FAILED = N_("Sorry, I could not send it to you privately; please try again in a moment.")
 # What `_send_private` did.
 SENT, NOT_STARTED, FAILED = "sent", "not started", "failed"
 CAPTION_LIMIT = 1024  # Telegram's limit for a document's caption
@@ -144,21 +148,28 @@ class TelegramCommands:
                 else account_id(PLATFORM, author)
             ),
             resolve_person=self._resolve_person,
+            locale=user.language_code,
         )
         reply_to = message.message_id if room.kind == "group" else None
         thread = message.message_thread_id if message.is_topic_message else None
         if name == "forgetme" and args.lower() not in ("yes", "y", "confirm"):
-            await self._ask_to_forget(message, reply_to, thread)
+            await self._ask_to_forget(message, await self.commands.texts(request), reply_to, thread)
             return
         answer = await self.commands.run(name, request)
         if answer.private or answer.attachment is not None:
-            await self._deliver_privately(message, answer, reply_to, thread)
+            texts = await self.commands.texts(request)
+            await self._deliver_privately(message, answer, texts, reply_to, thread)
             return
         # Rendered as replies are (HTML), with the ids in it as code, not literal backticks.
         await self.chats.send(message.chat.id, answer.text, reply_to, thread, answer=True)
 
     async def _deliver_privately(
-        self, message: Message, answer: Answer, reply_to: int | None, thread: int | None
+        self,
+        message: Message,
+        answer: Answer,
+        texts: Texts,
+        reply_to: int | None,
+        thread: int | None,
     ) -> None:
         """An answer for the asker only goes to their private chat with the bot; asked in a
         group, the group is told where it went (or how to let the bot write to them)."""
@@ -169,12 +180,13 @@ class TelegramCommands:
         outcome = await self._send_private(user.id, answer)
         if outcome == SENT:
             if not in_private:
-                await self.chats.send(message.chat.id, SENT_PRIVATELY, reply_to, thread)
+                sent = texts.gettext(SENT_PRIVATELY)
+                await self.chats.send(message.chat.id, sent, reply_to, thread)
             return
         text = (
-            START_A_CHAT.format(bot=self._bot_username())
+            texts.gettext(START_A_CHAT).format(bot=self._bot_username())
             if outcome == NOT_STARTED
-            else (PRIVATE_FAILED)
+            else texts.gettext(PRIVATE_FAILED)
         )
         await self.chats.send(message.chat.id, text, reply_to, thread)
 
@@ -213,19 +225,21 @@ class TelegramCommands:
         return f"@{username}" if username else "me"
 
     async def _ask_to_forget(
-        self, message: Message, reply_to: int | None, thread: int | None
+        self, message: Message, texts: Texts, reply_to: int | None, thread: int | None
     ) -> None:
         user = message.from_user
         assert user is not None
+        yes, no = texts.gettext("Yes, forget me"), texts.gettext("No")
         keyboard = InlineKeyboardMarkup(
             [
                 [
-                    InlineKeyboardButton("Yes, forget me", callback_data=f"forgetme:yes:{user.id}"),
-                    InlineKeyboardButton("No", callback_data=f"forgetme:no:{user.id}"),
+                    InlineKeyboardButton(yes, callback_data=f"forgetme:yes:{user.id}"),
+                    InlineKeyboardButton(no, callback_data=f"forgetme:no:{user.id}"),
                 ]
             ]
         )
-        await self.chats.send(message.chat.id, FORGET_PROMPT, reply_to, thread, keyboard)
+        prompt = f"{texts.gettext(FORGET_ME_PROMPT)} {texts.gettext(SURE)}"
+        await self.chats.send(message.chat.id, prompt, reply_to, thread, keyboard)
 
     async def on_forget_pressed(self, update: Update) -> None:
         query = update.callback_query
@@ -236,31 +250,37 @@ class TelegramCommands:
         if match is None:
             return
         choice, owner = match.group(1), int(match.group(2))
+        chat = query.message.chat
+        room = room_of(chat)
+        # Whoever pressed: the answers below are theirs to read, in their language.
+        request = Request(
+            platform=PLATFORM,
+            account_id=account_id(PLATFORM, query.from_user.id),
+            world_id=room.world_id,
+            room_id=room.id,
+            is_admin=False,
+            locale=query.from_user.language_code,
+        )
+        texts = await self.commands.texts(request)
         if not _offered(query.message, query.data):
             # A user-API client can send any data for any message: only a button the bot put
             # on this very message counts, or one person's data could answer (and overwrite)
             # another person's prompt.
             log.warning("telegram: callback data not offered by its message, ignored")
-            await _answer(query, "This button is not valid here; send /forgetme again.")
+            await _answer(
+                query, texts.gettext("This button is not valid here; send /forgetme again.")
+            )
             return
         if query.from_user.id != owner:
-            await _answer(query, "This button is for the person who asked.")
+            await _answer(query, texts.gettext("This button is for the person who asked."))
             return
-        chat = query.message.chat
-        room = room_of(chat)
         # Answered at once: Telegram shows a spinner on the button until then.
-        await _answer(query, "Forgetting…" if choice == "yes" else "Kept.")
+        pressed = texts.gettext("Forgetting…") if choice == "yes" else texts.gettext("Kept.")
+        await _answer(query, pressed)
         if choice == "yes":
-            request = Request(
-                platform=PLATFORM,
-                account_id=account_id(PLATFORM, owner),
-                world_id=room.world_id,
-                room_id=room.id,
-                is_admin=False,
-            )
-            text = await self.commands.forget_me(request)
+            text = await self.commands.forget_me(request)  # the owner pressed it
         else:
-            text = "Okay, I'll keep remembering."
+            text = texts.gettext("Okay, I'll keep remembering.")
         try:
             await bot.edit_message_text(text, chat_id=chat.id, message_id=query.message.message_id)
         except TelegramError as error:
@@ -268,10 +288,23 @@ class TelegramCommands:
             await self.chats.send(chat.id, text)
 
     async def register_menu(self, bot: Bot) -> None:
-        """The menu: everyone sees the user commands; admins see all of them."""
+        """The menu: everyone sees the user commands; admins see all of them. Once in the
+        operator's language for everyone, then once per other language with a catalog, which
+        Telegram shows to the people whose app is set to it."""
+        default = self.commands.services.languages.default
+        await self._register_menu(bot, texts_for(default), None)
+        for language in available_languages():
+            if language != default:
+                await self._register_menu(bot, texts_for(language), language)
+
+    async def _register_menu(self, bot: Bot, texts: Texts, language: str | None) -> None:
         listed = self.commands.all()
-        everyone = [BotCommand(c.name, c.description) for c in listed if not c.admin_only]
-        everything = everyone + [BotCommand(c.name, c.description) for c in listed if c.admin_only]
+
+        def entry(info: CommandInfo) -> BotCommand:
+            return BotCommand(info.name, texts.gettext(info.description))
+
+        everyone = [entry(c) for c in listed if not c.admin_only]
+        everything = everyone + [entry(c) for c in listed if c.admin_only]
         scopes: list[tuple[list[BotCommand], Any]] = [(everyone, BotCommandScopeDefault())]
         if self.settings.telegram_group_admins:
             scopes.append((everything, BotCommandScopeAllChatAdministrators()))
@@ -279,7 +312,7 @@ class TelegramCommands:
         scopes += [(everything, BotCommandScopeChat(chat)) for chat in admin_chats]
         for commands, scope in scopes:
             try:
-                await bot.set_my_commands(commands, scope=scope)
+                await bot.set_my_commands(commands, scope=scope, language_code=language)
             except TelegramError as error:
                 # E.g. an admin who never opened a chat with the bot: the menu is a nicety.
                 log.info("telegram: could not set the command menu for %s (%s)", scope.type, error)

@@ -124,6 +124,8 @@ def to_memory(
     )
     # The update carries the message replied to: shown beside this one when it is not stored.
     memory.carry_quote(at_hand(_quote_of(message, reply, me, agent_id)))
+    # The language the sender's app is set to: the bot's own lines to them are in it.
+    memory.carry_locale(user.language_code)
     return Incoming(memory, account_of(user), room_of(message.chat), profiles)
 
 

@@ -44,6 +44,7 @@ from pymongo.errors import ConnectionFailure
 from bot.cancelling import BlockingCalls, Stuck
 from bot.domain.records import Account, Content, EvaluationJob, Memory, Room, reply_id, utcnow
 from bot.faults import FaultHook
+from bot.i18n import N_, Texts
 from bot.knowledge.prefetch import Background
 from bot.privacy.consent import COLLECTION as CONSENT
 from bot.privacy.policy import PrivacyPolicy
@@ -54,6 +55,7 @@ from bot.runtime.intake.journal import JournalEntry
 from bot.runtime.intake.missed import MissedRooms
 from bot.runtime.intake.outage import DISK_DEADLINE, Outage, unreachable
 from bot.runtime.intake.sent_replies import SentReplies
+from bot.runtime.languages import Languages
 from bot.runtime.profiles import KnownProfiles
 from bot.runtime.replying import Replier
 from bot.runtime.types import (
@@ -76,14 +78,15 @@ log = logging.getLogger(__name__)
 # full ("refused"), or consent keeps nothing of it ("not kept": `handle()` still answers).
 AtDoor = Literal["job", "journaled", "refused", "not kept"]
 OPENED_KEPT = 10_000  # bound of what `opened` remembers
-CANNOT_KEEP_REPLY = (
+# The bot's own lines, in English: sent in the room's or the person's language (bot/i18n).
+CANNOT_KEEP_REPLY = N_(
     "I can't store messages right now, so I haven't taken yours in yet. I'll pick it up again "
     "as soon as I can; if I don't answer in a while, please send it again."
 )
 # Whether the bot answers a message in a room (DMs always; groups when addressed).
 ShouldRespond = Callable[[Memory, Room | None], bool]
 # Said once in a room after a restart whose messages aged past the answer window unanswered.
-MISSED_REPLY = "I missed some messages while I was restarting."
+MISSED_REPLY = N_("I missed some messages while I was restarting.")
 # A new message of a room a crash left messages in waits this long for its platform to hand
 # over how to answer them (the adapter calls `answer_unanswered()` as it connects), so the
 # older ones go first; past it, they are learned from and the room is told later.
@@ -119,6 +122,7 @@ class Intake:
         events: RuntimeEvents = NO_EVENTS,
         faults: FaultHook | None = None,
         missed: MissedRooms | None = None,
+        languages: Languages | None = None,
     ) -> None:
         self._agent_id = agent_id
         self._store = store
@@ -153,6 +157,8 @@ class Intake:
         self._senders: dict[str, SenderFor] = {}
         self._connected: dict[str, asyncio.Event] = {}
         self._missed = missed or MissedRooms(None)
+        # The language of the bot's own lines here: the replier's choice of it.
+        self._languages = languages or replier.languages
         # The data-folder writes of recovery (missed_rooms.json), each with a deadline.
         self._disk = BlockingCalls("data folder", deadline=DISK_DEADLINE)
         self._give_up_timer: asyncio.TimerHandle | None = None
@@ -217,7 +223,8 @@ class Intake:
         admission = await self._privacy.admit(memory, consent=window.extra[CONSENT])
         if not admission.learn:
             if admission.notice is not None:
-                await send(Content(text=admission.notice))
+                texts = await self._languages.texts(memory.world_id, memory.locale)
+                await send(Content(text=texts.gettext(admission.notice)))
             if self._should_respond(memory, here) and not admission.repeat:
                 await self._replier.answer(
                     memory, send, typing, result, here, keep=False, window=window
@@ -374,7 +381,9 @@ class Intake:
     async def _keep_first(self, entry: JournalEntry, send: Send) -> AtDoor:
         assert self.outage is not None
         try:
-            kept = await self.outage.keep(entry, send, tell_full=False)
+            kept = await self.outage.keep(
+                entry, send, tell_full=False, texts=self._texts_now(entry.memory)
+            )
         except Exception as error:  # the journal's own write failed (its disk is full)
             return await self._not_kept(entry.memory, send, error)
         if not kept:
@@ -398,7 +407,7 @@ class Intake:
         if not told and not (self.outage is not None and self.outage.told(memory.room_id)):
             self._cannot_keep_told.add(memory.room_id)
             try:
-                await send(Content(text=CANNOT_KEEP_REPLY))
+                await send(Content(text=self._texts_now(memory).gettext(CANNOT_KEEP_REPLY)))
             except Exception as failed:  # the platform is away too: it sends the message again
                 log.warning("telling room %s failed (%s)", memory.room_id, type(failed).__name__)
         return "refused"
@@ -407,7 +416,7 @@ class Intake:
     async def _keep(self, entry: JournalEntry, send: Send) -> HandleResult:
         assert self.outage is not None
         try:
-            kept = await self.outage.keep(entry, send)
+            kept = await self.outage.keep(entry, send, texts=self._texts_now(entry.memory))
         except Exception as error:  # the journal's disk is full or stuck: the room hears once
             await self._not_kept(entry.memory, send, error)
             kept = False
@@ -628,7 +637,8 @@ class Intake:
         if sender_for is None:
             return False
         try:
-            await sender_for(room, None)(Content(text=MISSED_REPLY))
+            texts = await self._languages.texts(room.world_id)  # the room's: nobody in particular
+            await sender_for(room, None)(Content(text=texts.gettext(MISSED_REPLY)))
         except Exception as error:
             log.warning("telling room %s it was missed failed (%s)", room.id, type(error).__name__)
             return False
@@ -637,6 +647,10 @@ class Intake:
         except (OSError, Stuck) as error:  # told again after the next restart, at worst
             log.error("cannot note room %s was told (%s)", room.id, type(error).__name__)
         return True
+
+    def _texts_now(self, memory: Memory) -> Texts:
+        """The language of a line said while the database is away: no read for it."""
+        return self._languages.texts_now(memory.world_id, memory.locale)
 
     def _give_up_later(self) -> None:
         # Not waited for (bot/knowledge/prefetch.py keeps the task referenced).

@@ -29,18 +29,20 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, wait_exp
 from bot.cancelling import BlockingCalls, cancel_and_wait
 from bot.domain.records import Content
 from bot.faults import FaultHook
+from bot.i18n import N_, SOURCE_LANGUAGE, Texts, texts_for
 from bot.runtime.intake.journal import Journal, JournalEntry, JournalFull, JournalRecord
 from bot.storage.mongo import StorageUnavailable
 
 log = logging.getLogger(__name__)
 
-TROUBLE_REPLY = (
+# In English, sent in the person's language (bot/i18n: `keep`'s `texts`).
+TROUBLE_REPLY = N_(
     "I'm having trouble remembering right now. I've kept your message and will come back to it."
 )
-FULL_REPLY = "I can't take more messages right now, please try again later."
+FULL_REPLY = N_("I can't take more messages right now, please try again later.")
 # A command while MongoDB is unreachable, or while what was kept meanwhile is not yet back in
 # it: it would fail after time-outs, or (a /forgetme) run before a kept message is stored.
-DATABASE_AWAY = (
+DATABASE_AWAY = N_(
     "I can't reach my memory right now; please try again in a few minutes. Nothing was changed."
 )
 
@@ -167,10 +169,19 @@ class Outage:
         self.down = True
         self._ensure_replaying()
 
-    async def keep(self, entry: JournalEntry, send: Send | None, *, tell_full: bool = True) -> bool:
+    async def keep(
+        self,
+        entry: JournalEntry,
+        send: Send | None,
+        *,
+        tell_full: bool = True,
+        texts: Texts | None = None,
+    ) -> bool:
         """Journal one message (fsynced); tell its room once per outage, or that the journal is
-        full (unless not `tell_full`: the platform sends it again). Returns whether it was kept;
-        raises when the file cannot be written (OSError) or the write is stuck (Stuck)."""
+        full (unless not `tell_full`: the platform sends it again), in `texts`' language
+        (None: English). Returns whether it was kept; raises when the file cannot be written
+        (OSError) or the write is stuck (Stuck)."""
+        texts = texts or texts_for(SOURCE_LANGUAGE)
         try:
             await self.disk.run(lambda: self.journal.append(entry))
         except JournalFull as full:
@@ -179,7 +190,7 @@ class Outage:
                 self._full_logged = True
                 log.error("%s: refusing incoming messages until it is replayed", full)
             if send is not None and tell_full:
-                await send(Content(text=FULL_REPLY))
+                await send(Content(text=texts.gettext(FULL_REPLY)))
             return False
         self._full_logged = False
         self._faults.reached("journal:appended")
@@ -188,7 +199,7 @@ class Outage:
             self._sends[entry.memory.id] = send
             if self.down and not entry.responded and room_id not in self._told:
                 self._told.add(room_id)
-                await send(Content(text=TROUBLE_REPLY))
+                await send(Content(text=texts.gettext(TROUBLE_REPLY)))
         self._ensure_replaying()
         return True
 

@@ -652,7 +652,7 @@ async def test_start_connects_registers_commands_and_answers_over_the_gateway(
     # /forget too: everyone forgets their own facts (a member, `member:`, is for admins).
     assert set(everywhere) == personal | {"optin", "reset", "new", "forget"}
     assert set(in_server) == {
-        *("stats", "learning", "character", "model"),
+        *("stats", "learning", "character", "model", "language"),
         *("goals", "goal"),  # the goals plugin's: admins'
     }
     commands = everywhere | in_server

@@ -208,3 +208,27 @@ async def test_switching_to_global_registration_removes_the_servers_copies_once(
     again, fake = adapter(global_sync=True)
     await again.sync_commands(guilds)
     assert fake.http.registrations == []
+
+
+async def test_a_spanish_client_reads_the_command_descriptions_in_spanish(
+    tmp_path: Path, model_dir: Path, mongo_uri: str
+) -> None:
+    """Discord shows a command's description in the client's language when the registered
+    command carries it: every language with a catalog (bot/i18n), its Discord locales all
+    (Spain's and Latin America's Spanish); the names stay as they are typed."""
+    async with (
+        FakeDiscordServer(token=TOKEN) as server,
+        app_of(tmp_path, model_dir, mongo_uri) as app,
+    ):
+        async with running(server, app, None):
+            await server.until(lambda: None in server.commands)
+        registered = {command["name"]: command for command in server.commands[None]}
+    me, facts = registered["me"], registered["facts"]
+    assert me["description"] == "What I have learned about you here"
+    assert me["description_localizations"] == {
+        "es-ES": "Lo que he aprendido de ti aquí",
+        "es-419": "Lo que he aprendido de ti aquí",
+    }
+    [member] = [option for option in facts["options"] if option["name"] == "member"]
+    assert member["description_localizations"]["es-ES"] == "Solo datos sobre esta persona"
+    assert not any(command.get("name_localizations") for command in registered.values())

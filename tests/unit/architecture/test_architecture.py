@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("bot.storage",),
     ("bot.llm",),
     ("bot.config",),
-    ("bot.domain",),
+    ("bot.domain", "bot.i18n"),
 ]
 # Small modules with no Mnemo imports of their own, usable from every layer.
 UTILITIES = {"bot.cancelling", "bot.faults"}

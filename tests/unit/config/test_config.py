@@ -155,6 +155,8 @@ CASES = [
         ["goals", "weather"],
     ),
     ("MNEMO_LOG_LEVEL", "DEBUG", ("runtime", "log_level"), "DEBUG"),
+    # A platform's spelling of a language with a catalog is its catalog's code.
+    ("MNEMO_LANGUAGE", "es-ES", ("runtime", "language"), "es"),
     ("MNEMO_STREAM_REPLIES", "false", ("runtime", "stream_replies"), False),
     ("MNEMO_METRICS_PORT", "9464", ("ops", "metrics_port"), 9464),
     ("MNEMO_METRICS_HOST", "0.0.0.0", ("ops", "metrics_host"), "0.0.0.0"),
@@ -349,6 +351,7 @@ def test_env_example_documents_every_setting_and_changes_nothing(tmp_path: Path)
         ("CHROMA_PORT", "70000", "less than or equal to 65535"),
         ("MNEMO_EVALUATOR_SELECTION", "random", "'llm' or 'all'"),
         ("MNEMO_LOG_LEVEL", "verbose", "'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
+        ("MNEMO_LANGUAGE", "klingon", "no catalog for the language 'klingon'; available: en, es"),
         ("MNEMO_TELEGRAM_GROUP_ADMINS", "perhaps", "valid boolean"),
         ("MNEMO_RATE_LIMIT_PER_MINUTE", "-1", "greater than or equal to 0"),
         ("MNEMO_MAX_IMAGE_MB", "0", "greater than 0"),
