@@ -22,6 +22,7 @@ from bot import (
 )
 from bot.offline import is_question, sentences
 
+from .aims import states_an_aim
 from .commands import add_goal, parse_goal_spec
 from .guard import (
     NAMES_NOTHING,
@@ -138,10 +139,12 @@ class GoalDraft(BaseModel):
 
 
 def states_a_goal(text: str) -> bool:
-    """Whether the message reads as stating a goal at all ("my goal is", "I want to", ...),
-    outside a question."""
+    """Whether the message reads as stating a goal at all ("my goal is", "I want to", ...,
+    or the same in another language: aims.py), outside a question."""
     return any(
-        _GOAL_PHRASES.search(sentence) is not None or _GOAL_WORD.search(sentence) is not None
+        _GOAL_PHRASES.search(sentence) is not None
+        or _GOAL_WORD.search(sentence) is not None
+        or states_an_aim(sentence)
         for sentence in _statements(text)
     )
 

@@ -6,7 +6,7 @@ Only an aim stated as one: the reading's "goal" label is a small model's guess (
 filed "Wren needs help organizing his garage", a request to the bot, as a goal in 12 of 28
 LongMemEval conversations), so a goal is tracked only when the words it rests on state a goal
 as CREATE_GOAL reads them ("my goal is", "I want to", "I'd like to", outside a question:
-`states_a_goal`, English for now); the fact stays a fact either way.
+`states_a_goal`, in English and the languages of aims.py); the fact stays a fact either way.
 
 One goal per aim: a stated goal that names the same thing as one the person already tracks
 (most of its words) is that goal, not a second one; "I want to run a marathon next year"
