@@ -27,11 +27,10 @@ TEMPLATE_NAME = "factsTemplate"
 
 SYSTEM = (
     "You write down facts a person tells about their own life, for a memory. For each "
-    "message, copy the exact words of the message that tell one fact (the quote), say what "
-    'it is about in a few words ("goal" for an aim they set themselves), then write the '
-    "fact as one short sentence about the person, in the language of the message, with "
-    "nothing the quote does not say. Questions and requests tell no fact. Answer with JSON "
-    "only."
+    "message, list each fact as one short sentence about the person, in the language of the "
+    "message, with the exact words of the message it comes from, and what it is about in a "
+    'few words ("goal" for an aim they set themselves). Questions and requests tell no fact. '
+    "Answer with JSON only."
 )
 
 # (speaker, their messages, known facts, the answer)
@@ -122,19 +121,8 @@ def reading_prompt(name: str, messages: Sequence[str], known: Sequence[str]) -> 
     return f"{head}\n{body}" if head else body
 
 
-# The order a note is written in: the person's words first, so the model's sentence is
-# written from the words it copied rather than the words found for a sentence it made up.
-NOTE_KEYS = ("quote", "about", "fact")
-
-
-def _in_order(answer: dict[str, list[dict[str, str]]]) -> dict[str, list[dict[str, str]]]:
-    return {
-        key: [{k: note[k] for k in NOTE_KEYS} for note in notes] for key, notes in answer.items()
-    }
-
-
 EXAMPLES: tuple[Example, ...] = tuple(
-    Example(reading_prompt(name, said, known), json.dumps(_in_order(answer), ensure_ascii=False))
+    Example(reading_prompt(name, said, known), json.dumps(answer, ensure_ascii=False))
     for name, said, known, answer in _SHOTS
 )
 
@@ -147,9 +135,12 @@ def known_lines(facts: Sequence[Fact]) -> list[str]:
 
 _FACT = {
     "type": "object",
-    # Generated in this order (a grammar follows the properties' order).
-    "properties": {key: {"type": "string"} for key in NOTE_KEYS},
-    "required": list(NOTE_KEYS),
+    "properties": {
+        "fact": {"type": "string"},
+        "quote": {"type": "string"},
+        "about": {"type": "string"},
+    },
+    "required": ["fact", "quote", "about"],
     "additionalProperties": False,
 }
 
