@@ -32,7 +32,7 @@ from bot.memory.claim_words import (
     kinds_of,
     words_of,
 )
-from bot.memory.text import find_words, written_as_turn
+from bot.memory.text import written_as_turn
 
 # Why a claim was not stored (the rejects ledger's reasons: bot/storage/rejects.py).
 ABOUT_ASSISTANT = "about the assistant"
@@ -132,17 +132,12 @@ class Grounding:
         )
 
     def about_assistant(self, text: str) -> bool:
-        """A claim whose subject is the assistant ("Mnemo is a friendly presence"), that
-        speaks to it ("your name is ..."), or that ties the person to it ("Tim is the
-        official administrator of Mnemo"): what someone is to the bot (its admin, its owner,
-        allowed to delete its facts) is never learned from what they say, in any language;
-        that is how facts are planted, and the bot's own names give it away in every script."""
+        """A claim whose subject is the assistant ("Mnemo is a friendly presence"), or that
+        speaks to it ("your name is ...")."""
         folded = fold(text).strip()
         for name in self.agent_names:
             name = fold(name).strip()
             if name and re.match(rf"\W*{re.escape(name)}(?:'s)?\b", folded):
-                return True
-            if name and find_words(name, text) is not None:
                 return True
         words = set(TOKEN.findall(folded))
         if words & _SECOND_PERSON:
