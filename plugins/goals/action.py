@@ -22,6 +22,7 @@ from bot import (
 )
 from bot.offline import is_question, sentences
 
+from .aims import states_an_aim
 from .commands import add_goal, parse_goal_spec
 from .guard import (
     NAMES_NOTHING,
@@ -138,12 +139,21 @@ class GoalDraft(BaseModel):
 
 
 def states_a_goal(text: str) -> bool:
-    """Whether the message reads as stating a goal at all ("my goal is", "I want to", ...),
-    outside a question."""
+    """Whether the message reads as stating a goal at all ("my goal is", "I want to", ...,
+    or the same in another language: aims.py), outside a question."""
     return any(
-        _GOAL_PHRASES.search(sentence) is not None or _GOAL_WORD.search(sentence) is not None
-        for sentence in _statements(text)
+        _states_in_english(sentence) or states_an_aim(sentence) for sentence in _statements(text)
     )
+
+
+def states_a_goal_in_english(text: str) -> bool:
+    """`states_a_goal` by the English phrases alone: the ones `draft_from_text` can read a
+    goal from, and the form the "say it as 'My goal is to …'" question asks for."""
+    return any(_states_in_english(sentence) for sentence in _statements(text))
+
+
+def _states_in_english(sentence: str) -> bool:
+    return _GOAL_PHRASES.search(sentence) is not None or _GOAL_WORD.search(sentence) is not None
 
 
 def draft_from_text(text: str) -> GoalDraft | None:
@@ -216,14 +226,19 @@ def offline_draft(request: OfflineRequest) -> str | None:
 async def validate(ctx: Context) -> bool:
     """Only a message that states a goal: a small model named CREATE_GOAL for most messages,
     and each time its drafting call was paid for nothing (issue 22)."""
-    return ctx.message.user_id != ctx.agent.id and states_a_goal(ctx.message.content.text)
+    # English phrases only: without them there is nothing for the action to read the goal from
+    # when the model's draft is unusable, and its question would ask for English; a goal
+    # stated in another language is tracked from the facts reading (learned.py).
+    return ctx.message.user_id != ctx.agent.id and states_a_goal_in_english(
+        ctx.message.content.text
+    )
 
 
 async def handle(ctx: Context) -> Goal | None:
     message = ctx.message
     draft = await _draft_from_model(ctx) or draft_from_text(message.content.text)
     if draft is None:
-        if states_a_goal(message.content.text):
+        if states_a_goal_in_english(message.content.text):
             await ctx.callback(Content(text=UNCLEAR_REPLY))
         else:
             # The reply named CREATE_GOAL for a message stating no goal (a small model did

@@ -6,7 +6,7 @@ Only an aim stated as one: the reading's "goal" label is a small model's guess (
 filed "Wren needs help organizing his garage", a request to the bot, as a goal in 12 of 28
 LongMemEval conversations), so a goal is tracked only when the words it rests on state a goal
 as CREATE_GOAL reads them ("my goal is", "I want to", "I'd like to", outside a question:
-`states_a_goal`, English for now); the fact stays a fact either way.
+`states_a_goal`, in English and the languages of aims.py); the fact stays a fact either way.
 
 One goal per aim: a stated goal that names the same thing as one the person already tracks
 (most of its words) is that goal, not a second one; "I want to run a marathon next year"
@@ -37,6 +37,18 @@ def same_aim(a: str, b: str) -> bool:
     return len(mine & theirs) >= SAME_AIM * shorter
 
 
+def goal_name(fact: Fact) -> str:
+    """The goal as its fact says it, or in the person's own words when the fact is not in
+    theirs: a small model writes "Nerea's goal is to get the C2 of Germany" for "mi objetivo
+    este año es sacarme el C2 de alemán", and the goal is hers, in her language."""
+    written = fact.value or fact.text
+    quote = fact.evidence.quote if fact.evidence is not None else ""
+    mine, theirs = content_words(written), content_words(quote)
+    if quote and len(mine & theirs) * 2 < min(len(mine), len(theirs)):
+        return quote[0].upper() + quote[1:]
+    return written
+
+
 async def track_stated_goals(ctx: Context, facts: Sequence[Fact]) -> list[Goal]:
     """Track each goal a person stated for themselves (a fact of type "goal", in their own
     word); returns the goals started."""
@@ -59,11 +71,11 @@ async def track_stated_goals(ctx: Context, facts: Sequence[Fact]) -> list[Goal]:
             for g in await goals.in_room(fact.room_id, only_in_progress=True, limit=100)
             if g.user_id == fact.subject_id
         ]
-        if any(same_aim(g.name, fact.value or fact.text) for g in mine):
+        if any(same_aim(g.name, goal_name(fact)) for g in mine):
             continue
         goal = Goal(
             id=stable_id("goal", fact.id),
-            name=(fact.value or fact.text)[:200],
+            name=goal_name(fact)[:200],
             room_id=fact.room_id,
             world_id=fact.world_id,
             user_id=fact.subject_id,

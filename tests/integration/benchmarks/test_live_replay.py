@@ -54,6 +54,10 @@ async def test_the_live_models_reading_of_the_held_out_conversations(
     assert result["planted_stored"] == 0 and result["attribution"] == 1.0
     assert result["stale_shown"] == 2
     assert not any("Νίκος: 'Νίκος'" in fact for fact in result["wrong_facts"])
+    # The one goal the model filed as a goal in words that state one is tracked: Paula's
+    # Camino de Santiago, said in Spanish (plugins/goals/aims.py; English phrases alone
+    # tracked none), and no goal nobody stated.
+    assert result["goals_tracked"] == 1 / 8 and result["goals_unstated"] == []
     # What the model got wrong was refused and counted, not stored.
     refused = result["rejects"]["evaluator:GET_FACTS"]
     assert sum(refused.values()) > 0

@@ -520,3 +520,24 @@ async def test_goal_store_by_room_and_status(
     assert stored == learn
     assert stored.objectives[0].completed is True  # type: ignore[union-attr]
     assert after == [] and missing is None
+
+
+async def test_a_goal_stated_in_another_language_is_never_answered_with_an_english_question(
+    tmp_path: Path, mongo_uri: str, model_dir: Path
+) -> None:
+    # Live, Qwen2.5-0.5B named CREATE_GOAL for "Mon but c'est de reprendre mes études …" and
+    # drafted the template's example: the action cannot read a French goal from the message
+    # itself, so it must not ask her to say it "as 'My goal is to …'"; the facts reading
+    # tracks it (tests/integration/plugins/test_goals_in_any_language.py).
+    model = scripted(
+        updates=["[]"],
+        replies=('{"text": "Bonne idée !", "action": "CREATE_GOAL"}', REPLY),
+        create=json.dumps({"name": "Learn Portuguese before my trip", "objectives": []}),
+    )
+    async with app_for(tmp_path, mongo_uri, model_dir, model) as app:
+        chat = TestChat(app.runtime, name="Yasmine")
+        await say(chat, "Mon but c'est de reprendre mes études pour devenir infirmière")
+        goals = await goals_of(app).in_world(chat.room.world_id)
+
+    assert chat.replies == ["Bonne idée !"]
+    assert UNCLEAR_REPLY not in chat.replies and goals == []
