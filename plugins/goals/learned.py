@@ -5,8 +5,9 @@ tracked here too, not only when the reply model happens to pick CREATE_GOAL.
 Only an aim stated as one: the reading's "goal" label is a small model's guess (Qwen2.5-0.5B
 filed "Wren needs help organizing his garage", a request to the bot, as a goal in 12 of 28
 LongMemEval conversations), so a goal is tracked only when the words it rests on state a goal
-as CREATE_GOAL reads them ("my goal is", "I want to", "I'd like to", outside a question:
-`states_a_goal`, in English and the languages of aims.py); the fact stays a fact either way.
+("my goal is", "I want to", "I'd like to", outside a question: `states_a_goal`, in English and
+the languages of aims.py; CREATE_GOAL keeps to the English ones); the fact stays a fact either
+way.
 
 One goal per aim: a stated goal that names the same thing as one the person already tracks
 (most of its words) is that goal, not a second one; "I want to run a marathon next year"
